@@ -1,0 +1,42 @@
+// `fact`: the command-line front of the pipeline (discover -> realize -> compose).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "cli/command.h"
+#include "core/error.h"
+
+namespace fact::cli {
+
+static std::vector<std::pair<std::string, Setup>>& commands() {
+  static std::vector<std::pair<std::string, Setup>> list;
+  return list;
+}
+bool register_command(const std::string& name, Setup setup) {
+  commands().emplace_back(name, std::move(setup));
+  return true;
+}
+const std::vector<std::pair<std::string, Setup>>& registered_commands() { return commands(); }
+
+}  // namespace fact::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"FACT: turns a PyTorch module into a faster, verified module built from CUTLASS kernels"};
+  app.set_version_flag("--version", FACT_VERSION);
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log details");
+  auto list = fact::cli::registered_commands();
+  std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& [name, setup] : list) setup(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const fact::Error& e) {
+    std::cerr << "fact: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+#pragma once
+// Finds the registry's rules in an IR graph.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "discover/arch_spec.h"
+#include "discover/match.h"
+#include "discover/pattern_registry.h"
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace fact::discover {
+
+// Every match of every applicable rule (matches may overlap). A match requires that intermediates
+// (covered nodes other than the anchor) are used only inside the match, and that the rule's dtype,
+// arch and constraints hold.
+std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistry& registry,
+                                    const ir::OpTable& ops, const ArchSpec& arch);
+
+// Keeps a non-overlapping subset: greedily by descending gain (ties: rule priority, then more
+// nodes covered, then graph order), dropping any match that shares a node with one already kept.
+std::vector<Match> resolve_overlaps(std::vector<Match> matches,
+                                    const std::function<double(const Match&)>& gain);
+
+}  // namespace fact::discover

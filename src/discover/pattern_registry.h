@@ -1,0 +1,43 @@
+#pragma once
+// The pattern registry: rule files under data/rules/ (one JSON file per rule), keyed by
+// rule x dtype x architecture. Adding a rule is adding a file; no matcher code changes.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fact::discover {
+
+struct Rule {
+  std::string name;
+  std::string description;
+  std::string family;
+  std::vector<std::string> dtypes;   // e.g. float32, bfloat16, float16
+  std::vector<std::string> archs;    // e.g. sm80, sm90
+  int priority = 0;
+  nlohmann::json pattern;            // graph fragment (interpreted by the matcher)
+  nlohmann::json dims;               // name -> expression
+  std::vector<std::string> constraints; // boolean expressions over dims and arch constants
+  nlohmann::json kernel;             // how stage 2 realizes it
+  std::vector<std::string> examples; // example-index references
+  std::filesystem::path file;        // where it was loaded from
+};
+
+class PatternRegistry {
+ public:
+  // Loads every *.json under `dir` (sorted by file name); throws Error naming the file and field at fault.
+  static PatternRegistry load(const std::filesystem::path& dir);
+  static PatternRegistry builtin();  // data_dir()/rules
+  const std::vector<Rule>& rules() const { return rules_; }
+  const Rule* find(const std::string& name) const;
+  // Rules that apply to this dtype and architecture.
+  std::vector<const Rule*> select(const std::string& dtype, const std::string& arch) const;
+  void add(Rule rule);  // throws Error on a duplicate name
+ private:
+  std::vector<Rule> rules_;
+};
+
+Rule parse_rule(const nlohmann::json& doc, const std::string& origin);
+
+}  // namespace fact::discover

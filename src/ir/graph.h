@@ -1,0 +1,75 @@
+#pragma once
+// The IR: a torch.export ATen graph as plain values (see docs/ir-format.md).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fact::ir {
+
+using Json = nlohmann::json;
+
+inline constexpr int kIrVersion = 1;
+
+struct TensorMeta {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::string dtype;  // torch short name: float32, bfloat16, ...
+
+  int64_t numel() const;
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  bool is_contiguous() const;
+  int64_t element_bytes() const;  // from dtype
+  int64_t bytes() const { return numel() * element_bytes(); }
+};
+
+enum class NodeKind { Input, Parameter, Buffer, Constant, Op };
+
+struct Node {
+  std::string name;
+  NodeKind kind = NodeKind::Op;
+  std::string op;       // ATen overload ("aten.mm.default") or "getitem"; empty for non-op nodes
+  std::string target;   // input name or state_dict key for placeholders
+  Json args = Json::array();
+  Json kwargs = Json::object();
+  std::vector<TensorMeta> outputs;
+
+  const TensorMeta& out(size_t i = 0) const;  // throws Error if the node has no tensor result i
+};
+
+struct Graph {
+  int version = kIrVersion;
+  std::string source_path;
+  std::string source_sha256;
+  std::string module_class = "Model";
+  std::string torch_version;
+  std::string trace_device;
+  Json init_inputs = Json::array();
+  std::vector<Node> nodes;   // topological order
+  Json outputs = Json::array();
+
+  const Node* find(const std::string& name) const;  // nullptr if absent
+  const Node& at(const std::string& name) const;    // throws Error if absent
+  size_t index_of(const std::string& name) const;   // throws Error if absent
+  // Names of op nodes that take `name` as an argument (once per using node), plus "<output>" if the graph returns it.
+  const std::vector<std::string>& users(const std::string& name) const;
+
+  void build_index();  // call after changing `nodes`
+ private:
+  std::unordered_map<std::string, size_t> index_;
+  std::unordered_map<std::string, std::vector<std::string>> users_;
+};
+
+// Helpers on encoded argument values.
+bool is_ref(const Json& arg);
+const std::string& ref_name(const Json& arg);
+// Every node name referenced anywhere in args/kwargs (recursing into lists), in order.
+std::vector<std::string> referenced_names(const Node& node);
+
+const char* to_string(NodeKind kind);
+
+}  // namespace fact::ir
