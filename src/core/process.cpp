@@ -46,9 +46,15 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   for (auto& s : args_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
+  // The child leads its own process group so a time-out also stops what it started (nvcc's cicc, ptxas).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (rc != 0) {
@@ -69,7 +75,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         result.timed_out = true;
-        kill(pid, SIGKILL);
+        kill(-pid, SIGKILL);
         break;
       }
       wait_ms = static_cast<int>(left.count());

@@ -21,6 +21,7 @@ struct Rule {
   std::vector<std::string> constraints; // boolean expressions over dims and arch constants
   nlohmann::json kernel;             // how stage 2 realizes it
   std::vector<std::string> examples; // example-index references
+  std::vector<std::vector<std::string>> example_archs;  // parallel to examples: archs each suits (empty: all)
   std::filesystem::path file;        // where it was loaded from
 };
 

@@ -24,6 +24,16 @@ TEST(Process, KillsOnTimeout) {
   EXPECT_EQ(r.exit_code, -1);
 }
 
+TEST(Process, TimeoutAlsoStopsGrandchildren) {
+  fact::ProcessOptions o;
+  o.timeout = std::chrono::seconds(1);
+  auto start = std::chrono::steady_clock::now();
+  // The grandchild holds the pipes open: without a group kill the read loop would wait 30 s for it.
+  auto r = fact::run_process({"sh", "-c", "sleep 30 & sleep 30"}, o);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
 TEST(Process, MissingProgramIsAnError) {
   EXPECT_THROW(fact::run_process({"/nonexistent/program"}), fact::Error);
 }

@@ -1,0 +1,21 @@
+"""Square matrix multiplication C = A @ B with A, B and C all 2048x2048, float32."""
+import torch
+import torch.nn as nn
+
+N = 2048
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B)
+
+
+def get_inputs():
+    return [torch.randn(N, N), torch.randn(N, N)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# GEMM benchmark on the device: for each level-1 problem and numerics mode, discover + tune with the
+# carried fact binary; per-pattern reports land in $OUT, then gemm_report.py merges them.
+# Usage (device): bash bench/scripts/gemm_h100.sh "fp32 3xtf32" "square_matmul_4096 large_k_matmul" [top]
+set -uo pipefail
+source bench/scripts/device_env.sh
+numerics_list=${1:-"fp32 3xtf32 tf32 bf16"}
+problems=${2:-"square_matmul_2048 square_matmul_4096 square_matmul_8192 standard_matmul batched_matmul large_k_matmul"}
+top=${3:-6}
+mkdir -p "$OUT/work"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for p in $problems; do
+  for n in $numerics_list; do
+    echo "=== $p $n"
+    plan="$OUT/work/plan-$p-$n.json"
+    "$FACT_BIN" discover "bench/problems/level1/$p.py" --numerics "$n" --json "$plan" > "$OUT/work/discover-$p-$n.txt" 2>&1 \
+      || { cat "$OUT/work/discover-$p-$n.txt"; continue; }
+    "$FACT_BIN" tune "$plan" --numerics "$n" --top "$top" --report "$OUT/work/tune-$p-$n.json" --work-dir "$OUT/work" \
+      2> "$OUT/work/tune-$p-$n.log" || tail -n 20 "$OUT/work/tune-$p-$n.log"
+  done
+done
+# $OUT returns at most 8 files: everything detailed travels as one archive.
+tar -C "$OUT" -czf "$OUT/gemm_work.tgz" work && rm -rf "$OUT/work"

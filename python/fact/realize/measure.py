@@ -1,0 +1,295 @@
+"""`python -m fact.realize.measure REQUEST.json -o RESULT.json`: verify and time GEMM candidates.
+
+Called by the C++ tuner. The request names one GEMM problem and candidate libraries (see
+measure_request.py); the result holds, per candidate, a status, the median time and the error against a
+float64 reference, beside a cuBLAS baseline timed in the same run and the same numerics.
+
+Isolation: candidates run in a worker subprocess (measure_worker.py) that streams one JSON line per
+result. If the worker dies (segfault, poisoned CUDA context) the candidate it was measuring is recorded
+as `crashed`; if it exceeds the per-candidate time limit it is killed and the candidate is `timeout`.
+Either way a fresh worker measures the rest.
+
+Exit codes: 0 result written; 1 result written but the worker could not be set up (see messages);
+2 bad request (one line on stderr naming the field); 3 no CUDA GPU on this machine (one line).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .measure_request import MeasureRequest, RequestError, load_request
+from .verify import tolerance, tolerance_table
+
+EXIT_OK, EXIT_WORKER_FAILED, EXIT_BAD_REQUEST, EXIT_NO_GPU = 0, 1, 2, 3
+STARTUP_TIMEOUT_S = 300.0   # importing torch, creating the CUDA context, drawing the rotating input sets
+MAX_FAILED_STARTS = 2
+PYTHON_ROOT = Path(__file__).resolve().parents[2]
+
+
+def cuda_unavailable_reason() -> str | None:
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        return f"PyTorch cannot be imported ({type(e).__name__}: {e})"
+    if not torch.cuda.is_available():
+        return f"torch {torch.__version__} sees no CUDA device (torch.cuda.is_available() is False)"
+    return None
+
+
+class LineReader:
+    """Reads lines from a pipe with a deadline, without blocking past it."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buf = fd, b""
+
+    def readline(self, deadline: float) -> str | None:
+        """A line, None at EOF; raises TimeoutError at the deadline."""
+        while b"\n" not in self.buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode("utf-8", errors="replace")
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def tail(path: Path, limit: int = 600) -> str:
+    try:
+        text = path.read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    lines = [line for line in text.splitlines() if line.strip()][-4:]
+    return " | ".join(lines)[-limit:]
+
+
+def default_worker_argv(job_path: Path) -> list[str]:
+    return [sys.executable, "-m", "fact.realize.measure_worker", str(job_path)]
+
+
+class Orchestrator:
+    """Runs workers until the baseline and every candidate have a result."""
+
+    def __init__(self, request: MeasureRequest, worker_argv=default_worker_argv, log=sys.stderr):
+        self.request = request
+        self.worker_argv = worker_argv
+        self.log = log
+        self.env: dict = {}
+        self.baseline: dict | None = None
+        self.results: dict[str, dict] = {}
+        self.fatal: str | None = None
+
+    def pending(self) -> list[str]:
+        return [c.id for c in self.request.candidates if c.id not in self.results]
+
+    def run(self) -> dict:
+        failed_starts = 0
+        baseline_pending = self.request.baseline
+        # Each worker finishes an item or fails to start; the cap guards against neither happening.
+        max_workers = len(self.request.candidates) + MAX_FAILED_STARTS + 2
+        with tempfile.TemporaryDirectory(prefix="fact-measure-") as tmp:
+            for n in range(max_workers):
+                if n > 0 and not (baseline_pending or self.pending()):
+                    break
+                progressed, started = self._run_worker(Path(tmp), baseline_pending)
+                baseline_pending = self.request.baseline and self.baseline is None
+                if not started and not progressed:
+                    failed_starts += 1
+                    if failed_starts >= MAX_FAILED_STARTS:
+                        break
+            else:
+                if baseline_pending or self.pending():
+                    self.fatal = self.fatal or "workers stopped making progress"
+        reason = self.fatal or "the measuring worker could not be started"
+        if self.request.baseline and self.baseline is None:
+            self.baseline = {"status": "failed", "message": reason}
+        for cid in self.pending():
+            self.results[cid] = {"id": cid, "status": "crashed", "message": f"not measured: {reason}"}
+        return self.result()
+
+    def _run_worker(self, tmp: Path, baseline: bool) -> tuple[bool, bool]:
+        """One worker's life; returns (completed any item, got past set-up)."""
+        job = {"request": self.request.to_json(), "candidate_ids": self.pending(), "baseline": baseline}
+        n = len(list(tmp.glob("job-*.json")))
+        job_path, err_path = tmp / f"job-{n}.json", tmp / f"worker-{n}.stderr"
+        job_path.write_text(json.dumps(job))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_ROOT), env.get("PYTHONPATH")]))
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        with open(err_path, "wb") as err:
+            proc = subprocess.Popen(self.worker_argv(job_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=err, env=env, start_new_session=True)
+        reader = LineReader(proc.stdout.fileno())
+        current: str | None = None
+        ready = progressed = False
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        try:
+            while True:
+                try:
+                    line = reader.readline(deadline)
+                except TimeoutError:
+                    self._kill(proc)
+                    what = f"after {self.request.timeout_s:g} s" if ready else f"in set-up after {STARTUP_TIMEOUT_S:g} s"
+                    self._record(current, "timeout", f"worker killed: no result {what}", ready)
+                    return progressed or current is not None, ready
+                if line is None:  # EOF: the worker exited or died
+                    code = proc.wait()
+                    if current is not None:
+                        msg = f"worker died while measuring it ({describe_exit(code)})"
+                        detail = tail(err_path)
+                        self._record(current, "crashed", msg + (f"; stderr: {detail}" if detail else ""), ready)
+                        return True, ready
+                    if not ready and self.fatal is None:
+                        self.fatal = f"worker exited during set-up ({describe_exit(code)}); stderr: {tail(err_path)}"
+                    return progressed, ready
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    print(f"measure: ignoring a non-JSON line from the worker: {line[:200]}", file=self.log)
+                    continue
+                kind = event.pop("event", None)
+                if kind == "ready":
+                    ready, self.fatal = True, None
+                    self.env = event
+                elif kind == "start":
+                    current = event.get("item")
+                    deadline = time.monotonic() + self.request.timeout_s
+                elif kind == "baseline":
+                    self.baseline = event
+                    current, progressed = None, True
+                    deadline = time.monotonic() + self.request.timeout_s
+                elif kind == "candidate":
+                    self.results[event["id"]] = event
+                    current, progressed = None, True
+                    deadline = time.monotonic() + self.request.timeout_s
+                elif kind == "fatal":
+                    self.fatal = event.get("message", "worker failed")
+                elif kind == "done":
+                    proc.wait()
+                    return True, ready
+        finally:
+            if proc.poll() is None:
+                self._kill(proc)
+            proc.stdout.close()
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    def _record(self, item: str | None, status: str, message: str, ready: bool) -> None:
+        if item is None:
+            if not ready:
+                self.fatal = message
+            return
+        if item == "baseline":
+            self.baseline = {"status": "failed", "message": f"baseline {status}: {message}"}
+        else:
+            self.results[item] = {"id": item, "status": status, "message": message}
+
+    def result(self) -> dict:
+        p = self.request.problem
+        tol = tolerance(p.numerics, p.k)
+        candidates = []
+        for c in self.request.candidates:
+            r = dict(self.results[c.id])
+            for key in ("ms", "rel_err", "max_abs_err", "max_err_vs_peak", "message"):
+                r.setdefault(key, None)
+            r.setdefault("tolerance", tol)
+            r["library"] = c.library
+            candidates.append(r)
+        baseline = self.baseline
+        fp32_err = None
+        if baseline is not None:
+            baseline = dict(baseline)
+            fp32_err = baseline.pop("fp32_reference_err", None)
+        return {
+            "device": self.env.get("device"), "torch": self.env.get("torch"), "cuda": self.env.get("cuda"),
+            "environment": self.env,
+            "problem": p.to_json(),
+            "baseline": baseline,
+            "fp32_reference_err": fp32_err,
+            "candidates": candidates,
+            "tolerances": {"applied": tol, "numerics": p.numerics, **tolerance_table(p.k)},
+            "settings": {k: v for k, v in self.request.to_json().items() if k not in ("problem", "candidates")},
+            "error": self.fatal,
+        }
+
+
+def write_json(path: Path, obj: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def summary(result: dict) -> str:
+    rows = [f"{'candidate':<32} {'status':<16} {'ms':>10} {'rel_err':>10}"]
+    b = result.get("baseline")
+    if b:
+        rows.append(f"{'[baseline] ' + str(b.get('precision', '')):<32} {b.get('status', ''):<16} "
+                    f"{fmt(b.get('ms')):>10} {fmt(b.get('rel_err')):>10}")
+    for c in result["candidates"]:
+        rows.append(f"{c['id'][:32]:<32} {c['status']:<16} {fmt(c.get('ms')):>10} {fmt(c.get('rel_err')):>10}")
+    return "\n".join(rows)
+
+
+def fmt(x) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fact.realize.measure",
+                                 description="Verify and time GEMM candidates against cuBLAS.")
+    ap.add_argument("request", help="request JSON (problem, candidates, trials, baseline, warmup_ms, rep_ms)")
+    ap.add_argument("-o", "--output", required=True, help="where to write the result JSON")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no summary table on stdout")
+    args = ap.parse_args(argv)
+    try:
+        request = load_request(args.request)
+    except RequestError as e:
+        print(f"measure: bad request: {e}", file=sys.stderr)
+        return EXIT_BAD_REQUEST
+    reason = cuda_unavailable_reason()
+    if reason:
+        print(f"measure: a CUDA GPU is required to verify and time kernels: {reason}", file=sys.stderr)
+        return EXIT_NO_GPU
+    result = Orchestrator(request).run()
+    write_json(Path(args.output), result)
+    if not args.quiet:
+        print(summary(result))
+    if result["error"]:
+        print(f"measure: {result['error']}", file=sys.stderr)
+        return EXIT_WORKER_FAILED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+#pragma once
+// Roofline cost model: FLOPs and minimum bytes of each ATen node and of each match, the estimated
+// time of PyTorch running the nodes one kernel at a time now, and of one fused FACT kernel, from the
+// architecture's measured ceilings. The plan is ranked by the difference (expected gain).
+#include <string>
+
+#include "discover/arch_spec.h"
+#include "discover/match.h"
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace fact::discover {
+
+struct CostContext {
+  const ir::Graph& graph;
+  const ir::OpTable& ops;
+  const ArchSpec& arch;
+  std::string numerics;  // FACT's numerics mode: fp32 | 3xtf32 | tf32 | bf16 | fp16
+};
+
+struct NodeCost {
+  double flops = 0;
+  double bytes = 0;     // inputs read once + outputs written once
+  double seconds = 0;   // PyTorch's estimated time for this node (0 for free views)
+  int kernels = 0;      // kernel launches PyTorch makes for it
+};
+
+struct CostEstimate {
+  double flops = 0;
+  double bytes_now = 0;     // bytes PyTorch moves over all covered nodes
+  double bytes_fused = 0;   // minimum bytes: the match's external inputs and its output, once
+  double seconds_now = 0;
+  double seconds_fused = 0;
+  int kernels_now = 0;
+  std::string bound;        // "compute" or "memory" for the fused kernel
+  double gain_seconds() const { return seconds_now - seconds_fused; }
+  double speedup() const { return seconds_fused > 0 ? seconds_now / seconds_fused : 0; }
+};
+
+// The PyTorch-side numerics that a FACT numerics mode is compared against
+// (fp32 and 3xtf32 -> fp32 "highest"; tf32 -> "high"; bf16/fp16 -> themselves).
+std::string baseline_numerics(const std::string& numerics);
+
+NodeCost estimate_node(const ir::Node& node, const CostContext& ctx);
+CostEstimate estimate_match(const Match& match, const CostContext& ctx);
+// Sum of estimate_node over every op node: the whole module's estimated time in PyTorch now.
+double estimate_graph_seconds(const CostContext& ctx);
+
+}  // namespace fact::discover

@@ -1,0 +1,253 @@
+#include "discover/pattern_registry.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+#include "discover/shape_expr.h"
+#include "ir/dtype.h"
+
+namespace fact::discover {
+
+using Json = nlohmann::json;
+
+namespace {
+
+// Keys a literal-constraint argument may carry (docs/rule-format.md, "Arguments").
+const std::set<std::string> kArgKeys = {"var",  "node", "through", "nullable", "const", "tol", "in",
+                                        "any",  "type", "len",     "attr",     "transform", "default"};
+const std::set<std::string> kNodeKeys = {"id", "op", "args", "kwargs", "optional", "passthrough",
+                                         "attrs", "attrs_if_absent", "alternatives"};
+
+std::string string_field(const Json& doc, const char* field, const std::string& where) {
+  if (!doc.contains(field)) throw Error(where + " is missing field '" + field + "'");
+  if (!doc[field].is_string()) throw Error(where + " field '" + field + "' must be a string, got " + doc[field].dump());
+  return doc[field].get<std::string>();
+}
+
+std::vector<std::string> string_list(const Json& doc, const char* field, const std::string& where, bool required) {
+  if (!doc.contains(field)) {
+    if (required) throw Error(where + " is missing field '" + field + "'");
+    return {};
+  }
+  const Json& v = doc[field];
+  if (!v.is_array()) throw Error(where + " field '" + field + "' must be an array of strings");
+  std::vector<std::string> out;
+  for (const auto& e : v) {
+    if (!e.is_string()) throw Error(where + " field '" + field + "' must hold strings, got " + e.dump());
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+class PatternChecker {
+ public:
+  PatternChecker(const Json& pattern, const std::string& where) : pattern_(pattern), where_(where) {}
+
+  void check() {
+    if (!pattern_.is_object()) throw Error(where_ + " field 'pattern' must be an object {nodes, output}");
+    if (!pattern_.contains("nodes") || !pattern_["nodes"].is_array() || pattern_["nodes"].empty())
+      throw Error(where_ + " pattern needs a non-empty 'nodes' array");
+    for (const auto& n : pattern_["nodes"]) {
+      if (!n.is_object()) throw Error(where_ + " pattern.nodes holds a non-object: " + n.dump());
+      std::string id = string_field(n, "id", where_ + " pattern node");
+      if (id.empty() || id[0] == '$') throw Error(where_ + " pattern node id '" + id + "' must not start with '$'");
+      if (!ids_.insert(id).second) throw Error(where_ + " has two pattern nodes with id '" + id + "'");
+    }
+    for (const auto& n : pattern_["nodes"]) check_node(n);
+    std::string out = string_field(pattern_, "output", where_ + " pattern");
+    if (!ids_.count(out)) throw Error(where_ + " pattern.output '" + out + "' is not a pattern node id");
+    for (const auto& n : pattern_["nodes"])
+      if (n["id"] == out && n.value("optional", false))
+        throw Error(where_ + " pattern.output '" + out + "' cannot be optional");
+  }
+
+ private:
+  const Json& pattern_;
+  const std::string& where_;
+  std::set<std::string> ids_;
+
+  void check_form(const Json& form, const std::string& at) {
+    if (!form.contains("op")) throw Error(at + " is missing field 'op' (an ATen overload name or a list of them)");
+    const Json& op = form["op"];
+    if (!(op.is_string() || (op.is_array() && !op.empty() && std::all_of(op.begin(), op.end(), [](const Json& o) { return o.is_string(); }))))
+      throw Error(at + " field 'op' must be a string or a non-empty list of strings");
+    if (form.contains("args")) {
+      if (!form["args"].is_array()) throw Error(at + " field 'args' must be an array");
+      for (size_t i = 0; i < form["args"].size(); ++i) check_arg(form["args"][i], at + " args[" + std::to_string(i) + "]");
+    }
+    if (form.contains("kwargs")) {
+      if (!form["kwargs"].is_object()) throw Error(at + " field 'kwargs' must be an object");
+      for (const auto& [k, v] : form["kwargs"].items()) check_arg(v, at + " kwargs['" + k + "']");
+    }
+    if (form.contains("attrs") && !form["attrs"].is_object()) throw Error(at + " field 'attrs' must be an object");
+  }
+
+  void check_node(const Json& n) {
+    std::string at = where_ + " pattern node '" + n["id"].get<std::string>() + "'";
+    for (const auto& [k, v] : n.items())
+      if (!kNodeKeys.count(k)) throw Error(at + " has unknown field '" + k + "'");
+    if (n.contains("alternatives")) {
+      if (n.contains("op") || n.contains("args") || n.contains("kwargs"))
+        throw Error(at + " has both 'alternatives' and op/args/kwargs; put each form inside 'alternatives'");
+      if (!n["alternatives"].is_array() || n["alternatives"].empty())
+        throw Error(at + " field 'alternatives' must be a non-empty array of {op, args, kwargs, attrs}");
+      for (size_t i = 0; i < n["alternatives"].size(); ++i)
+        check_form(n["alternatives"][i], at + " alternatives[" + std::to_string(i) + "]");
+    } else {
+      check_form(n, at);
+    }
+    bool optional = n.value("optional", false);
+    if (optional) {
+      if (!n.contains("passthrough") || !n["passthrough"].is_string())
+        throw Error(at + " is optional, so it needs 'passthrough': the pattern node id or $var that stands in when it is absent");
+      check_arg(n["passthrough"], at + " passthrough");
+    }
+    if (n.contains("attrs_if_absent") && !optional) throw Error(at + " has 'attrs_if_absent' but is not optional");
+  }
+
+  void check_ref(const std::string& s, const std::string& at) {
+    if (s.empty()) throw Error(at + " is an empty string");
+    if (s[0] == '$') return;
+    if (!ids_.count(s))
+      throw Error(at + " names '" + s + "', which is no pattern node id (write $" + s + " to bind an outside value)");
+  }
+
+  void check_arg(const Json& a, const std::string& at) {
+    if (a.is_string()) return check_ref(a.get<std::string>(), at);
+    if (!a.is_object()) return;  // a plain literal: must equal
+    for (const auto& [k, v] : a.items())
+      if (!kArgKeys.count(k)) throw Error(at + " has unknown key '" + k + "'");
+    if (a.contains("var")) {
+      if (!a["var"].is_string() || a["var"].get<std::string>().rfind("$", 0) != 0)
+        throw Error(at + " field 'var' must be a string starting with '$'");
+    }
+    if (a.contains("node")) {
+      if (!a["node"].is_string()) throw Error(at + " field 'node' must be a pattern node id");
+      check_ref(a["node"].get<std::string>(), at);
+    }
+    if (a.contains("through") && !(a.contains("var") || a.contains("node")))
+      throw Error(at + " has 'through' without 'var' or 'node'");
+    if (a.contains("through") && !a["through"].is_array()) throw Error(at + " field 'through' must be a list of op names");
+    if (a.contains("attr") && !a["attr"].is_string()) throw Error(at + " field 'attr' must be an attr name");
+    if (a.contains("transform") && a["transform"] != "reciprocal")
+      throw Error(at + " field 'transform' must be \"reciprocal\"");
+    if (a.contains("in") && !a["in"].is_array()) throw Error(at + " field 'in' must be a list of allowed values");
+    if (a.contains("type")) {
+      static const std::set<std::string> types = {"number", "int", "bool", "string", "list", "null"};
+      if (!a["type"].is_string() || !types.count(a["type"].get<std::string>()))
+        throw Error(at + " field 'type' must be one of number, int, bool, string, list, null");
+    }
+  }
+};
+
+}  // namespace
+
+Rule parse_rule(const Json& doc, const std::string& origin) {
+  if (!doc.is_object()) throw Error(origin + " must hold a JSON object");
+  Rule r;
+  r.name = string_field(doc, "name", origin);
+  const std::string where = origin + " (rule '" + r.name + "')";
+  r.description = string_field(doc, "description", where);
+  r.family = string_field(doc, "family", where);
+  r.dtypes = string_list(doc, "dtypes", where, true);
+  r.archs = string_list(doc, "archs", where, true);
+  if (r.dtypes.empty()) throw Error(where + " field 'dtypes' is empty; list the dtypes the kernel supports");
+  if (r.archs.empty()) throw Error(where + " field 'archs' is empty; list sm80, sm90, ...");
+  for (const auto& d : r.dtypes)
+    if (!ir::is_known_dtype(d)) throw Error(where + " field 'dtypes' has unknown dtype '" + d + "'");
+  if (doc.contains("priority")) {
+    if (!doc["priority"].is_number_integer()) throw Error(where + " field 'priority' must be an integer");
+    r.priority = doc["priority"].get<int>();
+  }
+  if (!doc.contains("pattern")) throw Error(where + " is missing field 'pattern'");
+  r.pattern = doc["pattern"];
+  PatternChecker(r.pattern, where).check();
+  r.dims = doc.contains("dims") ? doc["dims"] : Json::object();
+  if (!r.dims.is_object()) throw Error(where + " field 'dims' must be an object: dim name -> expression");
+  for (const auto& [name, expr] : r.dims.items()) {
+    if (!expr.is_string()) throw Error(where + " dims['" + name + "'] must be an expression string");
+    try {
+      ShapeExpr::parse(expr.get<std::string>());
+    } catch (const Error& e) {
+      throw Error(where + " dims['" + name + "']: " + e.what());
+    }
+  }
+  r.constraints = string_list(doc, "constraints", where, false);
+  for (const auto& c : r.constraints) {
+    try {
+      ShapeExpr::parse(c);
+    } catch (const Error& e) {
+      throw Error(where + " constraints: " + e.what());
+    }
+  }
+  if (!doc.contains("kernel") || !doc["kernel"].is_object())
+    throw Error(where + " needs a 'kernel' object (family, epilogue, ...) telling stage 2 how to realize it");
+  r.kernel = doc["kernel"];
+  // An example is "cutlass:<folder>" or {"ref": "cutlass:<folder>", "archs": [...]} for arch-specific ones.
+  if (doc.contains("examples")) {
+    if (!doc["examples"].is_array()) throw Error(where + " field 'examples' must be an array");
+    for (const auto& e : doc["examples"]) {
+      std::string ref;
+      std::vector<std::string> archs;
+      if (e.is_string()) {
+        ref = e.get<std::string>();
+      } else if (e.is_object()) {
+        ref = string_field(e, "ref", where + " example");
+        archs = string_list(e, "archs", where + " example '" + ref + "'", false);
+      } else {
+        throw Error(where + " example " + e.dump() + " must be a string or {ref, archs}");
+      }
+      if (ref.rfind("cutlass:", 0) != 0 || ref.size() == 8)
+        throw Error(where + " example '" + ref + "' must read cutlass:<folder under CUTLASS examples/>");
+      r.examples.push_back(ref);
+      r.example_archs.push_back(archs);
+    }
+  }
+  return r;
+}
+
+PatternRegistry PatternRegistry::load(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error("rule folder '" + dir.string() + "' does not exist; FACT_HOME may point at the wrong tree");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  PatternRegistry reg;
+  for (const auto& f : files) {
+    Rule r = parse_rule(read_json_file(f, "rule file"), "rule file '" + f.string() + "'");
+    r.file = f;
+    reg.add(std::move(r));
+  }
+  return reg;
+}
+
+PatternRegistry PatternRegistry::builtin() { return load(data_dir() / "rules"); }
+
+const Rule* PatternRegistry::find(const std::string& name) const {
+  for (const auto& r : rules_)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+std::vector<const Rule*> PatternRegistry::select(const std::string& dtype, const std::string& arch) const {
+  std::vector<const Rule*> out;
+  for (const auto& r : rules_) {
+    bool dtype_ok = std::find(r.dtypes.begin(), r.dtypes.end(), dtype) != r.dtypes.end();
+    bool arch_ok = std::find(r.archs.begin(), r.archs.end(), arch) != r.archs.end();
+    if (dtype_ok && arch_ok) out.push_back(&r);
+  }
+  return out;
+}
+
+void PatternRegistry::add(Rule rule) {
+  if (const Rule* old = find(rule.name))
+    throw Error("rule '" + rule.name + "' in '" + rule.file.string() + "' has the same name as the rule in '" +
+                old->file.string() + "'; rule names must be unique");
+  rules_.push_back(std::move(rule));
+}
+
+}  // namespace fact::discover

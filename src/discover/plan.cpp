@@ -1,0 +1,188 @@
+#include "discover/plan.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "discover/matcher.h"
+#include "ir/ir_io.h"
+
+namespace fact::discover {
+using nlohmann::json;
+
+std::string default_numerics(const ir::Graph& graph) {
+  for (auto& n : graph.nodes) {
+    if (n.kind != ir::NodeKind::Input) continue;
+    for (auto& o : n.outputs) {
+      if (o.dtype == "bfloat16") return "bf16";
+      if (o.dtype == "float16") return "fp16";
+    }
+  }
+  return "3xtf32";
+}
+
+Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
+               const ArchSpec& arch, const std::string& numerics) {
+  baseline_numerics(numerics);  // rejects unknown modes early, with the list of valid ones
+  Plan plan;
+  plan.arch = arch.name;
+  plan.numerics = numerics;
+  plan.graph = graph;
+  CostContext ctx{plan.graph, ops, arch, numerics};
+
+  auto matches = find_all_matches(plan.graph, registry, ops, arch);
+  std::map<std::string, CostEstimate> costs;  // keyed by rule + anchor (unique per match)
+  auto key = [](const Match& m) { return m.rule + "@" + m.anchor; };
+  for (auto& m : matches) costs[key(m)] = estimate_match(m, ctx);
+  auto kept = resolve_overlaps(std::move(matches), [&](const Match& m) { return costs.at(key(m)).gain_seconds(); });
+  for (auto& m : kept) plan.entries.push_back({m, costs.at(key(m))});
+  std::stable_sort(plan.entries.begin(), plan.entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
+    return a.cost.gain_seconds() > b.cost.gain_seconds();
+  });
+
+  plan.seconds_now = estimate_graph_seconds(ctx);
+  plan.seconds_planned = plan.seconds_now;
+  std::set<std::string> covered;
+  for (auto& e : plan.entries) {
+    if (e.cost.gain_seconds() > 0) plan.seconds_planned -= e.cost.gain_seconds();
+    covered.insert(e.match.nodes.begin(), e.match.nodes.end());
+  }
+  for (auto& n : plan.graph.nodes) {
+    if (n.kind != ir::NodeKind::Op || covered.count(n.name) || n.op == "getitem") continue;
+    const ir::OpInfo* info = ops.find(n.op);
+    if (info && info->category == ir::OpCategory::View) continue;
+    plan.uncovered_ops[n.op]++;
+  }
+  return plan;
+}
+
+static json cost_to_json(const CostEstimate& c) {
+  return {{"flops", c.flops},
+          {"bytes_now", c.bytes_now},
+          {"bytes_fused", c.bytes_fused},
+          {"kernels_now", c.kernels_now},
+          {"us_now", c.seconds_now * 1e6},
+          {"us_fused", c.seconds_fused * 1e6},
+          {"gain_us", c.gain_seconds() * 1e6},
+          {"speedup", c.speedup()},
+          {"bound", c.bound}};
+}
+
+static json match_to_json(const Match& m) {
+  return {{"rule", m.rule},       {"family", m.family}, {"anchor", m.anchor}, {"nodes", m.nodes},
+          {"inputs", m.inputs},   {"attrs", m.attrs},   {"dims", m.dims},     {"dtype", m.dtype},
+          {"kernel", m.kernel},   {"examples", m.examples}, {"priority", m.priority}};
+}
+
+json to_json(const Plan& plan) {
+  json entries = json::array();
+  int rank = 1;
+  for (auto& e : plan.entries) {
+    json j = match_to_json(e.match);
+    j["rank"] = rank++;
+    j["cost"] = cost_to_json(e.cost);
+    entries.push_back(std::move(j));
+  }
+  return {{"format", "fact-plan"},
+          {"version", kPlanVersion},
+          {"arch", plan.arch},
+          {"numerics", plan.numerics},
+          {"baseline_numerics", baseline_numerics(plan.numerics)},
+          {"source", plan.graph.source_path},
+          {"estimate", {{"us_now", plan.seconds_now * 1e6}, {"us_planned", plan.seconds_planned * 1e6}}},
+          {"uncovered_ops", plan.uncovered_ops},
+          {"patterns", entries},
+          {"ir", ir::to_json(plan.graph)}};
+}
+
+Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTable& ops) {
+  auto field = [&](const json& j, const char* name, const std::string& where) -> const json& {
+    if (!j.is_object() || !j.contains(name)) throw Error(origin + ": " + where + " has no field '" + name + "'");
+    return j.at(name);
+  };
+  if (!doc.is_object() || doc.value("format", "") != "fact-plan")
+    throw Error(origin + ": not a FACT plan (field 'format' must be \"fact-plan\"); write one with `fact discover --json`");
+  if (doc.value("version", 0) != kPlanVersion)
+    throw Error(origin + ": plan version " + doc.value("version", json(0)).dump() + " is not supported (expected " +
+                std::to_string(kPlanVersion) + "); re-run `fact discover`");
+  Plan plan;
+  try {
+    plan.arch = field(doc, "arch", "plan").get<std::string>();
+    plan.numerics = field(doc, "numerics", "plan").get<std::string>();
+    plan.graph = ir::parse_graph(field(doc, "ir", "plan"), origin + " (embedded IR)", ops);
+    int i = 0;
+    for (auto& p : field(doc, "patterns", "plan")) {
+      std::string where = "pattern #" + std::to_string(++i);
+      PlanEntry e;
+      Match& m = e.match;
+      m.rule = field(p, "rule", where).get<std::string>();
+      m.family = field(p, "family", where).get<std::string>();
+      m.anchor = field(p, "anchor", where).get<std::string>();
+      m.nodes = field(p, "nodes", where).get<std::vector<std::string>>();
+      m.inputs = field(p, "inputs", where).get<std::map<std::string, std::string>>();
+      m.attrs = field(p, "attrs", where).get<std::map<std::string, json>>();
+      m.dims = field(p, "dims", where).get<std::map<std::string, int64_t>>();
+      m.dtype = field(p, "dtype", where).get<std::string>();
+      m.kernel = field(p, "kernel", where);
+      m.examples = field(p, "examples", where).get<std::vector<std::string>>();
+      m.priority = p.value("priority", 0);
+      const json& c = field(p, "cost", where);
+      e.cost.flops = c.value("flops", 0.0);
+      e.cost.bytes_now = c.value("bytes_now", 0.0);
+      e.cost.bytes_fused = c.value("bytes_fused", 0.0);
+      e.cost.kernels_now = c.value("kernels_now", 0);
+      e.cost.seconds_now = c.value("us_now", 0.0) * 1e-6;
+      e.cost.seconds_fused = c.value("us_fused", 0.0) * 1e-6;
+      e.cost.bound = c.value("bound", "");
+      for (auto& n : m.nodes)
+        if (!plan.graph.find(n)) throw Error(origin + ": " + where + " covers node '" + n + "', which the IR lacks");
+      plan.entries.push_back(std::move(e));
+    }
+  } catch (const json::exception& ex) {
+    throw Error(origin + ": malformed plan: " + ex.what());
+  }
+  return plan;
+}
+
+static std::string dims_text(const Match& m) {
+  std::string s;
+  for (auto& [k, v] : m.dims) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
+
+static std::string us(double seconds) {
+  double u = seconds * 1e6;
+  return u >= 1000 ? fmt::format("{:.2f} ms", u / 1000) : fmt::format("{:.1f} us", u);
+}
+
+std::string format_plan(const Plan& plan) {
+  std::string out = fmt::format("FACT plan for {} on {} (numerics {}, PyTorch baseline {})\n", plan.graph.source_path,
+                                plan.arch, plan.numerics, baseline_numerics(plan.numerics));
+  out += fmt::format("{:>2}  {:<24} {:>5}  {:<34} {:<8} {:>21}  {:>9} {:>6}  {}\n", "#", "pattern", "nodes",
+                     "shape", "dtype", "est. now -> fused", "gain", "x", "examples");
+  int rank = 1;
+  for (auto& e : plan.entries) {
+    const Match& m = e.match;
+    std::string ex = m.examples.empty() ? "-" : m.examples.front();
+    if (m.examples.size() > 1) ex += fmt::format(" (+{})", m.examples.size() - 1);
+    out += fmt::format("{:>2}  {:<24} {:>5}  {:<34} {:<8} {:>21}  {:>9} {:>6.2f}  {}\n", rank++, m.rule, m.nodes.size(),
+                       dims_text(m), m.dtype, us(e.cost.seconds_now) + " -> " + us(e.cost.seconds_fused),
+                       us(e.cost.gain_seconds()), e.cost.speedup(), ex);
+    out += fmt::format("    covers {} (anchor {})\n", fmt::join(m.nodes, ", "), m.anchor);
+  }
+  if (plan.entries.empty()) out += "    (no pattern of the registry matched)\n";
+  out += fmt::format("Estimated module time: {} in PyTorch now -> {} with the plan ({:.2f}x; roofline estimate, not a measurement)\n",
+                     us(plan.seconds_now), us(plan.seconds_planned),
+                     plan.seconds_planned > 0 ? plan.seconds_now / plan.seconds_planned : 0.0);
+  if (!plan.uncovered_ops.empty()) {
+    std::vector<std::string> parts;
+    for (auto& [op, n] : plan.uncovered_ops) parts.push_back(fmt::format("{} x{}", op, n));
+    out += fmt::format("Left to PyTorch: {}\n", fmt::join(parts, ", "));
+  }
+  return out;
+}
+
+}  // namespace fact::discover

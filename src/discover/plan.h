@@ -1,0 +1,48 @@
+#pragma once
+// The discovery plan: the non-overlapping matches ranked by expected gain, with their cost
+// estimates, as a table for people and as JSON for stage 2 (the IR is embedded, so the plan stands alone).
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "discover/arch_spec.h"
+#include "discover/cost_model.h"
+#include "discover/match.h"
+#include "discover/pattern_registry.h"
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace fact::discover {
+
+inline constexpr int kPlanVersion = 1;
+
+struct PlanEntry {
+  Match match;
+  CostEstimate cost;
+};
+
+struct Plan {
+  std::string arch;
+  std::string numerics;
+  ir::Graph graph;
+  std::vector<PlanEntry> entries;           // sorted by expected gain, largest first
+  double seconds_now = 0;                   // whole module in PyTorch (estimate)
+  double seconds_planned = 0;               // with every entry fused (estimate)
+  std::map<std::string, int> uncovered_ops; // op -> count of op nodes no entry covers (views excluded)
+};
+
+// Numerics mode to plan for when the user names none: the graph's floating dtype decides
+// (bfloat16 -> bf16, float16 -> fp16, float32 -> 3xtf32, which keeps fp32 accuracy).
+std::string default_numerics(const ir::Graph& graph);
+
+Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
+               const ArchSpec& arch, const std::string& numerics);
+
+nlohmann::json to_json(const Plan& plan);
+// Reads a plan written by to_json; throws Error naming the file and field on malformed input.
+Plan plan_from_json(const nlohmann::json& doc, const std::string& origin, const ir::OpTable& ops);
+std::string format_plan(const Plan& plan);
+
+}  // namespace fact::discover

@@ -1,0 +1,188 @@
+#include "realize/gemm_codegen.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "realize/gemm_config_space.h"
+
+namespace fact::realize {
+namespace {
+
+// --- Vocabulary tables: how FACT's enums are spelled in CUTLASS and in torch. ---
+
+struct ElementNames {
+  Element element;
+  const char* cutlass;      // C++ type in kernels
+  const char* torch_dtype;  // c10::ScalarType constant in the op wrapper
+};
+constexpr ElementNames kElementNames[] = {
+    {Element::f32, "float", "at::kFloat"},
+    {Element::bf16, "cutlass::bfloat16_t", "at::kBFloat16"},
+    {Element::f16, "cutlass::half_t", "at::kHalf"}};
+
+struct EpilogueNames {
+  Epilogue epilogue;
+  const char* sm80_output_op;  // 2.x thread-level output operator template (Out, Count, Acc, Compute)
+  const char* sm90_activation; // activation of the 3.x fusion, empty for none
+};
+constexpr EpilogueNames kEpilogueNames[] = {
+    {Epilogue::none, "cutlass::epilogue::thread::LinearCombination", ""},
+    {Epilogue::bias, "cutlass::epilogue::thread::LinearCombination", ""},
+    {Epilogue::bias_relu, "cutlass::epilogue::thread::LinearCombinationRelu", "cutlass::epilogue::thread::ReLu"},
+    {Epilogue::bias_silu, "cutlass::epilogue::thread::LinearCombinationSilu", "cutlass::epilogue::thread::SiLu"},
+    {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU"},
+    // The sm80 template defines LinearCombinationGeluTanh (GELU_taylor), which CUTLASS lacks as an alias.
+    {Epilogue::bias_gelu_tanh, "LinearCombinationGeluTanh", "cutlass::epilogue::thread::GELU_taylor"}};
+
+const ElementNames& names_of(Element e) {
+  for (const auto& n : kElementNames)
+    if (n.element == e) return n;
+  throw Error("code generator: no CUTLASS name for element " + to_string(e));
+}
+
+const EpilogueNames& names_of(Epilogue e) {
+  for (const auto& n : kEpilogueNames)
+    if (n.epilogue == e) return n;
+  throw Error("code generator: epilogue " + to_string(e) + " is not generated yet; run it as a separate op");
+}
+
+std::string layout_name(MatrixLayout l) {
+  return l == MatrixLayout::row ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
+}
+
+std::string boolean(bool b) { return b ? "true" : "false"; }
+
+// The 3.x epilogue fusion: CUTLASS's fusion::* operation for this epilogue.
+std::string sm90_fusion_operation(Epilogue e) {
+  const auto& names = names_of(e);
+  if (e == Epilogue::none)
+    return "cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>";
+  if (e == Epilogue::bias)
+    return "cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, "
+           "ElementCompute>";
+  return fmt::format("cutlass::epilogue::fusion::LinCombPerColBiasEltAct<{}, ElementD, ElementCompute, "
+                     "ElementBias, ElementC, ElementCompute>", names.sm90_activation);
+}
+
+// A large problem with the config's layouts and widest alignments: validity of the config by itself.
+GemmProblem reference_problem(const GemmConfig& c) {
+  GemmProblem p = GemmProblem::packed(4096, 4096, 4096, 1, c.numerics, c.arch, c.layout_b == MatrixLayout::column,
+                                      c.epilogue);
+  p.a.layout = c.layout_a;
+  p.d.layout = c.layout_d;
+  p.element_in = c.element_in;
+  p.element_out = c.element_out;
+  return p;
+}
+
+// Widest fp32 vector (<= 4) that D's alignment guarantees divides N: the parallel split-K partials' access.
+int partial_alignment(const GemmConfig& c) {
+  int a = 1;
+  while (a < 4 && c.alignment_d % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+}  // namespace
+
+std::string gemm_kernel_template(const GemmConfig& config) {
+  return config.api == KernelApi::cutlass3_collective ? "cutlass/gemm_sm90_collective.cu.in"
+                                                      : "cutlass/gemm_sm80_universal.cu.in";
+}
+
+TemplateValues gemm_kernel_values(const GemmConfig& c) {
+  TemplateValues v = {
+      {"config_id", c.id()},
+      {"summary", c.summary()},
+      {"config_json", c.to_json().dump()},
+      {"element_a", names_of(c.element_in).cutlass},
+      {"element_b", names_of(c.element_in).cutlass},
+      {"element_d", names_of(c.element_out).cutlass},
+      {"layout_a", layout_name(c.layout_a)},
+      {"layout_b", layout_name(c.layout_b)},
+      {"layout_d", layout_name(c.layout_d)},
+      {"alignment_a", std::to_string(c.alignment_a)},
+      {"alignment_b", std::to_string(c.alignment_b)},
+      {"alignment_d", std::to_string(c.alignment_d)},
+      {"threadblock_m", std::to_string(c.threadblock.m)},
+      {"threadblock_n", std::to_string(c.threadblock.n)},
+      {"threadblock_k", std::to_string(c.threadblock.k)},
+      {"epilogue", to_string(c.epilogue)},
+      {"has_bias", boolean(has_bias(c.epilogue))},
+      {"split_k_slices", std::to_string(c.split_k_slices)},
+  };
+  if (c.api == KernelApi::cutlass3_collective) {
+    bool stream_k = c.tile_scheduler == TileScheduler::stream_k;
+    v["cluster_m"] = std::to_string(c.cluster.m);
+    v["cluster_n"] = std::to_string(c.cluster.n);
+    v["kernel_schedule"] = to_string(c.kernel_schedule);
+    v["epilogue_schedule"] = to_string(c.epilogue_schedule);
+    v["tile_scheduler"] = stream_k ? "StreamKScheduler" : "PersistentScheduler";
+    v["stream_k"] = boolean(stream_k);
+    v["swizzle"] = std::to_string(c.swizzle);
+    v["fusion_operation"] = sm90_fusion_operation(c.epilogue);
+    // Auto: the builder takes whatever shared memory the epilogue leaves.
+    v["stage_count"] = c.stages == 0
+        ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
+        : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
+  } else {
+    v["op_class"] = c.op_class == OpClass::simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp";
+    v["warp_m"] = std::to_string(c.warp.m);
+    v["warp_n"] = std::to_string(c.warp.n);
+    v["warp_k"] = std::to_string(c.warp.k);
+    v["instruction_m"] = std::to_string(c.instruction.m);
+    v["instruction_n"] = std::to_string(c.instruction.n);
+    v["instruction_k"] = std::to_string(c.instruction.k);
+    v["stages"] = std::to_string(c.stages);
+    v["math_operator"] = c.math_operator();
+    v["threadblock_swizzle"] = c.tile_scheduler == TileScheduler::stream_k
+        ? "cutlass::gemm::threadblock::ThreadblockSwizzleStreamK"
+        : fmt::format("cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{}>", c.swizzle);
+    v["epilogue_output_op"] = names_of(c.epilogue).sm80_output_op;
+    v["split_k_mode"] = c.split_k_mode == SplitKMode::none     ? "kNone"
+                        : c.split_k_mode == SplitKMode::serial ? "kSerial"
+                                                               : "kParallel";
+    v["partial_alignment"] = std::to_string(partial_alignment(c));
+  }
+  return v;
+}
+
+GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
+  if (auto why = gemm_config_rejection(reference_problem(config), config))
+    throw Error(fmt::format("GEMM config {} ({}) cannot be generated: {}", config.id(), config.summary(), *why));
+  GeneratedSource out;
+  out.config_id = config.id();
+  out.template_name = gemm_kernel_template(config);
+  out.text = render_template_file(out.template_name, gemm_kernel_values(config));
+  return out;
+}
+
+GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs) {
+  if (configs.empty()) throw Error("op wrapper: no kernel configs given; pass at least one");
+  std::string ops;
+  for (const auto& c : configs) {
+    const auto& in = names_of(c.element_in);
+    const auto& out = names_of(c.element_out);
+    ops += render_template_file("cutlass/op_wrapper_op.cpp.in", {
+        {"config_id", c.id()},
+        {"summary", c.summary()},
+        {"numerics", to_string(c.numerics)},
+        {"torch_dtype_in", in.torch_dtype},
+        {"dtype_in", to_string(c.element_in)},
+        {"torch_dtype_out", out.torch_dtype},
+        {"dtype_out", to_string(c.element_out)},
+        {"has_bias", boolean(has_bias(c.epilogue))},
+        {"has_residual", boolean(has_residual(c.epilogue))},
+        {"a_row_major", boolean(c.layout_a == MatrixLayout::row)},
+        {"b_row_major", boolean(c.layout_b == MatrixLayout::row)},
+        {"d_row_major", boolean(c.layout_d == MatrixLayout::row)},
+    });
+    ops += "\n";
+  }
+  GeneratedSource src;
+  src.config_id = configs.size() == 1 ? configs[0].id() : "";
+  src.template_name = "cutlass/op_wrapper.cpp.in";
+  src.text = render_template_file(src.template_name, {{"op_count", std::to_string(configs.size())}, {"ops", ops}});
+  return src;
+}
+
+}  // namespace fact::realize

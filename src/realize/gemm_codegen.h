@@ -1,0 +1,30 @@
+#pragma once
+// Renders GEMM kernels (.cu exporting the kernel_abi.h C ABI) and their PyTorch op wrapper (.cpp)
+// from the template files in templates/cutlass/. Only the values come from here; the code is in the templates.
+#include <string>
+#include <vector>
+
+#include "realize/gemm_config.h"
+#include "realize/template_renderer.h"
+
+namespace fact::realize {
+
+struct GeneratedSource {
+  std::string config_id;       // kernel symbols are fact_<config_id>_*
+  std::string template_name;   // e.g. "cutlass/gemm_sm90_collective.cu.in"
+  std::string text;
+};
+
+// The kernel template a config renders from.
+std::string gemm_kernel_template(const GemmConfig& config);
+// The slot values for that template (exposed so tests can check them without rendering).
+TemplateValues gemm_kernel_values(const GemmConfig& config);
+// Throws Error when the config is one CUTLASS would reject (checked against a large aligned problem of
+// the config's own layouts), so a bad config fails here with a reason rather than in nvcc.
+GeneratedSource generate_gemm_kernel(const GemmConfig& config);
+
+// One C++ file defining fact::gemm_<id>(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor
+// for each config, with CUDA and Meta implementations.
+GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs);
+
+}  // namespace fact::realize

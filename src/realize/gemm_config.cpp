@@ -1,0 +1,142 @@
+#include "realize/gemm_config.h"
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace fact::realize {
+namespace {
+
+constexpr std::array<std::pair<KernelApi, const char*>, 2> kApis{{
+    {KernelApi::cutlass2_universal, "cutlass2_universal"}, {KernelApi::cutlass3_collective, "cutlass3_collective"}}};
+constexpr std::array<std::pair<OpClass, const char*>, 2> kOpClasses{{{OpClass::tensor_op, "tensor_op"}, {OpClass::simt, "simt"}}};
+constexpr std::array<std::pair<KernelSchedule, const char*>, 3> kKernelSchedules{{
+    {KernelSchedule::none, "none"},
+    {KernelSchedule::KernelTmaWarpSpecializedCooperative, "KernelTmaWarpSpecializedCooperative"},
+    {KernelSchedule::KernelTmaWarpSpecializedPingpong, "KernelTmaWarpSpecializedPingpong"}}};
+constexpr std::array<std::pair<EpilogueSchedule, const char*>, 3> kEpilogueSchedules{{
+    {EpilogueSchedule::none, "none"},
+    {EpilogueSchedule::TmaWarpSpecializedCooperative, "TmaWarpSpecializedCooperative"},
+    {EpilogueSchedule::TmaWarpSpecialized, "TmaWarpSpecialized"}}};
+constexpr std::array<std::pair<TileScheduler, const char*>, 3> kTileSchedulers{{
+    {TileScheduler::data_parallel, "data_parallel"}, {TileScheduler::persistent, "persistent"},
+    {TileScheduler::stream_k, "stream_k"}}};
+constexpr std::array<std::pair<SplitKMode, const char*>, 3> kSplitKModes{{
+    {SplitKMode::none, "none"}, {SplitKMode::serial, "serial"}, {SplitKMode::parallel, "parallel"}}};
+
+template <class E, size_t N>
+std::string name_of(const std::array<std::pair<E, const char*>, N>& table, E v) {
+  for (auto& [e, s] : table)
+    if (e == v) return s;
+  return "?";
+}
+
+template <class E, size_t N>
+E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string& s, const char* what) {
+  std::string names;
+  for (auto& [e, name] : table) {
+    if (s == name) return e;
+    names += names.empty() ? name : std::string(", ") + name;
+  }
+  throw Error(fmt::format("GEMM config: unknown {} '{}': use one of {}", what, s, names));
+}
+
+nlohmann::json shape_json(const GemmShape& s) { return nlohmann::json::array({s.m, s.n, s.k}); }
+GemmShape shape_from(const nlohmann::json& j) { return {j.at(0).get<int>(), j.at(1).get<int>(), j.at(2).get<int>()}; }
+
+}  // namespace
+
+std::string to_string(KernelApi v) { return name_of(kApis, v); }
+std::string to_string(OpClass v) { return name_of(kOpClasses, v); }
+std::string to_string(KernelSchedule v) { return name_of(kKernelSchedules, v); }
+std::string to_string(EpilogueSchedule v) { return name_of(kEpilogueSchedules, v); }
+std::string to_string(TileScheduler v) { return name_of(kTileSchedulers, v); }
+std::string to_string(SplitKMode v) { return name_of(kSplitKModes, v); }
+
+std::string GemmConfig::math_operator() const {
+  return numerics == Numerics::x3tf32 ? "OpMultiplyAddFastF32" : "OpMultiplyAdd";
+}
+
+int GemmConfig::smem_bytes_per_stage() const {
+  return (threadblock.m + threadblock.n) * threadblock.k * element_bytes(element_in);
+}
+
+nlohmann::json GemmConfig::to_json() const {
+  // nlohmann::json objects keep keys sorted, so dump() is canonical.
+  return {{"arch", to_string(arch)}, {"api", to_string(api)}, {"numerics", to_string(numerics)},
+          {"op_class", to_string(op_class)},
+          {"layout_a", to_string(layout_a)}, {"layout_b", to_string(layout_b)}, {"layout_d", to_string(layout_d)},
+          {"element_in", to_string(element_in)}, {"element_out", to_string(element_out)},
+          {"epilogue", to_string(epilogue)},
+          {"alignment", {alignment_a, alignment_b, alignment_d}},
+          {"threadblock", shape_json(threadblock)}, {"warp", shape_json(warp)},
+          {"instruction", shape_json(instruction)}, {"stages", stages}, {"cluster", shape_json(cluster)},
+          {"kernel_schedule", to_string(kernel_schedule)}, {"epilogue_schedule", to_string(epilogue_schedule)},
+          {"tile_scheduler", to_string(tile_scheduler)}, {"split_k_mode", to_string(split_k_mode)},
+          {"split_k_slices", split_k_slices}, {"swizzle", swizzle}};
+}
+
+GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
+  try {
+    GemmConfig c;
+    c.arch = arch_from_string(j.at("arch"));
+    c.api = parse(kApis, j.at("api"), "api");
+    c.numerics = numerics_from_string(j.at("numerics"));
+    c.op_class = parse(kOpClasses, j.at("op_class"), "op_class");
+    c.layout_a = matrix_layout_from_string(j.at("layout_a"));
+    c.layout_b = matrix_layout_from_string(j.at("layout_b"));
+    c.layout_d = matrix_layout_from_string(j.at("layout_d"));
+    c.element_in = element_from_string(j.at("element_in"));
+    c.element_out = element_from_string(j.at("element_out"));
+    c.epilogue = epilogue_from_string(j.at("epilogue"));
+    c.alignment_a = j.at("alignment").at(0);
+    c.alignment_b = j.at("alignment").at(1);
+    c.alignment_d = j.at("alignment").at(2);
+    c.threadblock = shape_from(j.at("threadblock"));
+    c.warp = shape_from(j.at("warp"));
+    c.instruction = shape_from(j.at("instruction"));
+    c.stages = j.at("stages");
+    c.cluster = shape_from(j.at("cluster"));
+    c.kernel_schedule = parse(kKernelSchedules, j.at("kernel_schedule"), "kernel_schedule");
+    c.epilogue_schedule = parse(kEpilogueSchedules, j.at("epilogue_schedule"), "epilogue_schedule");
+    c.tile_scheduler = parse(kTileSchedulers, j.at("tile_scheduler"), "tile_scheduler");
+    c.split_k_mode = parse(kSplitKModes, j.at("split_k_mode"), "split_k_mode");
+    c.split_k_slices = j.at("split_k_slices");
+    c.swizzle = j.at("swizzle");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("GEMM config JSON: ") + e.what() + "; expected the fields written by GemmConfig::to_json");
+  }
+}
+
+std::string GemmConfig::id() const {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a: tiny, stable, no dependency
+  for (unsigned char ch : to_json().dump()) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:012x}", h & 0xffffffffffffull);
+}
+
+std::string GemmConfig::summary() const {
+  std::string s = fmt::format("{} {} {} {}x{}x{}", to_string(arch),
+                              api == KernelApi::cutlass3_collective ? "cutlass3" : "cutlass2",
+                              to_string(numerics), threadblock.m, threadblock.n, threadblock.k);
+  if (api == KernelApi::cutlass3_collective) {
+    s += kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative ? " coop" : " pingpong";
+    s += fmt::format(" c{}x{}", cluster.m, cluster.n);
+  } else {
+    s += fmt::format(" w{}x{} s{}", warp.m, warp.n, stages);
+  }
+  s += ' ';
+  s += to_string(tile_scheduler);
+  if (split_k_mode != SplitKMode::none) s += fmt::format(" splitk-{}x{}", to_string(split_k_mode), split_k_slices);
+  if (swizzle > 1) s += fmt::format(" swz{}", swizzle);
+  return s;
+}
+
+}  // namespace fact::realize

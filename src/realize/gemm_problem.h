@@ -1,0 +1,78 @@
+#pragma once
+// One GEMM-family workload as the realize stage sees it: shapes, operand layouts, dtypes, numerics,
+// epilogue and target arch. Plain values; the config space and code generator read nothing else.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fact::realize {
+
+// How the multiply is carried out. fp32/tf32/3xtf32 take and return float32 tensors; bf16/fp16
+// take and return tensors of that type (accumulating in fp32).
+enum class Numerics { fp32, tf32, x3tf32, bf16, fp16 };
+// What the epilogue adds after alpha*A@B (+beta*C). Fused epilogues beyond bias/activation come later.
+enum class Epilogue { none, bias, bias_relu, bias_silu, bias_gelu_erf, bias_gelu_tanh, bias_residual };
+enum class Arch { sm80, sm90 };
+// CUTLASS's layout::RowMajor / layout::ColumnMajor of an operand as a matrix (A: MxK, B: KxN, D: MxN).
+enum class MatrixLayout { row, column };
+// Element types by their torch names: float32, bfloat16, float16.
+enum class Element { f32, bf16, f16 };
+
+std::string to_string(Numerics v);   // "fp32", "tf32", "3xtf32", "bf16", "fp16"
+std::string to_string(Epilogue v);   // "none", "bias", "bias_relu", ...
+std::string to_string(Arch v);       // "sm80", "sm90"
+std::string to_string(MatrixLayout v);  // "row", "column"
+std::string to_string(Element v);    // "float32", "bfloat16", "float16"
+// Parsers throw Error naming the bad text and listing the accepted names.
+Numerics numerics_from_string(const std::string& s);
+Epilogue epilogue_from_string(const std::string& s);
+Arch arch_from_string(const std::string& s);
+MatrixLayout matrix_layout_from_string(const std::string& s);
+Element element_from_string(const std::string& s);
+
+int element_bytes(Element e);
+Element input_element(Numerics n);   // what the kernel's A and B hold
+bool has_bias(Epilogue e);
+bool has_residual(Epilogue e);
+
+struct GemmOperand {
+  MatrixLayout layout = MatrixLayout::row;
+  int64_t ld = 0;            // leading dimension in elements
+  int64_t batch_stride = 0;  // elements between batches; 0 when shared across the batch
+};
+
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  GemmOperand a, b, d;
+  Element element_in = Element::f32;
+  Element element_out = Element::f32;
+  Numerics numerics = Numerics::fp32;
+  Epilogue epilogue = Epilogue::none;
+  Arch arch = Arch::sm90;
+
+  // A packed problem: row-major A and D, B row-major ("nn") or column-major (a Linear weight,
+  // `b_column`); element types follow the numerics mode.
+  static GemmProblem packed(int64_t m, int64_t n, int64_t k, int64_t batch, Numerics numerics,
+                            Arch arch, bool b_column = false, Epilogue epilogue = Epilogue::none);
+  // Layout and ld of one operand from a graph tensor's last two dims (rows x cols) and strides.
+  // `name` is used in errors ("A of aten.mm node mm_1").
+  static GemmOperand operand_from_strides(const std::vector<int64_t>& shape,
+                                          const std::vector<int64_t>& strides, const std::string& name);
+
+  // Widest vector access (elements, power of two, at most 16 bytes) that every row/column start of
+  // the operand keeps: it must divide ld, the contiguous extent and the batch stride.
+  int alignment_a() const;
+  int alignment_b() const;
+  int alignment_d() const;
+
+  // Throws Error naming the field when shapes, lds or element types are inconsistent.
+  void validate() const;
+  // Key for tuning records: shape, layouts, numerics, epilogue, arch.
+  std::string workload_key() const;
+  nlohmann::json to_json() const;
+  static GemmProblem from_json(const nlohmann::json& j);
+};
+
+}  // namespace fact::realize

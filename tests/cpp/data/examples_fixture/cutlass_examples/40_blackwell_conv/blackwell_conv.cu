@@ -1,0 +1,2 @@
+// Convolution forward propagation (fprop) on Blackwell tensor cores: implicit GEMM over NHWC tensors.
+using Conv = cutlass::conv::device::ConvUniversalAdapter<ConvKernel>;

@@ -1,0 +1,174 @@
+// Each built-in rule (data/rules/) matching a small graph, and not matching when one thing is off.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "discover/arch_spec.h"
+#include "discover/matcher.h"
+#include "discover/pattern_registry.h"
+#include "ir_test_graphs.h"
+
+using fact::discover::Match;
+using fact::test::GraphDoc;
+using fact::test::ref_to;
+using Json = nlohmann::json;
+
+namespace {
+
+// The match anchored at `anchor` that survives overlap resolution by nodes covered, or "" if none.
+std::string winner(const GraphDoc& d, const std::string& anchor, const std::string& arch = "sm90") {
+  auto all = fact::discover::find_all_matches(d.graph(), fact::discover::PatternRegistry::builtin(),
+                                              fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin(arch));
+  auto kept = fact::discover::resolve_overlaps(all, [](const Match& m) { return double(m.nodes.size()); });
+  for (const auto& m : kept)
+    if (m.anchor == anchor) return m.rule;
+  return "";
+}
+
+// linear(x[64,256], w[512,256], b) -> activation chain built by `tail`, in `dtype`.
+GraphDoc linear_then(const std::string& dtype, const std::function<void(GraphDoc&)>& tail) {
+  GraphDoc d;
+  d.input("x", {64, 256}, dtype).input("w", {512, 256}, dtype, "parameter").input("b", {512}, dtype, "parameter");
+  d.op("lin", "aten.linear.default", {ref_to("x"), ref_to("w"), ref_to("b")}, {64, 512}, dtype);
+  tail(d);
+  return d;
+}
+
+GraphDoc with_act(const std::string& op, const std::string& dtype = "float32", Json kwargs = Json::object(),
+                  bool extra_use = false) {
+  return linear_then(dtype, [&](GraphDoc& d) {
+    d.op("act", op, {ref_to("lin")}, {64, 512}, dtype, kwargs).output("act");
+    if (extra_use) d.output("lin");
+  });
+}
+
+GraphDoc new_gelu(double cubic_coeff) {
+  return linear_then("bfloat16", [&](GraphDoc& d) {
+    const std::vector<int64_t> s{64, 512};
+    d.op("half", "aten.mul.Tensor", {ref_to("lin"), 0.5}, s, "bfloat16");
+    d.op("cube", "aten.pow.Tensor_Scalar", {ref_to("lin"), 3.0}, s, "bfloat16");
+    d.op("cubic", "aten.mul.Tensor", {ref_to("cube"), cubic_coeff}, s, "bfloat16");
+    d.op("inner", "aten.add.Tensor", {ref_to("lin"), ref_to("cubic")}, s, "bfloat16");
+    d.op("scaled", "aten.mul.Tensor", {ref_to("inner"), 0.7978845608028654}, s, "bfloat16");
+    d.op("th", "aten.tanh.default", {ref_to("scaled")}, s, "bfloat16");
+    d.op("one_plus", "aten.add.Tensor", {1.0, ref_to("th")}, s, "bfloat16");
+    d.op("out", "aten.mul.Tensor", {ref_to("one_plus"), ref_to("half")}, s, "bfloat16").output("out");
+  });
+}
+
+GraphDoc matmul(std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> out, const std::string& op) {
+  GraphDoc d;
+  d.input("a", a).input("b", b).op("mm", op, {ref_to("a"), ref_to("b")}, out).output("mm");
+  return d;
+}
+
+}  // namespace
+
+TEST(RulesBuiltin, LoadAndPointAtExistingExamples) {
+  auto reg = fact::discover::PatternRegistry::builtin();
+  for (const char* name : {"gemm", "batched_gemm", "large_k_gemm", "gemm_bias_relu", "gemm_bias_silu", "gemm_bias_gelu_erf",
+                           "gemm_bias_gelu_tanh", "gemm_bias_residual", "sdpa_attention_manual", "sdpa_attention",
+                           "layer_norm", "rms_norm", "softmax"})
+    EXPECT_NE(reg.find(name), nullptr) << name;
+  std::filesystem::path examples;
+  try {
+    examples = fact::cutlass_dir() / "examples";
+  } catch (const fact::Error&) {
+    GTEST_SKIP() << "no CUTLASS here to check example folders against";
+  }
+  for (const auto& r : reg.rules())
+    for (const auto& e : r.examples)
+      EXPECT_TRUE(std::filesystem::is_directory(examples / e.substr(8))) << r.name << ": " << e;
+}
+
+TEST(RulesBuiltin, GemmFamilies) {
+  EXPECT_EQ(winner(matmul({1024, 1024}, {1024, 1024}, {1024, 1024}, "aten.mm.default"), "mm"), "gemm");
+  EXPECT_EQ(winner(matmul({256, 65536}, {65536, 256}, {256, 256}, "aten.matmul.default"), "mm"), "large_k_gemm");
+  EXPECT_EQ(winner(matmul({256, 4096}, {4096, 256}, {256, 256}, "aten.mm.default"), "mm"), "gemm");  // K too small
+  EXPECT_EQ(winner(matmul({8, 64, 32}, {8, 32, 16}, {8, 64, 16}, "aten.bmm.default"), "mm"), "batched_gemm");
+  EXPECT_EQ(winner(matmul({8, 64, 32}, {1, 32, 16}, {8, 64, 16}, "aten.matmul.default"), "mm"), "");  // broadcast batch
+  EXPECT_EQ(winner(matmul({8, 64, 32}, {32, 16}, {8, 64, 16}, "aten.matmul.default"), "mm"), "gemm");  // folds into M
+  GraphDoc ints = matmul({64, 64}, {64, 64}, {64, 64}, "aten.mm.default");
+  ints.json()["nodes"][2]["outputs"][0]["dtype"] = "int32";
+  EXPECT_EQ(winner(ints, "mm"), "");
+}
+
+TEST(RulesBuiltin, GemmEpilogues) {
+  EXPECT_EQ(winner(with_act("aten.relu.default"), "act"), "gemm_bias_relu");
+  EXPECT_EQ(winner(with_act("aten.relu.default", "float64"), "act"), "");
+  EXPECT_EQ(winner(with_act("aten.relu.default", "float32", Json::object(), true), "act"), "");  // lin used outside
+  EXPECT_EQ(winner(with_act("aten.silu.default", "float16"), "act"), "gemm_bias_silu");
+  EXPECT_EQ(winner(with_act("aten.gelu.default"), "act"), "gemm_bias_gelu_erf");
+  EXPECT_EQ(winner(with_act("aten.gelu.default", "float32", {{"approximate", "tanh"}}), "act"), "gemm_bias_gelu_tanh");
+  EXPECT_EQ(winner(new_gelu(0.044715), "out"), "gemm_bias_gelu_tanh");
+  EXPECT_EQ(winner(new_gelu(0.05), "out"), "");  // wrong constant: not NewGELU
+}
+
+TEST(RulesBuiltin, GemmResidual) {
+  auto residual = [](bool same_shape) {
+    return linear_then("float32", [&](GraphDoc& d) {
+      d.input("r", same_shape ? std::vector<int64_t>{64, 512} : std::vector<int64_t>{512});
+      d.op("out", "aten.add.Tensor", {ref_to("r"), ref_to("lin")}, {64, 512}).output("out");
+    });
+  };
+  EXPECT_EQ(winner(residual(true), "out"), "gemm_bias_residual");
+  EXPECT_EQ(winner(residual(false), "out"), "");  // a broadcast add is a bias, not a residual
+}
+
+TEST(RulesBuiltin, Attention) {
+  auto manual = [](double fill, const std::string& dtype) {
+    GraphDoc d;
+    const std::vector<int64_t> qs{2, 4, 128, 64}, ss{2, 4, 128, 128};
+    d.input("q", qs, dtype).input("k", qs, dtype).input("v", qs, dtype).input("mask", {1, 1, 128, 128}, "bool");
+    d.op("kt", "aten.transpose.int", {ref_to("k"), -2, -1}, {2, 4, 64, 128}, dtype);
+    d.op("qk", "aten.matmul.default", {ref_to("q"), ref_to("kt")}, ss, dtype);
+    d.op("sc", "aten.div.Tensor", {ref_to("qk"), 8.0}, ss, dtype);
+    d.op("mf", "aten.masked_fill.Scalar", {ref_to("sc"), ref_to("mask"), fill}, ss, dtype);
+    d.op("p", "aten.softmax.int", {ref_to("mf"), -1}, ss, dtype);
+    d.op("o", "aten.matmul.default", {ref_to("p"), ref_to("v")}, qs, dtype).output("o");
+    return d;
+  };
+  GraphDoc causal = manual(0.0, "float16");
+  causal.json()["nodes"][7]["args"][2] = {{"float", "-inf"}};
+  EXPECT_EQ(winner(causal, "o"), "sdpa_attention_manual");
+  EXPECT_EQ(winner(manual(0.0, "float16"), "o"), "batched_gemm");  // fill 0 is no causal mask: plain bmm
+  GraphDoc sdpa;
+  sdpa.input("q", {2, 8, 128, 64}, "bfloat16").input("k", {2, 8, 128, 64}, "bfloat16").input("v", {2, 8, 128, 64}, "bfloat16");
+  sdpa.op("o", "aten.scaled_dot_product_attention.default", {ref_to("q"), ref_to("k"), ref_to("v")}, {2, 8, 128, 64}, "bfloat16");
+  sdpa.output("o");
+  EXPECT_EQ(winner(sdpa, "o"), "sdpa_attention");
+  sdpa.json()["nodes"][3]["args"] = {ref_to("q"), ref_to("k"), ref_to("v"), nullptr, 0.1};
+  EXPECT_EQ(winner(sdpa, "o"), "");  // dropout 0.1
+}
+
+TEST(RulesBuiltin, NormsAndSoftmax) {
+  GraphDoc ln;
+  ln.input("x", {32, 768}).input("w", {768}, "float32", "parameter").input("b", {768}, "float32", "parameter");
+  ln.op("ln", "aten.layer_norm.default", {ref_to("x"), {768}, ref_to("w"), ref_to("b"), 1e-5, false}, {32, 768}).output("ln");
+  EXPECT_EQ(winner(ln, "ln"), "layer_norm");
+  ln.json()["nodes"][3]["args"][1] = {32, 768};  // two normalized dims: not this kernel
+  EXPECT_EQ(winner(ln, "ln"), "");
+
+  auto rms = [](double power) {
+    GraphDoc d;
+    d.input("x", {32, 768}).input("w", {768}, "float32", "parameter");
+    d.op("sq", "aten.pow.Tensor_Scalar", {ref_to("x"), power}, {32, 768});
+    d.op("ms", "aten.mean.dim", {ref_to("sq"), {-1}, true}, {32, 1});
+    d.op("ve", "aten.add.Tensor", {ref_to("ms"), 1e-6}, {32, 1});
+    d.op("rs", "aten.rsqrt.default", {ref_to("ve")}, {32, 1});
+    d.op("nm", "aten.mul.Tensor", {ref_to("x"), ref_to("rs")}, {32, 768});
+    d.op("out", "aten.mul.Tensor", {ref_to("w"), ref_to("nm")}, {32, 768}).output("out");
+    return d;
+  };
+  EXPECT_EQ(winner(rms(2), "out"), "rms_norm");
+  EXPECT_EQ(winner(rms(3), "out"), "");
+
+  GraphDoc sm;
+  sm.input("x", {32, 100}).op("s", "aten.softmax.int", {ref_to("x"), 1}, {32, 100}).output("s");
+  EXPECT_EQ(winner(sm, "s"), "softmax");
+  sm.json()["nodes"][1]["args"][1] = 0;  // over rows: not the last dim
+  EXPECT_EQ(winner(sm, "s"), "");
+}

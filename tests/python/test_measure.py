@@ -1,0 +1,338 @@
+"""Tests of fact.realize.measure: ABI mirror, request validation, tolerances, verifier, isolation.
+
+CPU-side tests run everywhere; tests that need a CUDA GPU (and nvcc) skip with a reason elsewhere.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+from fact.realize import kernel_abi, measure, timing, verify  # noqa: E402
+from fact.realize.measure_request import GemmProblem, RequestError, load_request, parse_request  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+HEADER = ROOT / "src" / "realize" / "kernel_abi.h"
+
+
+def has_cuda() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def minimal_request(**overrides) -> dict:
+    req = {"problem": {"m": 64, "n": 32, "k": 16, "dtype": "float32"},
+           "candidates": [{"id": "k0", "library": "/abs/k0.so"}]}
+    req.update(overrides)
+    return req
+
+
+# -- the ABI mirror ------------------------------------------------------------------------------
+
+def test_struct_layout_matches_c_header(tmp_path):
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler (gcc/cc) on PATH to compile kernel_abi.h")
+    fields = [name for name, _ in kernel_abi.FactGemmArgs._fields_]
+    lines = [f'printf("{f} %zu\\n", offsetof(FactGemmArgs, {f}));' for f in fields]
+    statuses = ["FACT_OK", "FACT_ERR_SHAPE", "FACT_ERR_WORKSPACE", "FACT_ERR_INIT", "FACT_ERR_LAUNCH",
+                "FACT_ERR_UNSUPPORTED"]
+    lines += [f'printf("{s} %d\\n", (int){s});' for s in statuses]
+    src = tmp_path / "layout.c"
+    src.write_text("#include <stdio.h>\n#include <stddef.h>\n#include \"kernel_abi.h\"\nint main(void) {\n"
+                   'printf("sizeof %zu\\n", sizeof(FactGemmArgs));\n'
+                   'printf("FACT_KERNEL_ABI_VERSION %d\\n", FACT_KERNEL_ABI_VERSION);\n'
+                   + "\n".join(lines) + "\nreturn 0;\n}\n")
+    exe = tmp_path / "layout"
+    subprocess.run([gcc, "-I", str(HEADER.parent), str(src), "-o", str(exe)], check=True)
+    out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                       check=True).stdout.splitlines())
+    assert int(out["sizeof"]) == ctypes.sizeof(kernel_abi.FactGemmArgs)
+    for f in fields:
+        assert int(out[f]) == getattr(kernel_abi.FactGemmArgs, f).offset, f
+    assert int(out["FACT_KERNEL_ABI_VERSION"]) == kernel_abi.FACT_KERNEL_ABI_VERSION
+    for s in statuses:
+        assert int(out[s]) == getattr(kernel_abi, s), s
+
+
+def test_header_fields_all_mirrored():
+    """Every member named in the C struct appears in the ctypes mirror (catches a field added in C only)."""
+    text = HEADER.read_text()
+    body = text[text.index("typedef struct FactGemmArgs {"):text.index("} FactGemmArgs;")]
+    import re
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    declared = set(re.findall(r"\b([a-z_]+)\s*[;,]", body))
+    assert declared == {name for name, _ in kernel_abi.FactGemmArgs._fields_}
+
+
+def test_kernel_library_load_errors(tmp_path):
+    with pytest.raises(kernel_abi.KernelLoadError, match="no such file"):
+        kernel_abi.KernelLibrary(tmp_path / "missing.so", "k0")
+    with pytest.raises(kernel_abi.KernelLoadError, match="C identifier"):
+        kernel_abi.KernelLibrary(tmp_path / "missing.so", "bad-id")
+    not_a_library = tmp_path / "text.so"
+    not_a_library.write_text("hello")
+    with pytest.raises(kernel_abi.KernelLoadError, match="dlopen failed"):
+        kernel_abi.KernelLibrary(not_a_library, "k0")
+
+
+# -- request validation --------------------------------------------------------------------------
+
+def test_minimal_request_gets_defaults():
+    r = parse_request(minimal_request())
+    assert r.problem == GemmProblem(64, 32, 16, 1, "row", "row", "float32", "fp32", "none")
+    assert (r.trials, r.baseline, r.warmup_ms, r.rep_ms) == (3, True, 25.0, 200.0)
+    assert parse_request(minimal_request(problem={"m": 1, "n": 1, "k": 1, "dtype": "bfloat16"})).problem.numerics == "bf16"
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"problem": {"n": 32, "k": 16, "dtype": "float32"}}, "request.problem.m"),
+    ({"problem": {"m": 0, "n": 32, "k": 16, "dtype": "float32"}}, "request.problem.m"),
+    ({"problem": {"m": True, "n": 32, "k": 16, "dtype": "float32"}}, "request.problem.m"),
+    ({"problem": {"m": 2, "n": 32, "k": 16.5, "dtype": "float32"}}, "request.problem.k"),
+    ({"problem": {"m": 2, "n": 32, "k": 16, "dtype": "float64"}}, "request.problem.dtype"),
+    ({"problem": {"m": 2, "n": 32, "k": 16, "dtype": "float32", "layout_a": "rowmajor"}}, "request.problem.layout_a"),
+    ({"problem": {"m": 2, "n": 32, "k": 16, "dtype": "bfloat16", "numerics": "tf32"}}, "request.problem.numerics"),
+    ({"problem": {"m": 2, "n": 32, "k": 16, "dtype": "float32", "epilogue": "gelu"}}, "request.problem.epilogue"),
+    ({"problem": {"m": 2, "n": 32, "k": 16, "dtype": "float32", "alpha": 2}}, "request.problem: unknown key"),
+    ({"candidates": [{"id": "a-b", "library": "/x.so"}]}, "request.candidates[0].id"),
+    ({"candidates": [{"id": "a", "library": "x.so"}]}, "request.candidates[0].library"),
+    ({"candidates": [{"id": "a", "library": "/x.so"}, {"id": "a", "library": "/y.so"}]}, "appears twice"),
+    ({"candidates": {"id": "a"}}, "request.candidates"),
+    ({"trials": 0}, "request.trials"),
+    ({"baseline": "yes"}, "request.baseline"),
+    ({"rep_ms": -1}, "request.rep_ms"),
+    ({"repeat": 3}, "request: unknown key"),
+])
+def test_request_errors_name_the_field(patch, field):
+    with pytest.raises(RequestError) as e:
+        parse_request(minimal_request(**patch))
+    assert field in str(e.value)
+
+
+def test_load_request_reports_json_position(tmp_path):
+    p = tmp_path / "req.json"
+    p.write_text('{"problem": {"m": 1,}}')
+    with pytest.raises(RequestError, match=r"req\.json:1:\d+: not valid JSON"):
+        load_request(p)
+    with pytest.raises(RequestError, match="cannot read"):
+        load_request(tmp_path / "absent.json")
+
+
+# -- tolerances and the verifier (on CPU tensors) ------------------------------------------------
+
+def test_tolerance_table_orders_and_ranges():
+    t = {n: verify.tolerance(n, 1024) for n in verify.BASE_TOLERANCE}
+    assert t["fp32"] < t["3xtf32"] < t["tf32"] <= t["bf16"]
+    assert t["fp16"] <= t["bf16"]
+    assert 1e-5 <= t["fp32"] <= 1e-4 and 1e-5 <= t["3xtf32"] <= 1e-4
+    assert 1e-3 <= t["tf32"] <= 1e-2 and 5e-3 <= t["bf16"] <= 3e-2
+    assert verify.tolerance("fp32", 1 << 19) > 10 * verify.tolerance("fp32", 16) / 2
+    assert set(verify.tolerance_table(64)["at_this_k"]) == set(verify.BASE_TOLERANCE)
+
+
+def test_rotation_count_covers_twice_l2():
+    l2 = 50 << 20
+    assert timing.rotation_count(1 << 30, l2) == 1
+    assert timing.rotation_count(192 << 20, l2) == 2  # a few L2 sizes: still alternate two sets
+    n = timing.rotation_count(12 << 20, l2)
+    assert n * (12 << 20) >= 2 * l2 and (n - 1) * (12 << 20) < 2 * l2
+    assert timing.rotation_count(16, l2) == timing.MAX_SETS
+
+
+def cpu_problem(**kw) -> GemmProblem:
+    base = dict(m=24, n=40, k=56, batch=2, layout_a="col", layout_b="row", dtype="float32", numerics="fp32",
+                epilogue="bias_gelu_tanh")
+    base.update(kw)
+    return GemmProblem(**base)
+
+
+def test_operands_layout_and_never_zero():
+    torch = pytest.importorskip("torch")
+    p = cpu_problem(layout_a="col", layout_b="col", epilogue="bias_residual")
+    ops = verify.make_operands(p, "cpu")
+    assert ops.a_storage.shape == (2, 56, 24) and ops.a.shape == (2, 24, 56) and ops.lda == 24
+    assert ops.b_storage.shape == (2, 40, 56) and ops.b.shape == (2, 56, 40) and ops.ldb == 56
+    assert torch.equal(ops.a, ops.a_storage.transpose(1, 2))
+    assert ops.bias.shape == (40,) and ops.residual.shape == (2, 24, 40)
+    assert bool(torch.isnan(ops.d_buffer).all())
+    for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual):
+        assert float(t.abs().min()) >= 0 and float(t.abs().mean()) > 0.01
+    assert verify.bytes_per_set(p) == 4 * (2 * (24 * 56 + 56 * 40 + 24 * 40) + 40 + 2 * 24 * 40)
+
+
+def test_reference_applies_epilogue():
+    torch = pytest.importorskip("torch")
+    p = cpu_problem(epilogue="bias_relu")
+    ops = verify.make_operands(p, "cpu")
+    ref = verify.reference(p, ops)
+    manual = torch.clamp(ops.a.double() @ ops.b.double() + ops.bias.double(), min=0)
+    assert ref.dtype == torch.float64 and torch.allclose(ref, manual)
+    p2 = cpu_problem(epilogue="bias_residual")
+    ops2 = verify.make_operands(p2, "cpu")
+    manual2 = ops2.a.double() @ ops2.b.double() + ops2.bias.double() + ops2.residual.double()
+    assert torch.allclose(verify.reference(p2, ops2), manual2)
+
+
+def fill_d(ops, values):
+    ops.d.copy_(values.to(ops.d.dtype))
+
+
+def test_compare_accepts_fp32_and_catches_faults():
+    torch = pytest.importorskip("torch")
+    p = cpu_problem()
+    tol = verify.tolerance(p.numerics, p.k)
+    ops = verify.make_operands(p, "cpu")
+    ref = verify.reference(p, ops)
+    fp32 = torch.nn.functional.gelu(ops.a @ ops.b + ops.bias, approximate="tanh")
+    fill_d(ops, fp32)
+    good = verify.compare(ops.d, ref, tol, ops.d_buffer)
+    assert good.passed and good.rel_err < 1e-6, good
+
+    verify.poison(ops)
+    fill_d(ops, fp32)
+    ops.d[1, -1, -1] = float("nan")  # one element never written
+    c = verify.compare(ops.d, ref, tol, ops.d_buffer)
+    assert not c.passed and "not written" in c.message and "[1, 23, 39]" in c.message
+
+    verify.poison(ops)
+    fill_d(ops, fp32)
+    ops.d_buffer[verify.GUARD_ELEMENTS + ops.d.numel()] = 1.0  # one element past D
+    c = verify.compare(ops.d, ref, tol, ops.d_buffer)
+    assert not c.passed and "outside D" in c.message
+
+    verify.poison(ops)
+    fill_d(ops, fp32)
+    ops.d[0, 3, 5] += 0.05 * float(ref.abs().max())  # one wrong element: Frobenius barely moves
+    c = verify.compare(ops.d, ref, tol, ops.d_buffer)
+    assert not c.passed and c.max_err_vs_peak > tol
+
+
+def test_compare_bf16_tolerance_separates_rounding_from_a_dropped_k_step():
+    torch = pytest.importorskip("torch")
+    p = cpu_problem(dtype="bfloat16", numerics="bf16", epilogue="none", batch=1, m=64, n=64, k=1024)
+    tol = verify.tolerance(p.numerics, p.k)
+    ops = verify.make_operands(p, "cpu")
+    ref = verify.reference(p, ops)
+    rounded = verify.compare(ref.to(torch.bfloat16), ref, tol)
+    assert rounded.passed and 3e-4 < rounded.rel_err < 3e-3  # bf16 output rounding only
+    dropped = (ops.a[..., :-1].double() @ ops.b[:, :-1, :].double()).to(torch.bfloat16)
+    assert not verify.compare(dropped, ref, tol).passed
+
+
+# -- isolation: measure.py with a fake worker (no GPU needed) ------------------------------------
+
+def orchestrate(tmp_path, ids, monkeypatch, baseline=True, timeout_s=2.0, setup_fail=False):
+    log = tmp_path / "workers.log"
+    monkeypatch.setenv("FAKE_WORKER_LOG", str(log))
+    if setup_fail:
+        monkeypatch.setenv("FAKE_WORKER_SETUP", "fail")
+    req = parse_request(minimal_request(candidates=[{"id": i, "library": f"/abs/{i}.so"} for i in ids],
+                                        baseline=baseline, timeout_s=timeout_s))
+    argv = lambda job: [sys.executable, str(DATA / "fake_measure_worker.py"), str(job)]  # noqa: E731
+    result = measure.Orchestrator(req, worker_argv=argv, log=sys.stderr).run()
+    workers = [json.loads(line) for line in log.read_text().splitlines()]
+    return result, workers
+
+
+def test_crash_hang_and_lost_context_do_not_take_others_down(tmp_path, monkeypatch):
+    ids = ["ok_a", "segv_b", "ok_c", "hang_d", "lost_e", "garbage_f", "ok_g"]
+    result, workers = orchestrate(tmp_path, ids, monkeypatch)
+    status = {c["id"]: c["status"] for c in result["candidates"]}
+    assert status == {"ok_a": "ok", "segv_b": "crashed", "ok_c": "ok", "hang_d": "timeout",
+                      "lost_e": "crashed", "garbage_f": "ok", "ok_g": "ok"}
+    by_id = {c["id"]: c for c in result["candidates"]}
+    assert "SIGSEGV" in by_id["segv_b"]["message"] and "about to segfault" in by_id["segv_b"]["message"]
+    assert "2 s" in by_id["hang_d"]["message"]
+    assert by_id["ok_a"]["message"] is None and by_id["ok_a"]["library"] == "/abs/ok_a.so"
+    assert [c["id"] for c in result["candidates"]] == ids
+    # One worker per failure plus the first: the baseline ran once, each restart got only what was left.
+    assert [w["candidates"][0] for w in workers] == ["ok_a", "ok_c", "lost_e", "garbage_f"]
+    assert [w["baseline"] for w in workers] == [True, False, False, False]
+    assert result["baseline"]["status"] == "ok" and result["fp32_reference_err"] == 1e-7
+    assert result["device"] == "Fake GPU" and result["error"] is None
+
+
+def test_worker_setup_failure_marks_everything(tmp_path, monkeypatch):
+    result, workers = orchestrate(tmp_path, ["ok_a", "ok_b"], monkeypatch, setup_fail=True)
+    assert len(workers) == measure.MAX_FAILED_STARTS
+    assert all(c["status"] == "crashed" and "set-up exploded" in c["message"] for c in result["candidates"])
+    assert result["baseline"]["status"] == "failed" and "set-up" in result["error"]
+
+
+def test_no_candidates_still_reports_baseline(tmp_path, monkeypatch):
+    result, workers = orchestrate(tmp_path, [], monkeypatch)
+    assert len(workers) == 1 and result["candidates"] == [] and result["baseline"]["ms"] == 1.0
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+def run_measure(tmp_path, request: dict):
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps(request))
+    out = tmp_path / "result.json"
+    env = {"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "fact.realize.measure", str(req), "-o", str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    return proc, out
+
+
+def test_bad_request_exits_2(tmp_path):
+    proc, out = run_measure(tmp_path, minimal_request(trials=0))
+    assert proc.returncode == 2 and "request.trials" in proc.stderr and not out.exists()
+
+
+def test_cpu_only_machine_exits_3(tmp_path):
+    if has_cuda():
+        pytest.skip("this machine has a CUDA GPU; the CPU-only exit cannot be observed here")
+    proc, out = run_measure(tmp_path, minimal_request())
+    assert proc.returncode == 3
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "CUDA GPU is required" in lines[0]
+    assert not out.exists()
+
+
+# -- on a GPU: the naive ABI kernel from bench/scripts ---------------------------------------------
+
+def build_naive(tmp_path, kernel_id: str, *defines: str) -> Path:
+    so = tmp_path / f"{kernel_id}.so"
+    subprocess.run(["nvcc", "-O2", "-std=c++17", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC",
+                    "-I", str(HEADER.parent), f"-DFACT_ID={kernel_id}", *defines,
+                    str(ROOT / "bench" / "scripts" / "naive_gemm_abi.cu"), "-o", str(so)], check=True)
+    return so
+
+
+def test_gpu_naive_kernel_passes_and_bug_is_caught(tmp_path):
+    if not has_cuda():
+        pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc to build bench/scripts/naive_gemm_abi.cu")
+    import torch
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the test builds for sm_90a (Hopper)")
+    good = build_naive(tmp_path, "good_rc", "-DFACT_B_COL=1", "-DFACT_EPILOGUE=3")
+    bad = build_naive(tmp_path, "bad_rc", "-DFACT_B_COL=1", "-DFACT_EPILOGUE=3", "-DFACT_NAIVE_BUG=1")
+    proc, out = run_measure(tmp_path, {
+        "problem": {"m": 200, "n": 136, "k": 264, "batch": 3, "layout_b": "col", "dtype": "float32",
+                    "epilogue": "bias_silu"},
+        "candidates": [{"id": "good_rc", "library": str(good)}, {"id": "bad_rc", "library": str(bad)}],
+        "trials": 2, "rep_ms": 20, "warmup_ms": 5})
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(out.read_text())
+    good_r, bad_r = r["candidates"]
+    assert good_r["status"] == "ok" and good_r["ms"] > 0 and good_r["rel_err"] < good_r["tolerance"]
+    assert bad_r["status"] == "verify_failed" and "tolerance" in bad_r["message"]
+    assert r["baseline"]["status"] == "ok" and r["baseline"]["ms"] > 0
+    assert 0 < r["fp32_reference_err"] < 1e-5
