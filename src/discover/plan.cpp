@@ -14,12 +14,18 @@ namespace fact::discover {
 using nlohmann::json;
 
 std::string default_numerics(const ir::Graph& graph) {
-  for (auto& n : graph.nodes) {
-    if (n.kind != ir::NodeKind::Input) continue;
-    for (auto& o : n.outputs) {
-      if (o.dtype == "bfloat16") return "bf16";
-      if (o.dtype == "float16") return "fp16";
+  // User inputs decide; a graph whose inputs are not floating (token ids) takes its weights' dtype.
+  for (bool inputs_only : {true, false}) {
+    bool floating = false;
+    for (auto& n : graph.nodes) {
+      if (n.kind == ir::NodeKind::Op || (inputs_only && n.kind != ir::NodeKind::Input)) continue;
+      for (auto& o : n.outputs) {
+        if (o.dtype == "bfloat16") return "bf16";
+        if (o.dtype == "float16") return "fp16";
+        floating = floating || o.dtype == "float32" || o.dtype == "float64";
+      }
     }
+    if (floating) break;
   }
   return "3xtf32";
 }
@@ -103,9 +109,10 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
     if (!j.is_object() || !j.contains(name)) throw Error(origin + ": " + where + " has no field '" + name + "'");
     return j.at(name);
   };
-  if (!doc.is_object() || doc.value("format", "") != "fact-plan")
+  // Compared as JSON values: value<T>() would throw a bare json::type_error on a mistyped field.
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != "fact-plan")
     throw Error(origin + ": not a FACT plan (field 'format' must be \"fact-plan\"); write one with `fact discover --json`");
-  if (doc.value("version", 0) != kPlanVersion)
+  if (!doc.contains("version") || doc["version"] != kPlanVersion)
     throw Error(origin + ": plan version " + doc.value("version", json(0)).dump() + " is not supported (expected " +
                 std::to_string(kPlanVersion) + "); re-run `fact discover`");
   Plan plan;
@@ -139,6 +146,9 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
       e.cost.bound = c.value("bound", "");
       for (auto& n : m.nodes)
         if (!plan.graph.find(n)) throw Error(origin + ": " + where + " covers node '" + n + "', which the IR lacks");
+      if (!plan.graph.find(m.anchor)) throw Error(origin + ": " + where + " has anchor '" + m.anchor + "', which the IR lacks");
+      for (auto& [var, n] : m.inputs)
+        if (!plan.graph.find(n)) throw Error(origin + ": " + where + " binds " + var + " to '" + n + "', which the IR lacks");
       plan.entries.push_back(std::move(e));
     }
   } catch (const json::exception& ex) {

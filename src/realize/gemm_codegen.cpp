@@ -82,11 +82,15 @@ int partial_alignment(const GemmConfig& c) {
   return a;
 }
 
+// The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
+std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
+
 }  // namespace
 
 std::string gemm_kernel_template(const GemmConfig& config) {
-  return config.api == KernelApi::cutlass3_collective ? "cutlass/gemm_sm90_collective.cu.in"
-                                                      : "cutlass/gemm_sm80_universal.cu.in";
+  if (config.api == KernelApi::cutlass2_universal) return "cutlass/gemm_sm80_universal.cu.in";
+  return config.mainloop_transform == MainloopTransform::none ? "cutlass/gemm_sm90_collective.cu.in"
+                                                              : "cutlass/gemm_sm90_tf32_prepass.cu.in";
 }
 
 TemplateValues gemm_kernel_values(const GemmConfig& c) {
@@ -118,12 +122,17 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["epilogue_schedule"] = to_string(c.epilogue_schedule);
     v["tile_scheduler"] = stream_k ? "StreamKScheduler" : "PersistentScheduler";
     v["stream_k"] = boolean(stream_k);
+    v["nondeterministic_reduction"] = boolean(c.nondeterministic_reduction);
     v["swizzle"] = std::to_string(c.swizzle);
     v["fusion_operation"] = sm90_fusion_operation(c.epilogue);
     // Auto: the builder takes whatever shared memory the epilogue leaves.
     v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
         : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
+    if (c.mainloop_transform != MainloopTransform::none) {
+      v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);
+      v["operand_prepass"] = tf32_operand_prepass_source();
+    }
   } else {
     v["op_class"] = c.op_class == OpClass::simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp";
     v["warp_m"] = std::to_string(c.warp.m);

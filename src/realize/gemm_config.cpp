@@ -27,6 +27,9 @@ constexpr std::array<std::pair<TileScheduler, const char*>, 3> kTileSchedulers{{
     {TileScheduler::stream_k, "stream_k"}}};
 constexpr std::array<std::pair<SplitKMode, const char*>, 3> kSplitKModes{{
     {SplitKMode::none, "none"}, {SplitKMode::serial, "serial"}, {SplitKMode::parallel, "parallel"}}};
+constexpr std::array<std::pair<MainloopTransform, const char*>, 3> kMainloopTransforms{{
+    {MainloopTransform::none, "none"}, {MainloopTransform::split3_tf32, "split3_tf32"},
+    {MainloopTransform::kmajor_tf32, "kmajor_tf32"}}};
 
 template <class E, size_t N>
 std::string name_of(const std::array<std::pair<E, const char*>, N>& table, E v) {
@@ -56,6 +59,7 @@ std::string to_string(KernelSchedule v) { return name_of(kKernelSchedules, v); }
 std::string to_string(EpilogueSchedule v) { return name_of(kEpilogueSchedules, v); }
 std::string to_string(TileScheduler v) { return name_of(kTileSchedulers, v); }
 std::string to_string(SplitKMode v) { return name_of(kSplitKModes, v); }
+std::string to_string(MainloopTransform v) { return name_of(kMainloopTransforms, v); }
 
 std::string GemmConfig::math_operator() const {
   return numerics == Numerics::x3tf32 ? "OpMultiplyAddFastF32" : "OpMultiplyAdd";
@@ -67,7 +71,7 @@ int GemmConfig::smem_bytes_per_stage() const {
 
 nlohmann::json GemmConfig::to_json() const {
   // nlohmann::json objects keep keys sorted, so dump() is canonical.
-  return {{"arch", to_string(arch)}, {"api", to_string(api)}, {"numerics", to_string(numerics)},
+  nlohmann::json j = {{"arch", to_string(arch)}, {"api", to_string(api)}, {"numerics", to_string(numerics)},
           {"op_class", to_string(op_class)},
           {"layout_a", to_string(layout_a)}, {"layout_b", to_string(layout_b)}, {"layout_d", to_string(layout_d)},
           {"element_in", to_string(element_in)}, {"element_out", to_string(element_out)},
@@ -78,6 +82,9 @@ nlohmann::json GemmConfig::to_json() const {
           {"kernel_schedule", to_string(kernel_schedule)}, {"epilogue_schedule", to_string(epilogue_schedule)},
           {"tile_scheduler", to_string(tile_scheduler)}, {"split_k_mode", to_string(split_k_mode)},
           {"split_k_slices", split_k_slices}, {"swizzle", swizzle}};
+  if (mainloop_transform != MainloopTransform::none) j["mainloop_transform"] = to_string(mainloop_transform);
+  if (nondeterministic_reduction) j["reduction"] = "nondeterministic";  // absent: ids of older records stay
+  return j;
 }
 
 GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
@@ -107,6 +114,14 @@ GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
     c.split_k_mode = parse(kSplitKModes, j.at("split_k_mode"), "split_k_mode");
     c.split_k_slices = j.at("split_k_slices");
     c.swizzle = j.at("swizzle");
+    if (j.contains("mainloop_transform"))
+      c.mainloop_transform = parse(kMainloopTransforms, j.at("mainloop_transform"), "mainloop_transform");
+    if (j.contains("reduction")) {
+      std::string r = j.at("reduction");
+      if (r != "nondeterministic" && r != "deterministic")
+        throw Error("GEMM config field 'reduction': '" + r + "' is not deterministic or nondeterministic");
+      c.nondeterministic_reduction = r == "nondeterministic";
+    }
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("GEMM config JSON: ") + e.what() + "; expected the fields written by GemmConfig::to_json");
@@ -136,6 +151,8 @@ std::string GemmConfig::summary() const {
   s += to_string(tile_scheduler);
   if (split_k_mode != SplitKMode::none) s += fmt::format(" splitk-{}x{}", to_string(split_k_mode), split_k_slices);
   if (swizzle > 1) s += fmt::format(" swz{}", swizzle);
+  if (mainloop_transform != MainloopTransform::none) s += " " + to_string(mainloop_transform);
+  if (nondeterministic_reduction) s += " nondet-reduce";
   return s;
 }
 

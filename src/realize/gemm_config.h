@@ -28,6 +28,12 @@ enum class TileScheduler { data_parallel, persistent, stream_k };
 // 3.x stream-K scheduler with splits); parallel: slices write fp32 partials to the workspace and a
 // ReduceSplitK kernel sums them and applies the epilogue (2.x only).
 enum class SplitKMode { none, serial, parallel };
+// A FACT pre-pass that rewrites A and B into workspace copies before a 3.x TF32 GEMM runs on them, for
+// what sm90 wgmma cannot do in its mainloop (CUTLASS 3.x has no in-kernel 3xTF32 and no K-major-only fix):
+//   split3_tf32: A' = [A_big | A_big | A_small], B' = [B_big ; B_small ; B_big], both K-major, K' = 3K, so
+//                one TF32 GEMM computes A_big B_big + A_big B_small + A_small B_big (3xTF32, fp32-level error);
+//   kmajor_tf32: operands that are not K-major (or not 16-byte aligned) are copied K-major, rounded to TF32.
+enum class MainloopTransform { none, split3_tf32, kmajor_tf32 };
 
 std::string to_string(KernelApi v);
 std::string to_string(OpClass v);
@@ -35,6 +41,7 @@ std::string to_string(KernelSchedule v);
 std::string to_string(EpilogueSchedule v);
 std::string to_string(TileScheduler v);
 std::string to_string(SplitKMode v);
+std::string to_string(MainloopTransform v);
 
 struct GemmShape {  // M x N x K, as cutlass::gemm::GemmShape / cute::Shape
   int m = 0, n = 0, k = 0;
@@ -63,6 +70,13 @@ struct GemmConfig {
   SplitKMode split_k_mode = SplitKMode::none;
   int split_k_slices = 1;
   int swizzle = 1;                             // 2.x GemmIdentityThreadblockSwizzle<N>; 3.x max_swizzle_size
+  // 3.x only. Written to the JSON only when not `none`, so the ids of configs without it stay as they were.
+  // With a transform, layout_a/layout_b and alignment_a/alignment_b describe the caller's operands (what the
+  // pre-pass reads); the GEMM itself reads K-major, 16-byte aligned workspace copies.
+  MainloopTransform mainloop_transform = MainloopTransform::none;
+  // 3.x stream-K/split-K only: partial tiles reduced in any order (atomics into the workspace) instead
+  // of CUTLASS's default turnstile, which makes the slices of one tile wait for each other in K order.
+  bool nondeterministic_reduction = false;
 
   // CUTLASS math operator: arch::OpMultiplyAdd, or arch::OpMultiplyAddFastF32 for 3xTF32.
   std::string math_operator() const;

@@ -52,6 +52,10 @@ constexpr int kMinKTilesPerSplit = 4;
 constexpr int kMaxSplitKSlices = 32;
 // What stream-K is assumed to reach: balanced waves, less the partial-tile fixups.
 constexpr double kStreamKWaveEfficiency = 0.92;
+// H100 rates the pre-pass cost is weighed with (measured: device copy 3.0 TB/s, cuBLAS TF32 ~360 TFLOP/s).
+constexpr double kHbmBytesPerSecond = 3.0e12;
+constexpr double kTf32FlopsPerSecond = 3.6e14;
+constexpr double kKernelLaunchSeconds = 3e-6;  // launch and ramp of one kernel: what tiny problems pay
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -113,15 +117,21 @@ void add_scheduling_variants(const GemmProblem& p, GemmConfig c, int sm_count, s
   int64_t tiles = data_parallel_tiles(p, c);
   out.push_back(c);
   if (tiles > sm_count) {  // rasterizing in swizzled strips keeps A/B panels in L2 across a wave
-    GemmConfig s = c;
-    s.swizzle = sm90 ? 4 : 8;
-    out.push_back(s);
+    for (int swizzle : sm90 ? std::vector<int>{2, 4, 8} : std::vector<int>{8}) {
+      GemmConfig s = c;
+      s.swizzle = swizzle;
+      out.push_back(s);
+    }
   }
   int64_t k_tiles = ceil_div(p.k, c.threadblock.k);
   if (wave_efficiency(tiles, sm_count) < kStreamKWaveThreshold && k_tiles >= kMinKTilesPerSplit) {
     GemmConfig s = c;
     s.tile_scheduler = TileScheduler::stream_k;
     out.push_back(s);
+    if (sm90) {
+      s.nondeterministic_reduction = true;
+      out.push_back(s);
+    }
   }
   for (int slices : split_k_candidates(p, c, sm_count)) {
     GemmConfig s = c;
@@ -129,6 +139,8 @@ void add_scheduling_variants(const GemmProblem& p, GemmConfig c, int sm_count, s
     if (sm90) {  // the 3.x stream-K scheduler runs plain split-K when given splits > 1
       s.tile_scheduler = TileScheduler::stream_k;
       s.split_k_mode = SplitKMode::serial;
+      out.push_back(s);
+      s.nondeterministic_reduction = true;
       out.push_back(s);
     } else {
       s.split_k_mode = SplitKMode::serial;
@@ -160,8 +172,18 @@ void enumerate_cutlass2(const GemmProblem& p, int sm_count, std::vector<GemmConf
       }
 }
 
+bool k_major(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && b == MatrixLayout::column; }
+
+// wgmma has no 3xTF32 mode and reads TF32 only K-major: such problems get a FACT operand pre-pass.
+MainloopTransform sm90_mainloop_transform(const GemmProblem& p) {
+  if (p.numerics == Numerics::x3tf32) return MainloopTransform::split3_tf32;
+  if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) return MainloopTransform::kmajor_tf32;
+  return MainloopTransform::none;
+}
+
 void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConfig>& out) {
   GemmConfig c = base_config(p, KernelApi::cutlass3_collective);
+  c.mainloop_transform = sm90_mainloop_transform(p);
   int tile_k = is_16bit(p.numerics) ? 64 : 32;  // 128 bytes of K per row: one 128B-swizzle atom
   c.stages = 0;                                 // StageCountAutoCarveout: the builder fills smem
   for (const auto& t : kSm90Tiles)
@@ -175,6 +197,31 @@ void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConf
       c.epilogue_schedule = coop ? EpilogueSchedule::TmaWarpSpecializedCooperative : EpilogueSchedule::TmaWarpSpecialized;
       add_scheduling_variants(p, c, sm_count, out);
     }
+}
+
+// GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams A and B once and
+// writes their copies at HBM speed, while the GEMM runs K' = segments * K at the TF32 tensor-core rate.
+double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
+  if (c.mainloop_transform == MainloopTransform::none) return 1.0;
+  bool split = c.mainloop_transform == MainloopTransform::split3_tf32;
+  double segments = split ? 3.0 : 1.0;
+  auto copied = [&](MatrixLayout layout, MatrixLayout k_major_layout, int alignment) {
+    return split || layout != k_major_layout || alignment < 4;
+  };
+  double batch_a = p.a.batch_stride == 0 ? 1.0 : double(p.batch), batch_b = p.b.batch_stride == 0 ? 1.0 : double(p.batch);
+  double bytes = 0, launches = 0;
+  if (copied(c.layout_a, MatrixLayout::row, c.alignment_a)) {
+    bytes += (1.0 + segments) * 4.0 * double(p.m) * double(p.k) * batch_a;
+    launches += 1;
+  }
+  if (copied(c.layout_b, MatrixLayout::column, c.alignment_b)) {
+    bytes += (1.0 + segments) * 4.0 * double(p.n) * double(p.k) * batch_b;
+    launches += 1;
+  }
+  double prepass_s = bytes / kHbmBytesPerSecond + launches * kKernelLaunchSeconds;
+  double gemm_s = segments * 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch) / kTf32FlopsPerSecond +
+                  kKernelLaunchSeconds;
+  return gemm_s / (gemm_s + prepass_s);
 }
 
 }  // namespace
@@ -196,17 +243,28 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
   if (c.split_k_mode != SplitKMode::none && c.split_k_slices < 2) return "split-K needs at least 2 slices";
   if (c.split_k_mode == SplitKMode::none && c.split_k_slices != 1) return "split_k_slices > 1 needs a split-K mode";
 
+  if (c.mainloop_transform != MainloopTransform::none) {
+    if (c.api != KernelApi::cutlass3_collective)
+      return "mainloop transforms (FACT operand pre-passes) feed cutlass3 kernels only: set mainloop_transform none";
+    if (c.mainloop_transform == MainloopTransform::split3_tf32 && p.numerics != Numerics::x3tf32)
+      return "mainloop_transform split3_tf32 is the 3xtf32 numerics mode: use it for 3xtf32 problems only";
+    if (c.mainloop_transform == MainloopTransform::kmajor_tf32 && p.numerics != Numerics::tf32)
+      return "mainloop_transform kmajor_tf32 is for tf32 problems only";
+  }
   if (c.api == KernelApi::cutlass3_collective) {
     if (c.arch != Arch::sm90) return "CUTLASS 3.x collective kernels need sm90: use cutlass2_universal on sm80";
-    if (!(p.numerics == Numerics::tf32 || is_16bit(p.numerics)))
+    bool prepass = c.mainloop_transform != MainloopTransform::none;
+    if (p.numerics == Numerics::x3tf32 && !prepass)
+      return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32 or a cutlass2_universal kernel";
+    if (!(p.numerics == Numerics::tf32 || p.numerics == Numerics::x3tf32 || is_16bit(p.numerics)))
       return fmt::format("sm90 wgmma has no {} mode: use a cutlass2_universal kernel compiled for sm_90a",
                          to_string(p.numerics));
-    if (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16 || c.alignment_d * out_bytes < 16)
+    // The pre-pass reads A and B at any alignment and writes 16-byte aligned K-major copies for TMA.
+    if ((!prepass && (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16)) || c.alignment_d * out_bytes < 16)
       return "TMA needs 16-byte aligned rows: pad the leading dimensions and contiguous extents to 16 bytes";
-    if (p.numerics == Numerics::tf32 &&
-        (c.layout_a != MatrixLayout::row || c.layout_b != MatrixLayout::column))
-      return "wgmma tf32 reads only K-major shared memory (A row-major, B column-major); other layouts would "
-             "take CUTLASS's register-sourced mainloop, not generated yet: transpose the operand or use cutlass2";
+    if (p.numerics == Numerics::tf32 && !prepass && !k_major(c.layout_a, c.layout_b))
+      return "wgmma tf32 reads only K-major shared memory (A row-major, B column-major): use mainloop_transform "
+             "kmajor_tf32 (a K-major copy pre-pass), transpose the operand, or use cutlass2";
     bool coop = c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative;
     if (c.kernel_schedule == KernelSchedule::none) return "cutlass3 configs need a kernel schedule";
     if (coop && c.threadblock.m % 128 != 0) return "the cooperative schedule splits tile M over 2 warpgroups: M % 128 == 0";
@@ -270,13 +328,16 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   // Reuse per byte loaded grows with tile M*N/(M+N); 64 (a 128x128 tile) is enough to be compute bound.
   double reuse = double(c.threadblock.m) * c.threadblock.n / (c.threadblock.m + c.threadblock.n);
   double factor = std::sqrt(std::min(1.0, reuse / 64.0));
-  if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op &&
-      c.numerics != Numerics::x3tf32)
-    factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does
+  if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op)
+    factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
+  factor *= prepass_factor(p, c);
   if (c.api == KernelApi::cutlass2_universal && c.stages < 4) factor *= 0.97;  // shallower latency hiding
   // Split-K pays for its reduction: 2.x serial slices take turns on D behind a semaphore, 3.x splits and
   // 2.x parallel slices write fp32 partials that are read back (the latter by a second kernel).
   if (c.split_k_mode == SplitKMode::serial) factor /= 1.0 + (c.api == KernelApi::cutlass3_collective ? 0.002 : 0.005) * slices;
+  // The 3.x turnstile makes a tile's slices wait in K order: measured 2x slower than cuBLAS at 256x256x131072 bf16.
+  if (c.api == KernelApi::cutlass3_collective && c.tile_scheduler == TileScheduler::stream_k && !c.nondeterministic_reduction)
+    factor *= 0.8;
   if (c.split_k_mode == SplitKMode::parallel) factor *= 0.97 / (1.0 + 0.002 * slices);
   if (c.swizzle > 1) factor *= 1.01;
   if (c.cluster.m * c.cluster.n > 1 && tiles >= sm_count) factor *= 1.02;     // TMA multicast halves one operand's loads

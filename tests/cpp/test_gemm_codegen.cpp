@@ -1,5 +1,6 @@
 // Kernel and op-wrapper generation: template rendering, generated text per family and numerics mode,
-// the nvcc command line, and (tests named *Nvcc*) real nvcc compiles of three representative kernels.
+// the nvcc command line, and (tests named *Nvcc*) real nvcc compiles of four representative kernels.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "realize/kernel_abi.h"
 #include "realize/gemm_codegen.h"
 #include "realize/gemm_config_space.h"
 #include "realize/nvcc_command.h"
@@ -77,14 +79,28 @@ GemmConfig sm80_simt_split_k() {
   return c;
 }
 
-// Renders and compiles one kernel to an object file; reports the wall time.
-void expect_compiles(const GemmConfig& c, const std::string& name) {
+// 3xTF32 on sm90 through the split pre-pass, A and B row-major (B is transposed by the pre-pass).
+GemmConfig sm90_3xtf32_split() {
+  GemmConfig c = sm90_bf16_cooperative();
+  c.numerics = Numerics::x3tf32;
+  c.element_in = c.element_out = Element::f32;
+  c.layout_b = MatrixLayout::row;
+  c.alignment_a = c.alignment_b = c.alignment_d = 4;
+  c.threadblock = {128, 128, 32};
+  c.warp = {64, 128, 32};
+  c.instruction = {64, 128, 8};
+  c.mainloop_transform = MainloopTransform::split3_tf32;
+  return c;
+}
+
+// Renders and compiles one kernel to an object file (or a shared library); reports the wall time.
+fs::path expect_compiles(const GemmConfig& c, const std::string& name, NvccOutput kind = NvccOutput::object) {
   auto src = generate_gemm_kernel(c);
   fs::path dir = fs::temp_directory_path() / "fact_test_nvcc";
   fs::create_directories(dir);
-  fs::path cu = dir / (name + ".cu"), obj = dir / (name + ".o");
+  fs::path cu = dir / (name + ".cu"), obj = dir / (name + (kind == NvccOutput::object ? ".o" : ".so"));
   std::ofstream(cu) << src.text;
-  auto argv = nvcc_command(c, cu, obj, fact::cutlass_dir(), NvccOutput::object);
+  auto argv = nvcc_command(c, cu, obj, fact::cutlass_dir(), kind);
   auto t0 = std::chrono::steady_clock::now();
   fact::ProcessOptions o;
   o.timeout = std::chrono::seconds(1100);
@@ -95,6 +111,7 @@ void expect_compiles(const GemmConfig& c, const std::string& name) {
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 6000);
   EXPECT_FALSE(contains(r.err, "error")) << r.err.substr(0, 6000);
   EXPECT_TRUE(fs::exists(obj));
+  return obj;
 }
 
 }  // namespace
@@ -194,6 +211,50 @@ TEST(GemmCodegen, RejectsConfigsCutlassCannotTake) {
   EXPECT_THROW(generate_gemm_kernel(r), fact::Error);
 }
 
+TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
+  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/false);
+  GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
+  ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_tf32);
+  auto src = generate_gemm_kernel(c);
+  EXPECT_EQ(src.template_name, "cutlass/gemm_sm90_tf32_prepass.cu.in");
+  for (const char* part : {
+           // the pre-pass: TF32 rounding, the big/small split, both operand kernels with 16-byte accesses
+           "cvt.rna.tf32.f32", "tf32_small(x.x, big.x)", "__global__ void __launch_bounds__(256) prepare_k_contiguous",
+           "__global__ void __launch_bounds__(256) prepare_outer_contiguous", "__shared__ float tile",
+           "reinterpret_cast<const float4*>", "reinterpret_cast<float4*>",
+           // A' = [A_small | A_big | A_big], B' = [B_big ; B_small ; B_big], caller's B row-major
+           "constexpr bool kSplit3 = true;", "kSegments = kSplit3 ? 3 : 1", "kSmallSegmentA = kSplit3 ? 0 : -1",
+           "kSmallSegmentB = kSplit3 ? 1 : -1", "using OperandLayoutA = cutlass::layout::RowMajor;",
+           "using OperandLayoutB = cutlass::layout::RowMajor;",
+           // one CUTLASS 3.x TF32 GEMM, K-major operands, K' = segments * Kp
+           "using LayoutA = cutlass::layout::RowMajor;", "using LayoutB = cutlass::layout::ColumnMajor;",
+           "using ElementA = float;", "cutlass::gemm::collective::CollectiveBuilder", "cutlass::arch::Sm90",
+           "cute::_128, cute::_128, cute::_32", "g.k = kCopyA || kCopyB ? ld : a.k;", "int64_t kp = padded_k(a), ld = kSegments * kp;",
+           "cute::make_shape(int(a.m), int(a.n), int(g.k), int(a.batch))",
+           // workspace: [A' | B' | CUTLASS's], per-batch slices unless the operand is shared
+           "copy_a_bytes(a) + copy_b_bytes(a) + Gemm::get_workspace_size",
+           "batches_of(a, a.batch_stride_a)) * a.m * kSegments * padded_k(a) * sizeof(float)",
+           "g.batch_stride_a = a.batch_stride_a == 0 ? 0 : a.m * ld;"})
+    EXPECT_TRUE(contains(src.text, part)) << "missing " << part;
+  EXPECT_TRUE(contains(src.text, "\"mainloop_transform\":\"split3_tf32\""));
+  for (const char* sym : {"_can_implement(", "_workspace_bytes(", "_run(", "_describe(void)"})
+    EXPECT_TRUE(contains(src.text, "fact_" + c.id() + sym)) << sym;
+  EXPECT_FALSE(contains(src.text, "{{"));
+  EXPECT_FALSE(contains(src.text, "gemm/device/gemm_universal.h\"")) << "no 2.x mma.sync kernel";
+
+  // tf32 with row-major B: the same pre-pass as a K-major copy, one segment, no split.
+  auto t = top_config(GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, false),
+                      KernelApi::cutlass3_collective);
+  ASSERT_EQ(t.mainloop_transform, MainloopTransform::kmajor_tf32);
+  auto tsrc = generate_gemm_kernel(t).text;
+  EXPECT_TRUE(contains(tsrc, "constexpr bool kSplit3 = false;"));
+  EXPECT_TRUE(contains(tsrc, "prepare_outer_contiguous"));
+  // tf32 with column-major B needs no pre-pass: the plain 3.x template.
+  auto plain = top_config(GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, true),
+                          KernelApi::cutlass3_collective);
+  EXPECT_EQ(generate_gemm_kernel(plain).template_name, "cutlass/gemm_sm90_collective.cu.in");
+}
+
 TEST(GemmCodegen, OpWrapperDefinesCudaAndMetaOps) {
   auto a = sm90_bf16_cooperative();
   auto b = sm80_3xtf32();
@@ -232,6 +293,45 @@ TEST(GemmCodegen, NvccCommandNamesArchIncludesAndOutput) {
 
 TEST(GemmCodegenNvcc, Sm90Bf16CooperativeTmaCompiles) { expect_compiles(sm90_bf16_cooperative(), "sm90_bf16_coop"); }
 TEST(GemmCodegenNvcc, Sm80ThreeTf32Compiles) { expect_compiles(sm80_3xtf32(), "sm80_3xtf32"); }
+// Compiles the sm90 3xTF32 pre-pass kernel as a shared library, then loads it (no GPU needed for the host
+// side) to check the ABI: describe, can_implement, and the workspace formula [A' | B' | CUTLASS's].
+TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
+  GemmConfig c = sm90_3xtf32_split();
+  fs::path so = expect_compiles(c, "sm90_3xtf32_split", NvccOutput::shared_library);
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  std::string prefix = "fact_" + c.id();
+  auto describe = reinterpret_cast<const char* (*)()>(dlsym(lib, (prefix + "_describe").c_str()));
+  auto can_implement = reinterpret_cast<int (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_can_implement").c_str()));
+  auto workspace_bytes = reinterpret_cast<size_t (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_workspace_bytes").c_str()));
+  ASSERT_TRUE(describe && can_implement && workspace_bytes);
+  EXPECT_EQ(nlohmann::json::parse(describe()), c.to_json());
+
+  auto fake = [](uintptr_t at) { return reinterpret_cast<void*>(at); };
+  FactGemmArgs a{};
+  a.m = a.n = a.k = 4096;
+  a.batch = 1;
+  a.a = fake(1 << 20), a.lda = 4096;  // A row-major
+  a.b = fake(1 << 21), a.ldb = 4096;  // B row-major: (k, n) at k * ldb + n
+  a.d = fake(1 << 22), a.ldd = 4096;
+  a.alpha = 1.0f;
+  EXPECT_EQ(can_implement(&a), FACT_OK);
+  auto round256 = [](size_t x) { return (x + 255) / 256 * 256; };
+  auto cutlass_part = [&](size_t copies) { return workspace_bytes(&a) - copies; };
+  size_t copy = size_t(4096) * 3 * 4096 * sizeof(float);  // M x 3K and N x 3K fp32
+  EXPECT_GE(workspace_bytes(&a), 2 * copy);
+  EXPECT_LT(cutlass_part(2 * copy), size_t(1) << 20);
+  // K = 1022 pads each segment to Kp = 1024; batch 3 with B shared: 3 slices of A', one B'.
+  a.k = 1022, a.lda = 1024, a.batch = 3, a.batch_stride_a = 4096 * 1024, a.batch_stride_b = 0;
+  a.batch_stride_d = 4096 * 4096;
+  size_t a_copy = round256(size_t(3) * 4096 * 3 * 1024 * sizeof(float)), b_copy = round256(size_t(4096) * 3 * 1024 * sizeof(float));
+  EXPECT_GE(workspace_bytes(&a), a_copy + b_copy);
+  EXPECT_LT(cutlass_part(a_copy + b_copy), size_t(1) << 20);
+  EXPECT_EQ(can_implement(&a), FACT_OK);
+  a.d = fake((1 << 22) + 4);  // D must stay 16-byte aligned for TMA
+  EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE);
+  dlclose(lib);
+}
 TEST(GemmCodegenNvcc, Sm80SimtFp32ParallelSplitKCompiles) { expect_compiles(sm80_simt_split_k(), "sm80_simt_splitk"); }
 
 // The wrapper is built on the GPU machine; here it is only parsed against the venv's torch headers.

@@ -127,14 +127,72 @@ TEST(GemmConfigSpace, SplitKOfferedForLargeKNotForSquare) {
 }
 
 TEST(GemmConfigSpace, Sm90Tf32NeedsKMajorOperands) {
-  auto nn = all_configs(GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false));
-  EXPECT_TRUE(any_pruned_for(nn, "K-major"));
-  for (const auto& r : nn.ranked) EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal) << r.config.summary();
+  // Row-major B is N-major: plain wgmma tf32 is pruned, a K-major copy pre-pass (kmajor_tf32) takes its place.
+  auto p = GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+  auto nn = all_configs(p);
+  EXPECT_EQ(nn.ranked.front().config.api, KernelApi::cutlass3_collective);
+  EXPECT_EQ(nn.ranked.front().config.mainloop_transform, MainloopTransform::kmajor_tf32);
+  GemmConfig plain = nn.ranked.front().config;
+  plain.mainloop_transform = MainloopTransform::none;
+  auto why = gemm_config_rejection(p, plain);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("K-major"), std::string::npos) << *why;
+  EXPECT_NE(why->find("kmajor_tf32"), std::string::npos) << *why;
+  // Already K-major: no pre-pass.
   auto nt = all_configs(GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/true));
   EXPECT_EQ(nt.ranked.front().config.api, KernelApi::cutlass3_collective);
+  for (const auto& r : nt.ranked) EXPECT_EQ(r.config.mainloop_transform, MainloopTransform::none) << r.config.summary();
   // bf16 takes either major-ness through TMA + wgmma.
   auto bf16_nn = all_configs(GemmProblem::packed(2048, 2048, 2048, 1, Numerics::bf16, Arch::sm90, false));
   EXPECT_EQ(bf16_nn.ranked.front().config.api, KernelApi::cutlass3_collective);
+  EXPECT_EQ(bf16_nn.ranked.front().config.mainloop_transform, MainloopTransform::none);
+}
+
+TEST(GemmConfigSpace, Sm90SquareFp32GetsTf32PrepassVariantsRankedFirst) {
+  // The measured case: 4096^3 fp32, A and B row-major. 3xtf32 on 2.x mma.sync lost to cuBLAS SGEMM, so the
+  // split pre-pass + 3.x wgmma variant must lead and the 2.x kernels stay in the space behind it.
+  for (Numerics n : {Numerics::x3tf32, Numerics::tf32}) {
+    auto p = GemmProblem::packed(4096, 4096, 4096, 1, n, Arch::sm90, /*b_column=*/false);
+    auto s = all_configs(p);
+    MainloopTransform expected = n == Numerics::x3tf32 ? MainloopTransform::split3_tf32 : MainloopTransform::kmajor_tf32;
+    const GemmConfig& top = s.ranked.front().config;
+    SCOPED_TRACE(top.summary());
+    EXPECT_EQ(top.api, KernelApi::cutlass3_collective);
+    EXPECT_EQ(top.mainloop_transform, expected);
+    EXPECT_EQ(top.instruction.k, 8);  // wgmma tf32
+    EXPECT_EQ(top.threadblock.k, 32);
+    EXPECT_EQ(top.to_json().at("mainloop_transform"), to_string(expected));
+    EXPECT_EQ(GemmConfig::from_json(top.to_json()).mainloop_transform, expected);
+    GemmConfig plain = top;
+    plain.mainloop_transform = MainloopTransform::none;
+    EXPECT_NE(plain.id(), top.id());
+    EXPECT_FALSE(plain.to_json().contains("mainloop_transform")) << "ids of configs without a transform must not move";
+    bool cutlass2 = false;
+    for (const auto& r : s.ranked) {
+      if (r.config.api == KernelApi::cutlass2_universal) {
+        cutlass2 = true;
+        EXPECT_LT(r.score, s.ranked.front().score);
+      } else {
+        EXPECT_EQ(r.config.mainloop_transform, expected);
+      }
+    }
+    EXPECT_TRUE(cutlass2);
+  }
+  // A transform must match the numerics.
+  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, false);
+  GemmConfig c = all_configs(p).ranked.front().config;
+  c.mainloop_transform = MainloopTransform::split3_tf32;
+  EXPECT_TRUE(gemm_config_rejection(p, c).has_value());
+}
+
+TEST(GemmConfigSpace, PrepassTakesUnalignedOperandsButNotUnalignedD) {
+  // K = 2046: A rows are 8-byte aligned only; the pre-pass reads them, TMA reads its aligned copies.
+  auto p = GemmProblem::packed(2048, 2048, 2046, 1, Numerics::x3tf32, Arch::sm90, false);
+  auto s = all_configs(p);
+  EXPECT_EQ(s.ranked.front().config.mainloop_transform, MainloopTransform::split3_tf32);
+  EXPECT_EQ(s.ranked.front().config.alignment_a, 2);
+  auto odd_n = all_configs(GemmProblem::packed(2048, 2046, 2048, 1, Numerics::x3tf32, Arch::sm90, false));
+  for (const auto& r : odd_n.ranked) EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal) << r.config.summary();
 }
 
 TEST(GemmConfigSpace, TopNIsRankedAndRespectsConstraints) {
@@ -147,14 +205,16 @@ TEST(GemmConfigSpace, TopNIsRankedAndRespectsConstraints) {
     if (r.config.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative)
       EXPECT_EQ(r.config.threadblock.m % 128, 0);
   }
-  // fp32 and 3xtf32 on sm90 come from 2.x kernels compiled for sm_90a.
-  for (Numerics n : {Numerics::fp32, Numerics::x3tf32}) {
-    auto q = enumerate_gemm_configs(GemmProblem::packed(1024, 1024, 1024, 1, n, Arch::sm90));
-    for (const auto& r : q.ranked) {
-      EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal);
-      EXPECT_EQ(r.config.arch, Arch::sm90);
-    }
+  // fp32 on sm90 comes from 2.x SIMT kernels compiled for sm_90a; 3xtf32 from 3.x behind a split pre-pass.
+  auto q = enumerate_gemm_configs(GemmProblem::packed(1024, 1024, 1024, 1, Numerics::fp32, Arch::sm90));
+  for (const auto& r : q.ranked) {
+    EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal);
+    EXPECT_EQ(r.config.arch, Arch::sm90);
   }
+  auto x3 = enumerate_gemm_configs(GemmProblem::packed(1024, 1024, 1024, 1, Numerics::x3tf32, Arch::sm90));
+  for (const auto& r : x3.ranked)
+    if (r.config.api == KernelApi::cutlass3_collective)
+      EXPECT_EQ(r.config.mainloop_transform, MainloopTransform::split3_tf32);
   // Batched problems get no 2.x split-K (batch_count means batches there).
   auto b = all_configs(GemmProblem::packed(128, 512, 256, 128, Numerics::tf32, Arch::sm80));
   for (const auto& r : b.ranked) EXPECT_EQ(r.config.split_k_mode, SplitKMode::none);
