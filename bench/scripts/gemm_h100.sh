@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GEMM benchmark on the device: for each level-1 problem and numerics mode, discover + tune with the
 # carried fact binary; per-pattern reports land in $OUT, then gemm_report.py merges them.
-# Usage (device): bash bench/scripts/gemm_h100.sh "fp32 3xtf32" "square_matmul_4096 large_k_matmul" [top]
+# Usage (device): [OP_CHECK=1] bash bench/scripts/gemm_h100.sh "fp32 3xtf32" "square_matmul_4096 large_k_matmul" [top]
 set -uo pipefail
 source bench/scripts/device_env.sh
 numerics_list=${1:-"fp32 3xtf32 tf32 bf16"}
@@ -20,4 +20,9 @@ for p in $problems; do
   done
 done
 # $OUT returns at most 8 files: everything detailed travels as one archive.
+mkdir -p /tmp/fact-tune-reports && cp "$OUT"/work/tune-*.json /tmp/fact-tune-reports/ 2>/dev/null
 tar -C "$OUT" -czf "$OUT/gemm_work.tgz" work && rm -rf "$OUT/work"
+# OP_CHECK=1: the winners also become one torch.ops.fact library, checked as custom ops.
+if [ "${OP_CHECK:-0}" = 1 ]; then
+  bash bench/scripts/op_check.sh /tmp/fact-tune-reports/tune-*.json
+fi

@@ -1,0 +1,425 @@
+"""Builds an op library folder (written by `fact ops build`) into ONE DIR/libfact_ops.so.
+
+    python -m fact.realize.op_library_build DIR [--jobs N]
+
+Reads DIR/manifest.json (format "fact-op-library", version 1), compiles every kernels/<id>.cu with
+nvcc using the manifest's command line (it is src/realize/nvcc_command.cpp's, with machine paths as
+placeholders) and ops.cpp with this torch's include paths and C++ ABI flag, all in parallel, links
+them into DIR/libfact_ops.so, then loads it with torch.ops.load_library and checks that every op of the
+manifest is in torch.ops.fact. Writes DIR/build_result.json.
+
+Exit status: 0 built and loaded; 1 a compile, link or load failed; 2 bad input (manifest, CUTLASS or
+nvcc not found); 3 this Python has no CUDA build of torch (build on the GPU machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .kernel_abi import FACT_KERNEL_ABI_VERSION, KERNEL_ID_PATTERN
+
+MANIFEST_FORMAT = "fact-op-library"
+MANIFEST_VERSION = 1
+PLACEHOLDERS = ("{cutlass_dir}", "{fact_include}", "{source}", "{output}")
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NEEDS_CUDA_TORCH = 0, 1, 2, 3
+
+
+class ManifestError(Exception):
+    """manifest.json is missing or malformed; the message names the field and the fix."""
+
+
+class BuildInputError(Exception):
+    """Something the build needs (CUTLASS, nvcc) is not on this machine; the message says how to provide it."""
+
+
+class NeedsCudaTorch(Exception):
+    """This Python's torch is missing or is a CPU-only build."""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str                 # gemm_<id>, the op in torch.ops.fact
+    config_id: str
+    summary: str
+    numerics: str
+    has_bias: bool
+    has_residual: bool
+    kernel_source: str        # relative to the library folder
+    kernel_object: str
+    nvcc_args: tuple[str, ...]
+    tuned_for: tuple[dict, ...]
+    config: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpLibrary:
+    dir: Path
+    library: str              # file name of the shared library, in dir
+    ops: tuple[OpSpec, ...]
+    build: dict
+
+    @property
+    def library_path(self) -> Path:
+        return self.dir / self.library
+
+    def path(self, relative: str) -> Path:
+        return self.dir / relative
+
+
+def _field(obj: dict, key: str, kind, where: str):
+    if key not in obj:
+        raise ManifestError(f"{where}.{key}: missing")
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ManifestError(f"{where}.{key}: {value!r} is not a {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _relative_path(value: str, where: str) -> str:
+    p = Path(value)
+    if p.is_absolute() or ".." in p.parts:
+        raise ManifestError(f"{where}: {value!r} must be a path inside the library folder")
+    return value
+
+
+def parse_manifest(obj, directory: Path, where: str = "manifest") -> OpLibrary:
+    fix = "; write the folder again with `fact ops build REPORT.json --out DIR`"
+    if not isinstance(obj, dict):
+        raise ManifestError(f"{where}: not a JSON object{fix}")
+    if obj.get("format") != MANIFEST_FORMAT:
+        raise ManifestError(f"{where}.format: {obj.get('format')!r}, expected {MANIFEST_FORMAT!r}{fix}")
+    if obj.get("version") != MANIFEST_VERSION:
+        raise ManifestError(f"{where}.version: {obj.get('version')!r}; this builder reads version "
+                            f"{MANIFEST_VERSION}{fix}")
+    abi = obj.get("kernel_abi_version", FACT_KERNEL_ABI_VERSION)
+    if abi != FACT_KERNEL_ABI_VERSION:
+        raise ManifestError(f"{where}.kernel_abi_version: {abi!r}, but kernel_abi.py is version "
+                            f"{FACT_KERNEL_ABI_VERSION}{fix}")
+    library = _field(obj, "library", str, where)
+    build = _field(obj, "build", dict, where)
+    for key in ("ops_source", "ops_object", "include_dir", "object_dir"):
+        _relative_path(_field(build, key, str, f"{where}.build"), f"{where}.build.{key}")
+    _field(build, "ops_cxx_flags", list, f"{where}.build")
+    _field(build, "link_libraries", list, f"{where}.build")
+    ops_json = _field(obj, "ops", list, where)
+    if not ops_json:
+        raise ManifestError(f"{where}.ops: empty; an op library needs at least one op{fix}")
+    ops, seen = [], set()
+    for i, o in enumerate(ops_json):
+        w = f"{where}.ops[{i}]"
+        if not isinstance(o, dict):
+            raise ManifestError(f"{w}: not an object")
+        cid = _field(o, "config_id", str, w)
+        if not KERNEL_ID_PATTERN.match(cid):
+            raise ManifestError(f"{w}.config_id: {cid!r} is not a C identifier fragment ([A-Za-z0-9_]+)")
+        name = _field(o, "name", str, w)
+        if name != f"gemm_{cid}":
+            raise ManifestError(f"{w}.name: {name!r}, expected 'gemm_{cid}' (ops.cpp defines that name)")
+        if name in seen:
+            raise ManifestError(f"{w}.name: {name!r} appears twice")
+        seen.add(name)
+        args = _field(o, "nvcc_args", list, w)
+        if not all(isinstance(a, str) for a in args) or "{source}" not in args or "{output}" not in args:
+            raise ManifestError(f"{w}.nvcc_args: must be strings naming {{source}} and {{output}}")
+        tuned = _field(o, "tuned_for", list, w)
+        for j, t in enumerate(tuned):
+            if not isinstance(t, dict) or not isinstance(t.get("problem"), dict):
+                raise ManifestError(f"{w}.tuned_for[{j}].problem: missing (the GEMM problem JSON the op won)")
+        ops.append(OpSpec(
+            name=name, config_id=cid, summary=o.get("summary", ""),
+            numerics=_field(o, "numerics", str, w),
+            has_bias=bool(o.get("has_bias", False)), has_residual=bool(o.get("has_residual", False)),
+            kernel_source=_relative_path(_field(o, "kernel_source", str, w), f"{w}.kernel_source"),
+            kernel_object=_relative_path(_field(o, "kernel_object", str, w), f"{w}.kernel_object"),
+            nvcc_args=tuple(args), tuned_for=tuple(tuned), config=o.get("config") or {}))
+    return OpLibrary(dir=Path(directory), library=library, ops=tuple(ops), build=build)
+
+
+def load_manifest(directory: str | Path) -> OpLibrary:
+    directory = Path(directory)
+    path = directory / "manifest.json"
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ManifestError(f"{path}: cannot read ({e.strerror}); is {directory} a folder written by "
+                            f"`fact ops build`?") from e
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
+    try:
+        return parse_manifest(obj, directory)
+    except ManifestError as e:
+        raise ManifestError(f"{path}: {e}") from e
+
+
+# --- The machine's tools ------------------------------------------------------------------------
+
+def nvcc_exe() -> str:
+    """As src/realize/nvcc_command.cpp: $FACT_NVCC, $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc, nvcc."""
+    if os.environ.get("FACT_NVCC"):
+        return os.environ["FACT_NVCC"]
+    home = os.environ.get("CUDA_HOME")
+    if home and (Path(home) / "bin" / "nvcc").exists():
+        return str(Path(home) / "bin" / "nvcc")
+    if Path("/usr/local/cuda/bin/nvcc").exists():
+        return "/usr/local/cuda/bin/nvcc"
+    return "nvcc"
+
+
+def cxx_exe() -> str:
+    return os.environ.get("CXX") or "c++"
+
+
+def find_cutlass_dir() -> Path:
+    """As fact::cutlass_dir(): $CUTLASS_DIR, else the installed cutlass_library wheel's source/."""
+    env = os.environ.get("CUTLASS_DIR")
+    if env:
+        if not (Path(env) / "include" / "cutlass" / "cutlass.h").exists():
+            raise BuildInputError(f"CUTLASS_DIR={env} has no include/cutlass/cutlass.h; point it at a CUTLASS "
+                                  f"source root")
+        return Path(env)
+    try:
+        import cutlass_library
+    except ImportError:
+        raise BuildInputError("cannot find CUTLASS: set CUTLASS_DIR, or pip install the pinned nvidia-cutlass "
+                              "wheel (python/requirements.txt) into this Python") from None
+    root = Path(cutlass_library.__file__).parent / "source"
+    if not (root / "include" / "cutlass" / "cutlass.h").exists():
+        raise BuildInputError(f"{root}: the cutlass_library wheel has no include/cutlass/cutlass.h; set CUTLASS_DIR")
+    return root
+
+
+@dataclass(frozen=True)
+class TorchBuildFlags:
+    include_dirs: tuple[str, ...]
+    library_dirs: tuple[str, ...]
+    cxx11_abi: bool
+
+
+def torch_build_flags() -> TorchBuildFlags:
+    """Include/library dirs and the C++ ABI of this Python's torch; raises NeedsCudaTorch without a CUDA build."""
+    try:
+        import torch
+        from torch.utils import cpp_extension
+    except ImportError as e:
+        raise NeedsCudaTorch(f"torch cannot be imported ({e})") from e
+    if not torch.version.cuda:
+        raise NeedsCudaTorch(f"torch {torch.__version__} is a CPU-only build")
+    return TorchBuildFlags(include_dirs=tuple(cpp_extension.include_paths("cuda")),
+                           library_dirs=tuple(cpp_extension.library_paths("cuda")),
+                           cxx11_abi=bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+
+
+# --- Command lines ------------------------------------------------------------------------------
+
+def substitute(args, values: dict[str, str]) -> list[str]:
+    out = []
+    for a in args:
+        for key, value in values.items():
+            a = a.replace(key, value)
+        out.append(a)
+    return out
+
+
+def kernel_command(lib: OpLibrary, op: OpSpec, cutlass_dir: Path, nvcc: str) -> list[str]:
+    values = {"{cutlass_dir}": str(cutlass_dir), "{fact_include}": str(lib.path(lib.build["include_dir"])),
+              "{source}": str(lib.path(op.kernel_source)), "{output}": str(lib.path(op.kernel_object))}
+    return [nvcc] + substitute(op.nvcc_args, values)
+
+
+def ops_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str) -> list[str]:
+    b = lib.build
+    flags = substitute(b["ops_cxx_flags"], {"{fact_include}": str(lib.path(b["include_dir"]))})
+    return ([cxx] + flags + [f"-I{d}" for d in torch_flags.include_dirs]
+            + [f"-D_GLIBCXX_USE_CXX11_ABI={int(torch_flags.cxx11_abi)}",
+               "-c", str(lib.path(b["ops_source"])), "-o", str(lib.path(b["ops_object"]))])
+
+
+def link_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str) -> list[str]:
+    objects = [str(lib.path(lib.build["ops_object"]))] + [str(lib.path(op.kernel_object)) for op in lib.ops]
+    return ([cxx, "-shared", "-o", str(lib.library_path)] + objects
+            + [f"-L{d}" for d in torch_flags.library_dirs]
+            + [f"-Wl,-rpath,{d}" for d in torch_flags.library_dirs]
+            + [f"-l{name}" for name in lib.build["link_libraries"]])
+
+
+def trim_diagnostics(text: str, max_lines: int = 30, max_chars: int = 4000) -> str:
+    """The error lines (with the line before each) of a compiler's output; template backtraces dropped."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    picked: list[str] = []
+    for i, line in enumerate(lines):
+        if "error" in line.lower() or "undefined reference" in line:
+            if i > 0 and lines[i - 1] not in picked and "instantiation of" not in lines[i - 1]:
+                picked.append(lines[i - 1])
+            picked.append(line)
+    picked = picked or lines[-max_lines:]
+    shown = "\n".join(picked[:max_lines])
+    more = len(picked) - max_lines
+    if more > 0:
+        shown += f"\n... {more} more line(s)"
+    return shown[:max_chars]
+
+
+# --- Building -----------------------------------------------------------------------------------
+
+@dataclass
+class Step:
+    name: str                 # "kernel <id>", "ops.cpp" or "link"
+    command: list[str]
+    output: Path
+    inputs: tuple[Path, ...]
+    record: Path | None = None  # where the command is kept for the up-to-date check; default output + ".cmd"
+    status: str = "pending"   # compiled, up_to_date, failed
+    seconds: float = 0.0
+    diagnostics: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "seconds": round(self.seconds, 2),
+                "output": str(self.output), "diagnostics": self.diagnostics or None}
+
+
+def _command_file(step: Step) -> Path:
+    return step.record or step.output.with_suffix(step.output.suffix + ".cmd")
+
+
+def _up_to_date(step: Step) -> bool:
+    """Same command as last time and the output newer than every input: skip (re-runs on the device)."""
+    cmd = _command_file(step)
+    if not step.output.exists() or not cmd.exists() or cmd.read_text() != "\n".join(step.command):
+        return False
+    built = step.output.stat().st_mtime
+    return all(p.exists() and p.stat().st_mtime <= built for p in step.inputs)
+
+
+def run_step(step: Step) -> Step:
+    if _up_to_date(step):
+        step.status = "up_to_date"
+        return step
+    step.output.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run(step.command, capture_output=True, text=True)
+        ok, text = r.returncode == 0, r.stderr + r.stdout
+    except OSError as e:
+        ok, text = False, f"cannot run {step.command[0]}: {e.strerror}"
+    step.seconds = time.perf_counter() - t0
+    if ok:
+        step.status = "compiled"
+        _command_file(step).write_text("\n".join(step.command))
+    else:
+        step.status = "failed"
+        step.diagnostics = trim_diagnostics(text)
+        _command_file(step).unlink(missing_ok=True)
+    return step
+
+
+def plan_steps(lib: OpLibrary, cutlass_dir: Path, nvcc: str, torch_flags: TorchBuildFlags,
+               cxx: str) -> tuple[list[Step], Step]:
+    include = lib.path(lib.build["include_dir"]) / "kernel_abi.h"
+    compiles = [Step(f"kernel {op.config_id}", kernel_command(lib, op, cutlass_dir, nvcc),
+                     lib.path(op.kernel_object), (lib.path(op.kernel_source), include)) for op in lib.ops]
+    compiles.append(Step("ops.cpp", ops_command(lib, torch_flags, cxx), lib.path(lib.build["ops_object"]),
+                         (lib.path(lib.build["ops_source"]), include)))
+    link = Step("link", link_command(lib, torch_flags, cxx), lib.library_path, tuple(s.output for s in compiles),
+                record=lib.path(lib.build["object_dir"]) / f"{lib.library}.cmd")
+    return compiles, link
+
+
+def verify_loads(lib: OpLibrary) -> list[str]:
+    """Loads the library into this process; returns the manifest ops missing from torch.ops.fact."""
+    import torch
+    torch.ops.load_library(str(lib.library_path))
+    return [op.name for op in lib.ops if not hasattr(torch.ops.fact, op.name)]
+
+
+def build(lib: OpLibrary, jobs: int, log=print) -> dict:
+    """Compiles, links and load-checks; returns the build_result.json object (status ok or failed)."""
+    torch_flags = torch_build_flags()
+    cutlass_dir = find_cutlass_dir()
+    nvcc = nvcc_exe()
+    if shutil.which(nvcc) is None:
+        raise BuildInputError(f"nvcc not found ({nvcc}); set FACT_NVCC or CUDA_HOME")
+    cxx = cxx_exe()
+    if shutil.which(cxx) is None:
+        raise BuildInputError(f"C++ compiler {cxx!r} not found; set CXX")
+    for op in lib.ops:
+        if not lib.path(op.kernel_source).is_file():
+            raise BuildInputError(f"{lib.path(op.kernel_source)}: missing; write the folder again with `fact ops build`")
+    t0 = time.perf_counter()
+    compiles, link = plan_steps(lib, cutlass_dir, nvcc, torch_flags, cxx)
+    log(f"building {lib.library_path}: {len(lib.ops)} kernel(s) + ops.cpp, {jobs} parallel job(s), "
+        f"CUTLASS {cutlass_dir}")
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for step in pool.map(run_step, compiles):
+            log(f"  {step.name:<22} {step.status:<11} {step.seconds:6.1f} s")
+    steps = compiles
+    failed = [s for s in compiles if s.status == "failed"]
+    if not failed:
+        run_step(link)
+        log(f"  {link.name:<22} {link.status:<11} {link.seconds:6.1f} s")
+        steps = compiles + [link]
+        failed = [link] if link.status == "failed" else []
+    result = {"status": "ok", "library": str(lib.library_path), "cutlass_dir": str(cutlass_dir), "nvcc": nvcc,
+              "ops": [op.name for op in lib.ops], "steps": [s.to_json() for s in steps], "message": None}
+    if failed:
+        by_id = {f"kernel {op.config_id}": op for op in lib.ops}
+        lines = []
+        for s in failed:
+            op = by_id.get(s.name)
+            what = f"{s.name} ({op.summary}, {op.kernel_source})" if op else s.name
+            lines.append(f"{what} failed:\n{s.diagnostics}")
+        result.update(status="failed", message="\n".join(lines))
+    else:
+        try:
+            missing = verify_loads(lib)
+        except Exception as e:  # noqa: BLE001 - any load failure is the result
+            result.update(status="failed",
+                          message=f"torch.ops.load_library({lib.library_path}) failed: {type(e).__name__}: {e}")
+        else:
+            if missing:
+                result.update(status="failed", message=f"loaded, but torch.ops.fact lacks {', '.join(missing)}")
+            else:
+                log(f"  loaded: torch.ops.fact has all {len(lib.ops)} op(s)")
+    result["seconds"] = round(time.perf_counter() - t0, 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fact.realize.op_library_build", description=__doc__.split("\n")[0])
+    ap.add_argument("dir", help="op library folder written by `fact ops build`")
+    ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 4, help="parallel compiles")
+    args = ap.parse_args(argv)
+    try:
+        lib = load_manifest(args.dir)
+    except ManifestError as e:
+        print(f"op_library_build: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        result = build(lib, args.jobs)
+    except NeedsCudaTorch as e:
+        print(f"op_library_build: compiling the op library needs the GPU machine's torch (a CUDA build of "
+              f"PyTorch): {e}. Copy {lib.dir} there and run this command again.", file=sys.stderr)
+        return EXIT_NEEDS_CUDA_TORCH
+    except BuildInputError as e:
+        print(f"op_library_build: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    (lib.dir / "build_result.json").write_text(json.dumps(result, indent=1) + "\n")
+    if result["status"] != "ok":
+        print(f"op_library_build: {result['message']}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"built {result['library']} with {len(lib.ops)} op(s) in {result['seconds']} s")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+#pragma once
+// The op library: tuned winners as PyTorch custom ops (torch.ops.fact.gemm_<id>) in one folder that
+// python -m fact.realize.op_library_build compiles into a single libfact_ops.so. This side only
+// writes sources and the manifest (no GPU, no torch); the manifest is the build's only input.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "realize/gemm_config.h"
+
+namespace fact::realize {
+
+// One op: a winning config and every tuned problem it won (a config can win several).
+struct OpLibraryEntry {
+  GemmConfig config;
+  // Per winning report row: report, pattern, anchor, problem (GemmProblem JSON), workload key,
+  // fact_ms, baseline_ms, speedup, rel_err.
+  std::vector<nlohmann::json> tuned_for;
+};
+
+// The winners of `fact tune --report` JSON files: rows whose "config" is non-null, merged by config id
+// in first-seen order. Throws Error naming the file (and row) when it is not a tune report, when a
+// row's config or problem does not parse, or when no row of any file has a winner.
+std::vector<OpLibraryEntry> op_library_entries(const std::vector<std::filesystem::path>& reports);
+// The same for one report already read; `where` names it in errors. Returns no entries when no row won.
+void add_op_library_entries(const nlohmann::json& report, const std::string& where,
+                            std::vector<OpLibraryEntry>& entries);
+
+// The manifest (format "fact-op-library", version 1) for these entries: per op its name, config,
+// numerics, tuned problems and toolchain versions, and the build flags with placeholders that the
+// Python builder fills in on the GPU machine ({cutlass_dir}, {fact_include}, {source}, {output}).
+nlohmann::json op_library_manifest(const std::vector<OpLibraryEntry>& entries);
+
+struct OpLibraryFolder {
+  std::filesystem::path dir;
+  std::filesystem::path manifest;
+  std::vector<std::string> op_names;  // "gemm_<id>", in manifest order
+};
+
+// Writes DIR/kernels/<id>.cu, DIR/ops.cpp, DIR/include/kernel_abi.h and DIR/manifest.json. Kernels
+// are generated before anything is written, so a config that cannot be generated leaves DIR untouched.
+OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, const std::filesystem::path& dir);
+
+// Placeholders in the manifest's command lines.
+inline constexpr const char* kCutlassDirPlaceholder = "{cutlass_dir}";
+inline constexpr const char* kFactIncludePlaceholder = "{fact_include}";
+inline constexpr const char* kSourcePlaceholder = "{source}";
+inline constexpr const char* kOutputPlaceholder = "{output}";
+
+}  // namespace fact::realize

@@ -1,0 +1,202 @@
+// The op library folder: winners read from tune reports, the files written, the manifest's fields
+// and build commands, and the errors for reports without winners or of the wrong shape.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+#include "realize/gemm_problem.h"
+#include "realize/nvcc_command.h"
+#include "realize/op_library.h"
+
+namespace fs = std::filesystem;
+using namespace fact::realize;
+using nlohmann::json;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+GemmConfig sm90_bf16() {
+  GemmConfig c;
+  c.threadblock = {128, 128, 64};
+  c.warp = {64, 128, 64};
+  c.instruction = {64, 128, 16};
+  c.stages = 0;
+  c.cluster = {2, 1, 1};
+  c.kernel_schedule = KernelSchedule::KernelTmaWarpSpecializedCooperative;
+  c.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+  c.tile_scheduler = TileScheduler::persistent;
+  return c;
+}
+
+GemmConfig sm80_3xtf32_bias() {
+  GemmConfig c;
+  c.arch = Arch::sm80;
+  c.api = KernelApi::cutlass2_universal;
+  c.numerics = Numerics::x3tf32;
+  c.element_in = c.element_out = Element::f32;
+  c.layout_b = MatrixLayout::row;
+  c.alignment_a = c.alignment_b = c.alignment_d = 4;
+  c.threadblock = {128, 128, 16};
+  c.warp = {64, 64, 16};
+  c.instruction = {16, 8, 8};
+  c.stages = 4;
+  c.epilogue = Epilogue::bias;
+  return c;
+}
+
+json row(const std::string& pattern, const GemmConfig* winner, Numerics numerics, bool b_column, Epilogue e) {
+  auto p = GemmProblem::packed(2048, 1024, 512, 1, numerics, Arch::sm90, b_column, e);
+  json r = {{"pattern", pattern}, {"anchor", "mm"}, {"problem", p.to_json()},
+            {"status", winner ? "tuned" : "baseline_kept"},
+            {"workload", {{"cutlass_version", "4.2.1"}, {"nvcc_version", "13.0"}}},
+            {"fact_ms", 0.05}, {"baseline_ms", 0.06}, {"speedup", 1.2}};
+  r["config"] = winner ? winner->to_json() : json(nullptr);
+  return r;
+}
+
+json report(json rows) {
+  return {{"format", "fact-tune-report"}, {"version", 1}, {"arch", "sm90"}, {"rows", std::move(rows)}};
+}
+
+fs::path write_report(const std::string& name, const json& j) {
+  fs::path p = fs::temp_directory_path() / ("fact_test_op_library_" + name + ".json");
+  std::ofstream(p) << j.dump();
+  return p;
+}
+
+std::string read(const fs::path& p) { return fact::read_text_file(p, "test file"); }
+
+TEST(OpLibrary, TakesWinnersMergesRepeatsAndSkipsRowsWithoutConfig) {
+  auto a = sm90_bf16(), b = sm80_3xtf32_bias();
+  auto r1 = write_report("r1", report({row("matmul", &a, Numerics::bf16, true, Epilogue::none),
+                                       row("linear", nullptr, Numerics::bf16, true, Epilogue::none)}));
+  auto r2 = write_report("r2", report({row("linear_bias", &b, Numerics::x3tf32, false, Epilogue::bias),
+                                       row("matmul_again", &a, Numerics::bf16, true, Epilogue::none)}));
+  auto entries = op_library_entries({r1, r2});
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].config.id(), a.id());
+  ASSERT_EQ(entries[0].tuned_for.size(), 2u);
+  EXPECT_EQ(entries[0].tuned_for[1]["pattern"], "matmul_again");
+  EXPECT_EQ(entries[0].tuned_for[1]["report"], r2.string());
+  EXPECT_EQ(entries[1].config.id(), b.id());
+  EXPECT_EQ(entries[1].tuned_for[0]["problem"]["epilogue"], "bias");
+}
+
+TEST(OpLibrary, ReportsWithoutWinnersOrOfTheWrongShapeAreErrors) {
+  auto none = write_report("none", report({row("linear", nullptr, Numerics::bf16, true, Epilogue::none)}));
+  try {
+    op_library_entries({none});
+    FAIL() << "no winner should be an error";
+  } catch (const fact::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "no FACT kernel won")) << e.what();
+    EXPECT_TRUE(contains(e.what(), none.string())) << e.what();
+  }
+  EXPECT_THROW(op_library_entries({}), fact::Error);
+  EXPECT_THROW(op_library_entries({fs::temp_directory_path() / "fact_test_no_such_report.json"}), fact::Error);
+
+  auto a = sm90_bf16();
+  auto expect_error = [](const json& j, const std::string& needle) {
+    std::vector<OpLibraryEntry> entries;
+    try {
+      add_op_library_entries(j, "r.json", entries);
+      ADD_FAILURE() << "accepted " << j.dump().substr(0, 200);
+    } catch (const fact::Error& e) {
+      EXPECT_TRUE(contains(e.what(), needle)) << e.what();
+      EXPECT_TRUE(contains(e.what(), "r.json")) << e.what();
+    }
+  };
+  expect_error(json::array(), "not a JSON object");
+  expect_error({{"format", "fact-plan"}, {"rows", json::array()}}, "fact-tune-report");
+  expect_error({{"format", "fact-tune-report"}}, "\"rows\"");
+  auto bad_config = report({row("m", &a, Numerics::bf16, true, Epilogue::none)});
+  bad_config["rows"][0]["config"] = "abc";
+  expect_error(bad_config, "rows[0].config");
+  auto bad_field = report({row("m", &a, Numerics::bf16, true, Epilogue::none)});
+  bad_field["rows"][0]["config"]["numerics"] = "fp64";
+  expect_error(bad_field, "rows[0].config");
+  auto no_problem = report({row("m", &a, Numerics::bf16, true, Epilogue::none)});
+  no_problem["rows"][0].erase("problem");
+  expect_error(no_problem, "rows[0].problem");
+}
+
+TEST(OpLibrary, WritesKernelsOpsAndManifest) {
+  auto a = sm90_bf16(), b = sm80_3xtf32_bias();
+  std::vector<OpLibraryEntry> entries;
+  add_op_library_entries(report({row("matmul", &a, Numerics::bf16, true, Epilogue::none),
+                                 row("linear_bias", &b, Numerics::x3tf32, false, Epilogue::bias)}),
+                         "r.json", entries);
+  fs::path dir = fs::temp_directory_path() / "fact_test_op_library_dir";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "kernels");
+  std::ofstream(dir / "kernels" / "stale.cu") << "// from an earlier set\n";
+  auto folder = write_op_library(entries, dir);
+
+  EXPECT_FALSE(fs::exists(dir / "kernels" / "stale.cu"));
+  EXPECT_TRUE(fs::exists(dir / "include" / "kernel_abi.h"));
+  std::string ops = read(dir / "ops.cpp");
+  EXPECT_TRUE(contains(ops, "TORCH_LIBRARY_FRAGMENT(fact, m)"));
+  for (const auto& c : {a, b}) {
+    EXPECT_TRUE(contains(read(dir / "kernels" / (c.id() + ".cu")), "fact_" + c.id() + "_run"));
+    EXPECT_TRUE(contains(ops, "m.def(\"gemm_" + c.id() + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor\")"));
+    EXPECT_TRUE(contains(ops, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_meta)"));
+    EXPECT_TRUE(contains(ops, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_cuda)"));
+  }
+  EXPECT_EQ(folder.op_names, (std::vector<std::string>{"gemm_" + a.id(), "gemm_" + b.id()}));
+
+  json m = fact::read_json_file(folder.manifest, "manifest");
+  EXPECT_EQ(m["format"], "fact-op-library");
+  EXPECT_EQ(m["version"], 1);
+  EXPECT_EQ(m["library"], "libfact_ops.so");
+  EXPECT_EQ(m["build"]["cutlass_include_dirs"], (json{"include", "tools/util/include"}));
+  EXPECT_TRUE(m["toolchain_when_written"].contains("cutlass_version"));
+  ASSERT_EQ(m["ops"].size(), 2u);
+  const json& op = m["ops"][1];
+  EXPECT_EQ(op["name"], "gemm_" + b.id());
+  EXPECT_EQ(op["op"], "fact::gemm_" + b.id());
+  EXPECT_EQ(op["config_id"], b.id());
+  EXPECT_EQ(op["config"], b.to_json());
+  EXPECT_EQ(GemmConfig::from_json(op["config"]).id(), b.id());
+  EXPECT_EQ(op["numerics"], "3xtf32");
+  EXPECT_EQ(op["arch"], "sm80");
+  EXPECT_EQ(op["has_bias"], true);
+  EXPECT_EQ(op["cutlass_version"], "4.2.1");
+  EXPECT_EQ(op["nvcc_version"], "13.0");
+  EXPECT_EQ(op["kernel_source"], "kernels/" + b.id() + ".cu");
+  EXPECT_EQ(op["tuned_for"][0]["problem"]["k"], 512);
+  EXPECT_EQ(op["tuned_for"][0]["speedup"], 1.2);
+
+  // The kernel's command is nvcc_command()'s, with the machine's paths as placeholders and no FACT path.
+  auto args = op["nvcc_args"].get<std::vector<std::string>>();
+  auto expected = nvcc_command(b, "{source}", "{output}", "{cutlass_dir}", NvccOutput::object);
+  ASSERT_EQ(args.size() + 1, expected.size());
+  for (size_t i = 1; i < expected.size(); ++i)
+    if (!contains(expected[i], "src/realize")) EXPECT_EQ(args[i - 1], expected[i]);
+  auto has = [&](const std::string& s) { return std::find(args.begin(), args.end(), s) != args.end(); };
+  EXPECT_TRUE(has("-I{cutlass_dir}/include"));
+  EXPECT_TRUE(has("-I{cutlass_dir}/tools/util/include"));
+  EXPECT_TRUE(has("-I{fact_include}"));
+  EXPECT_TRUE(has("-gencode=arch=compute_80,code=sm_80"));
+  EXPECT_TRUE(has("-c"));
+  EXPECT_FALSE(contains(m.dump(), fact::fact_home().string() + "/src"));
+  auto a_args = m["ops"][0]["nvcc_args"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(a_args.begin(), a_args.end(), "-gencode=arch=compute_90a,code=sm_90a"), a_args.end());
+}
+
+TEST(OpLibrary, ConfigTheGeneratorRejectsLeavesTheFolderUntouched) {
+  auto bad = sm90_bf16();
+  bad.alignment_d = 16;  // 32-byte vectors: wider than any operand allows
+  std::vector<OpLibraryEntry> entries{{bad, {json{{"problem", json::object()}}}}};
+  fs::path dir = fs::temp_directory_path() / "fact_test_op_library_rejected";
+  fs::remove_all(dir);
+  EXPECT_THROW(write_op_library(entries, dir), fact::Error);
+  EXPECT_FALSE(fs::exists(dir / "manifest.json"));
+  EXPECT_THROW(write_op_library({}, dir), fact::Error);
+}
+
+}  // namespace

@@ -1,0 +1,185 @@
+"""CPU-side checks of the op library's Python half: manifest parsing, the command lines the builder
+assembles (against src/realize/nvcc_command.cpp's flags), diagnostics trimming, and the exit paths of
+op_library_build and op_check on a machine without a CUDA torch or GPU."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+from fact.realize import op_check, op_library_build as olb
+
+CONFIG_ID = "0123456789ab"
+SM80_ID = "ba9876543210"
+
+
+def nvcc_args(gencode: str) -> list[str]:
+    """What src/realize/op_library.cpp writes: nvcc_command()'s argv after the executable."""
+    return ["-std=c++17", "-O3", "--expt-relaxed-constexpr", gencode, "-DNDEBUG",
+            "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1", "-I{cutlass_dir}/include", "-I{cutlass_dir}/tools/util/include",
+            "-I{fact_include}", "-Xcompiler=-fPIC", "-c", "{source}", "-o", "{output}"]
+
+
+def cpp_problem(layout_b="column", numerics="bf16", element="bfloat16", epilogue="none"):
+    return {"m": 256, "n": 128, "k": 64, "batch": 1, "a": {"layout": "row", "ld": 64, "batch_stride": 0},
+            "b": {"layout": layout_b, "ld": 64, "batch_stride": 0}, "d": {"layout": "row", "ld": 128, "batch_stride": 0},
+            "element_in": element, "element_out": element, "numerics": numerics, "epilogue": epilogue, "arch": "sm90"}
+
+
+def op_entry(cid: str, gencode: str, numerics="bf16", **problem) -> dict:
+    return {"name": f"gemm_{cid}", "op": f"fact::gemm_{cid}", "config_id": cid, "summary": "test", "config": {},
+            "numerics": numerics, "arch": "sm90", "has_bias": False, "has_residual": False,
+            "kernel_source": f"kernels/{cid}.cu", "kernel_object": f"build/{cid}.o", "nvcc_args": nvcc_args(gencode),
+            "cutlass_version": "4.2.1", "nvcc_version": "13.0",
+            "tuned_for": [{"pattern": "matmul", "problem": cpp_problem(numerics=numerics, **problem), "fact_ms": 0.1}]}
+
+
+def manifest() -> dict:
+    return {"format": "fact-op-library", "version": 1, "namespace": "fact", "library": "libfact_ops.so",
+            "kernel_abi_version": 1,
+            "build": {"ops_source": "ops.cpp", "ops_object": "build/ops.o", "include_dir": "include",
+                      "object_dir": "build", "cutlass_include_dirs": ["include", "tools/util/include"],
+                      "ops_cxx_flags": ["-std=c++17", "-O3", "-fPIC", "-DNDEBUG", "-I{fact_include}"],
+                      "link_libraries": ["c10", "torch", "torch_cpu", "c10_cuda", "torch_cuda", "cudart"]},
+            "ops": [op_entry(CONFIG_ID, "-gencode=arch=compute_90a,code=sm_90a"),
+                    op_entry(SM80_ID, "-gencode=arch=compute_80,code=sm_80", numerics="3xtf32",
+                             element="float32", layout_b="row")]}
+
+
+def write_library(tmp_path: Path, obj=None) -> Path:
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest() if obj is None else obj))
+    return tmp_path
+
+
+def test_manifest_parses_into_ops(tmp_path):
+    lib = olb.load_manifest(write_library(tmp_path))
+    assert [op.name for op in lib.ops] == [f"gemm_{CONFIG_ID}", f"gemm_{SM80_ID}"]
+    assert lib.library_path == tmp_path / "libfact_ops.so"
+    assert lib.ops[1].numerics == "3xtf32"
+    assert lib.ops[0].tuned_for[0]["problem"]["m"] == 256
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda m: m.update(format="fact-tune-report"), "format"),
+    (lambda m: m.update(version=2), "version"),
+    (lambda m: m.update(ops=[]), "ops: empty"),
+    (lambda m: m["ops"][0].update(name="gemm_other"), "ops[0].name"),
+    (lambda m: m["ops"][0].update(config_id="not-an-id"), "ops[0].config_id"),
+    (lambda m: m["ops"][1].update(name=f"gemm_{CONFIG_ID}", config_id=CONFIG_ID), "appears twice"),
+    (lambda m: m["ops"][0].update(nvcc_args=["-O3"]), "ops[0].nvcc_args"),
+    (lambda m: m["ops"][0].update(kernel_source="../x.cu"), "inside the library folder"),
+    (lambda m: m["ops"][0]["tuned_for"][0].pop("problem"), "tuned_for[0].problem"),
+    (lambda m: m["build"].pop("link_libraries"), "build.link_libraries"),
+])
+def test_manifest_errors_name_the_field(tmp_path, edit, needle):
+    m = manifest()
+    edit(m)
+    with pytest.raises(olb.ManifestError, match=re.escape(needle)):
+        olb.load_manifest(write_library(tmp_path, m))
+
+
+def test_missing_or_broken_manifest(tmp_path):
+    with pytest.raises(olb.ManifestError, match="fact ops build"):
+        olb.load_manifest(tmp_path)
+    (tmp_path / "manifest.json").write_text("{ nope")
+    with pytest.raises(olb.ManifestError, match="not valid JSON"):
+        olb.load_manifest(tmp_path)
+
+
+def cpp_nvcc_flags() -> tuple[list[str], dict[str, str]]:
+    """The literal flags of src/realize/nvcc_command.cpp: argv of nvcc_command() and nvcc_gencode()'s two."""
+    text = (REPO_ROOT / "src" / "realize" / "nvcc_command.cpp").read_text()
+    body = text[text.index("std::vector<std::string> argv = {"):]
+    body = body[:body.index("};")]
+    flags = [f for f in re.findall(r'"(-[^"]*)"', body) if f not in ("-I",)]
+    gencode = re.search(r'arch == Arch::sm90 \? "([^"]+)" : "([^"]+)"', text)
+    return flags, {"sm90": gencode.group(1), "sm80": gencode.group(2)}
+
+
+def test_kernel_command_matches_nvcc_command_cpp(tmp_path):
+    lib = olb.load_manifest(write_library(tmp_path))
+    flags, gencode = cpp_nvcc_flags()
+    assert "-std=c++17" in flags and "--expt-relaxed-constexpr" in flags and "-O3" in flags
+    cutlass = Path("/opt/cutlass")
+    for op, arch in zip(lib.ops, ("sm90", "sm80")):
+        cmd = olb.kernel_command(lib, op, cutlass, "/usr/bin/nvcc")
+        assert cmd[0] == "/usr/bin/nvcc"
+        for f in flags:
+            assert f in cmd, f"{f} of nvcc_command.cpp is missing from {cmd}"
+        assert gencode[arch] in cmd
+        assert "-I/opt/cutlass/include" in cmd and "-I/opt/cutlass/tools/util/include" in cmd
+        assert f"-I{tmp_path / 'include'}" in cmd
+        assert cmd[-3:] == [str(tmp_path / op.kernel_source), "-o", str(tmp_path / op.kernel_object)]
+        assert "-c" in cmd and not any("{" in a for a in cmd)
+
+
+def test_ops_and_link_commands(tmp_path):
+    lib = olb.load_manifest(write_library(tmp_path))
+    flags = olb.TorchBuildFlags(include_dirs=("/t/include", "/cuda/include"), library_dirs=("/t/lib",), cxx11_abi=True)
+    cmd = olb.ops_command(lib, flags, "g++")
+    assert cmd[0] == "g++" and "-std=c++17" in cmd and "-fPIC" in cmd
+    assert "-I/t/include" in cmd and "-I/cuda/include" in cmd and "-D_GLIBCXX_USE_CXX11_ABI=1" in cmd
+    assert f"-I{tmp_path / 'include'}" in cmd
+    assert cmd[-4:] == ["-c", str(tmp_path / "ops.cpp"), "-o", str(tmp_path / "build/ops.o")]
+    link = olb.link_command(lib, flags, "g++")
+    assert link[:4] == ["g++", "-shared", "-o", str(tmp_path / "libfact_ops.so")]
+    for op in lib.ops:
+        assert str(tmp_path / op.kernel_object) in link
+    assert "-ltorch_cuda" in link and "-lcudart" in link and "-Wl,-rpath,/t/lib" in link
+
+
+def test_trim_diagnostics_keeps_error_lines():
+    noise = [f"  detected during instantiation of x<{i}>" for i in range(200)]
+    text = "\n".join(noise[:50] + ["k.cu(12): error: identifier \"Foo\" is undefined"] + noise[50:])
+    out = olb.trim_diagnostics(text)
+    assert 'error: identifier "Foo"' in out
+    assert len(out.splitlines()) <= 31
+
+
+def test_step_is_skipped_when_up_to_date(tmp_path):
+    out = tmp_path / "o.txt"
+    src = tmp_path / "s.txt"
+    src.write_text("x")
+    step = lambda: olb.Step("t", ["sh", "-c", f"cp {src} {out}"], out, (src,))  # noqa: E731
+    assert olb.run_step(step()).status == "compiled"
+    assert olb.run_step(step()).status == "up_to_date"
+    failed = olb.run_step(olb.Step("bad", ["sh", "-c", "echo 'x.cu: error: boom' >&2; exit 1"], tmp_path / "b", ()))
+    assert failed.status == "failed" and "boom" in failed.diagnostics
+
+
+def test_builder_exit_paths(tmp_path, monkeypatch, capsys):
+    assert olb.main([str(tmp_path)]) == olb.EXIT_BAD_INPUT
+    write_library(tmp_path)
+
+    def no_cuda_torch():
+        raise olb.NeedsCudaTorch("torch 2.11.0+cpu is a CPU-only build")
+
+    monkeypatch.setattr(olb, "torch_build_flags", no_cuda_torch)
+    assert olb.main([str(tmp_path)]) == olb.EXIT_NEEDS_CUDA_TORCH
+    assert "needs the GPU machine's torch" in capsys.readouterr().err
+    monkeypatch.setattr(olb, "torch_build_flags", lambda: olb.TorchBuildFlags((), (), True))
+    monkeypatch.setenv("CUTLASS_DIR", str(tmp_path / "no-cutlass"))
+    assert olb.main([str(tmp_path)]) == olb.EXIT_BAD_INPUT
+    assert "CUTLASS_DIR" in capsys.readouterr().err
+
+
+def test_problem_from_cpp_problem_json():
+    p = op_check.problem_of({"problem": cpp_problem()}, "t")
+    assert (p.m, p.n, p.k, p.layout_a, p.layout_b, p.dtype, p.numerics) == (256, 128, 64, "row", "col", "bfloat16", "bf16")
+    with pytest.raises(op_check.RequestError, match="numerics"):
+        op_check.problem_of({"problem": cpp_problem(numerics="tf32")}, "t")
+
+
+def test_op_check_exit_paths(tmp_path):
+    out = tmp_path / "result.json"
+    assert op_check.main([str(tmp_path), "-o", str(out)]) == op_check.EXIT_BAD_INPUT
+    assert json.loads(out.read_text())["status"] == "bad_input"
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present; the no-GPU path cannot be exercised")
+    write_library(tmp_path)
+    assert op_check.main([str(tmp_path), "-o", str(out)]) == op_check.EXIT_NO_GPU
+    assert json.loads(out.read_text())["status"] == "needs_gpu"
