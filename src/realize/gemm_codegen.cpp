@@ -131,6 +131,9 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
         : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
     if (c.mainloop_transform != MainloopTransform::none) {
       v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);
+      // 3xTF32 promises fp32 accuracy, which needs the accumulators promoted out of the tensor cores.
+      v["promote_accumulators"] = boolean(c.promotion_interval > 0);
+      v["promotion_interval"] = std::to_string(c.promotion_interval > 0 ? c.promotion_interval : 4);
       v["operand_prepass"] = tf32_operand_prepass_source();
     }
   } else {

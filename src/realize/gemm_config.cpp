@@ -84,6 +84,7 @@ nlohmann::json GemmConfig::to_json() const {
           {"split_k_slices", split_k_slices}, {"swizzle", swizzle}};
   if (mainloop_transform != MainloopTransform::none) j["mainloop_transform"] = to_string(mainloop_transform);
   if (nondeterministic_reduction) j["reduction"] = "nondeterministic";  // absent: ids of older records stay
+  if (promotion_interval != 0) j["promotion_interval"] = promotion_interval;
   return j;
 }
 
@@ -116,6 +117,7 @@ GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
     c.swizzle = j.at("swizzle");
     if (j.contains("mainloop_transform"))
       c.mainloop_transform = parse(kMainloopTransforms, j.at("mainloop_transform"), "mainloop_transform");
+    if (j.contains("promotion_interval")) c.promotion_interval = j.at("promotion_interval");
     if (j.contains("reduction")) {
       std::string r = j.at("reduction");
       if (r != "nondeterministic" && r != "deterministic")
@@ -153,6 +155,7 @@ std::string GemmConfig::summary() const {
   if (swizzle > 1) s += fmt::format(" swz{}", swizzle);
   if (mainloop_transform != MainloopTransform::none) s += " " + to_string(mainloop_transform);
   if (nondeterministic_reduction) s += " nondet-reduce";
+  if (promotion_interval != 0) s += " promote-" + std::to_string(promotion_interval);
   return s;
 }
 

@@ -77,6 +77,9 @@ struct GemmConfig {
   // 3.x stream-K/split-K only: partial tiles reduced in any order (atomics into the workspace) instead
   // of CUTLASS's default turnstile, which makes the slices of one tile wait for each other in K order.
   bool nondeterministic_reduction = false;
+  // split3_tf32 only: wgmma instructions between promotions of the tensor-core accumulators into fp32
+  // registers (CUTLASS's mma_promotion_interval); 0 = never. Shorter is more accurate and slower.
+  int promotion_interval = 0;
 
   // CUTLASS math operator: arch::OpMultiplyAdd, or arch::OpMultiplyAddFastF32 for 3xTF32.
   std::string math_operator() const;

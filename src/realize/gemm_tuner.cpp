@@ -245,6 +245,13 @@ GemmTuneOutcome tune_gemm(const std::string& pattern, const GemmProblem& problem
     rec.rel_err = opt<double>(c, "rel_err");
     rec.max_abs_err = opt<double>(c, "max_abs_err");
     rec.message = text(c, "message");
+    // 3xTF32 promises fp32 accuracy: no worse than twice cuBLAS fp32's own error against float64.
+    if (rec.status == "ok" && problem.numerics == Numerics::x3tf32 && rec.rel_err && out.fp32_reference_err &&
+        *rec.rel_err > 2.0 * *out.fp32_reference_err) {
+      rec.status = "accuracy_failed";
+      rec.message = fmt::format("rel err {:.2e} is over twice cuBLAS fp32's {:.2e}: not fp32-accurate", *rec.rel_err,
+                                *out.fp32_reference_err);
+    }
     if (rec.status == "ok" && rec.time_ms) {
       ++out.verified;
       if (best.empty() || *rec.time_ms < best_ms) {
