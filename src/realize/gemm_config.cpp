@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/enum_names.h"
 
 namespace fact::realize {
 namespace {
@@ -31,35 +32,19 @@ constexpr std::array<std::pair<MainloopTransform, const char*>, 3> kMainloopTran
     {MainloopTransform::none, "none"}, {MainloopTransform::split3_tf32, "split3_tf32"},
     {MainloopTransform::kmajor_tf32, "kmajor_tf32"}}};
 
-template <class E, size_t N>
-std::string name_of(const std::array<std::pair<E, const char*>, N>& table, E v) {
-  for (auto& [e, s] : table)
-    if (e == v) return s;
-  return "?";
-}
-
-template <class E, size_t N>
-E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string& s, const char* what) {
-  std::string names;
-  for (auto& [e, name] : table) {
-    if (s == name) return e;
-    names += names.empty() ? name : std::string(", ") + name;
-  }
-  throw Error(fmt::format("GEMM config: unknown {} '{}': use one of {}", what, s, names));
-}
 
 nlohmann::json shape_json(const GemmShape& s) { return nlohmann::json::array({s.m, s.n, s.k}); }
 GemmShape shape_from(const nlohmann::json& j) { return {j.at(0).get<int>(), j.at(1).get<int>(), j.at(2).get<int>()}; }
 
 }  // namespace
 
-std::string to_string(KernelApi v) { return name_of(kApis, v); }
-std::string to_string(OpClass v) { return name_of(kOpClasses, v); }
-std::string to_string(KernelSchedule v) { return name_of(kKernelSchedules, v); }
-std::string to_string(EpilogueSchedule v) { return name_of(kEpilogueSchedules, v); }
-std::string to_string(TileScheduler v) { return name_of(kTileSchedulers, v); }
-std::string to_string(SplitKMode v) { return name_of(kSplitKModes, v); }
-std::string to_string(MainloopTransform v) { return name_of(kMainloopTransforms, v); }
+std::string to_string(KernelApi v) { return enum_name(kApis, v); }
+std::string to_string(OpClass v) { return enum_name(kOpClasses, v); }
+std::string to_string(KernelSchedule v) { return enum_name(kKernelSchedules, v); }
+std::string to_string(EpilogueSchedule v) { return enum_name(kEpilogueSchedules, v); }
+std::string to_string(TileScheduler v) { return enum_name(kTileSchedulers, v); }
+std::string to_string(SplitKMode v) { return enum_name(kSplitKModes, v); }
+std::string to_string(MainloopTransform v) { return enum_name(kMainloopTransforms, v); }
 
 std::string GemmConfig::math_operator() const {
   return numerics == Numerics::x3tf32 ? "OpMultiplyAddFastF32" : "OpMultiplyAdd";
@@ -92,9 +77,9 @@ GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
   try {
     GemmConfig c;
     c.arch = arch_from_string(j.at("arch"));
-    c.api = parse(kApis, j.at("api"), "api");
+    c.api = parse_enum(kApis, j.at("api"), "GEMM config api");
     c.numerics = numerics_from_string(j.at("numerics"));
-    c.op_class = parse(kOpClasses, j.at("op_class"), "op_class");
+    c.op_class = parse_enum(kOpClasses, j.at("op_class"), "GEMM config op_class");
     c.layout_a = matrix_layout_from_string(j.at("layout_a"));
     c.layout_b = matrix_layout_from_string(j.at("layout_b"));
     c.layout_d = matrix_layout_from_string(j.at("layout_d"));
@@ -109,14 +94,14 @@ GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
     c.instruction = shape_from(j.at("instruction"));
     c.stages = j.at("stages");
     c.cluster = shape_from(j.at("cluster"));
-    c.kernel_schedule = parse(kKernelSchedules, j.at("kernel_schedule"), "kernel_schedule");
-    c.epilogue_schedule = parse(kEpilogueSchedules, j.at("epilogue_schedule"), "epilogue_schedule");
-    c.tile_scheduler = parse(kTileSchedulers, j.at("tile_scheduler"), "tile_scheduler");
-    c.split_k_mode = parse(kSplitKModes, j.at("split_k_mode"), "split_k_mode");
+    c.kernel_schedule = parse_enum(kKernelSchedules, j.at("kernel_schedule"), "GEMM config kernel_schedule");
+    c.epilogue_schedule = parse_enum(kEpilogueSchedules, j.at("epilogue_schedule"), "GEMM config epilogue_schedule");
+    c.tile_scheduler = parse_enum(kTileSchedulers, j.at("tile_scheduler"), "GEMM config tile_scheduler");
+    c.split_k_mode = parse_enum(kSplitKModes, j.at("split_k_mode"), "GEMM config split_k_mode");
     c.split_k_slices = j.at("split_k_slices");
     c.swizzle = j.at("swizzle");
     if (j.contains("mainloop_transform"))
-      c.mainloop_transform = parse(kMainloopTransforms, j.at("mainloop_transform"), "mainloop_transform");
+      c.mainloop_transform = parse_enum(kMainloopTransforms, j.at("mainloop_transform"), "GEMM config mainloop_transform");
     if (j.contains("promotion_interval")) c.promotion_interval = j.at("promotion_interval");
     if (j.contains("reduction")) {
       std::string r = j.at("reduction");

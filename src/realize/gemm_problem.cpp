@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/enum_names.h"
 
 namespace fact::realize {
 namespace {
@@ -25,22 +26,6 @@ constexpr std::array<std::pair<MatrixLayout, const char*>, 2> kLayouts{
 constexpr std::array<std::pair<Element, const char*>, 3> kElements{
     {{Element::f32, "float32"}, {Element::bf16, "bfloat16"}, {Element::f16, "float16"}}};
 
-template <class E, size_t N>
-std::string name_of(const std::array<std::pair<E, const char*>, N>& table, E v) {
-  for (auto& [e, s] : table)
-    if (e == v) return s;
-  return "?";
-}
-
-template <class E, size_t N>
-E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string& s, const char* what) {
-  std::string names;
-  for (auto& [e, name] : table) {
-    if (s == name) return e;
-    names += names.empty() ? name : std::string(", ") + name;
-  }
-  throw Error(fmt::format("unknown {} '{}': use one of {}", what, s, names));
-}
 
 int64_t gcd64(int64_t a, int64_t b) {
   a = a < 0 ? -a : a;
@@ -60,16 +45,16 @@ int widest_alignment(int max_elems, std::initializer_list<int64_t> values) {
 
 }  // namespace
 
-std::string to_string(Numerics v) { return name_of(kNumerics, v); }
-std::string to_string(Epilogue v) { return name_of(kEpilogues, v); }
-std::string to_string(Arch v) { return name_of(kArchs, v); }
-std::string to_string(MatrixLayout v) { return name_of(kLayouts, v); }
-std::string to_string(Element v) { return name_of(kElements, v); }
-Numerics numerics_from_string(const std::string& s) { return parse(kNumerics, s, "numerics mode"); }
-Epilogue epilogue_from_string(const std::string& s) { return parse(kEpilogues, s, "epilogue"); }
-Arch arch_from_string(const std::string& s) { return parse(kArchs, s, "arch"); }
-MatrixLayout matrix_layout_from_string(const std::string& s) { return parse(kLayouts, s, "matrix layout"); }
-Element element_from_string(const std::string& s) { return parse(kElements, s, "element type"); }
+std::string to_string(Numerics v) { return enum_name(kNumerics, v); }
+std::string to_string(Epilogue v) { return enum_name(kEpilogues, v); }
+std::string to_string(Arch v) { return enum_name(kArchs, v); }
+std::string to_string(MatrixLayout v) { return enum_name(kLayouts, v); }
+std::string to_string(Element v) { return enum_name(kElements, v); }
+Numerics numerics_from_string(const std::string& s) { return parse_enum(kNumerics, s, "numerics mode"); }
+Epilogue epilogue_from_string(const std::string& s) { return parse_enum(kEpilogues, s, "epilogue"); }
+Arch arch_from_string(const std::string& s) { return parse_enum(kArchs, s, "arch"); }
+MatrixLayout matrix_layout_from_string(const std::string& s) { return parse_enum(kLayouts, s, "matrix layout"); }
+Element element_from_string(const std::string& s) { return parse_enum(kElements, s, "element type"); }
 
 int element_bytes(Element e) { return e == Element::f32 ? 4 : 2; }
 

@@ -1,0 +1,34 @@
+#pragma once
+// Text forms of the realize stage's enums: each enum has one table (value, name), read both ways here.
+#include <array>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace fact::realize {
+
+template <class E, size_t N>
+using EnumNames = std::array<std::pair<E, const char*>, N>;
+
+template <class E, size_t N>
+std::string enum_name(const EnumNames<E, N>& table, E v) {
+  for (auto& [e, s] : table)
+    if (e == v) return s;
+  return "?";
+}
+
+// Throws Error naming `what`, the bad text and the accepted names.
+template <class E, size_t N>
+E parse_enum(const EnumNames<E, N>& table, const std::string& s, const std::string& what) {
+  std::string names;
+  for (auto& [e, name] : table) {
+    if (s == name) return e;
+    names += names.empty() ? name : std::string(", ") + name;
+  }
+  throw Error(fmt::format("unknown {} '{}': use one of {}", what, s, names));
+}
+
+}  // namespace fact::realize
