@@ -10,10 +10,12 @@ top=${3:-6}
 mkdir -p "$OUT/work"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for p in $problems; do
+  file="bench/problems/level1/$p.py"
+  [ -f "$p" ] && { file="$p"; p="$(basename "$p" .py)"; }  # a path to any problem file works too
   for n in $numerics_list; do
     echo "=== $p $n"
     plan="$OUT/work/plan-$p-$n.json"
-    "$FACT_BIN" discover "bench/problems/level1/$p.py" --numerics "$n" --json "$plan" > "$OUT/work/discover-$p-$n.txt" 2>&1 \
+    "$FACT_BIN" discover "$file" --numerics "$n" --json "$plan" > "$OUT/work/discover-$p-$n.txt" 2>&1 \
       || { cat "$OUT/work/discover-$p-$n.txt"; continue; }
     "$FACT_BIN" tune "$plan" --numerics "$n" --top "$top" --report "$OUT/work/tune-$p-$n.json" --work-dir "$OUT/work" \
       2> "$OUT/work/tune-$p-$n.log" || tail -n 20 "$OUT/work/tune-$p-$n.log"

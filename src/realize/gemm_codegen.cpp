@@ -32,7 +32,9 @@ constexpr EpilogueNames kEpilogueNames[] = {
     {Epilogue::bias_silu, "cutlass::epilogue::thread::LinearCombinationSilu", "cutlass::epilogue::thread::SiLu"},
     {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU"},
     // The sm80 template defines LinearCombinationGeluTanh (GELU_taylor), which CUTLASS lacks as an alias.
-    {Epilogue::bias_gelu_tanh, "LinearCombinationGeluTanh", "cutlass::epilogue::thread::GELU_taylor"}};
+    {Epilogue::bias_gelu_tanh, "LinearCombinationGeluTanh", "cutlass::epilogue::thread::GELU_taylor"},
+    // 3.x only (the config space offers no 2.x kernel for it): bias epilogue, residual as C with beta = 1.
+    {Epilogue::bias_residual, "", ""}};
 
 const ElementNames& names_of(Element e) {
   for (const auto& n : kElementNames)
@@ -57,7 +59,7 @@ std::string sm90_fusion_operation(Epilogue e) {
   const auto& names = names_of(e);
   if (e == Epilogue::none)
     return "cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>";
-  if (e == Epilogue::bias)
+  if (e == Epilogue::bias || e == Epilogue::bias_residual)  // the residual is C with beta = 1
     return "cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, "
            "ElementCompute>";
   return fmt::format("cutlass::epilogue::fusion::LinCombPerColBiasEltAct<{}, ElementD, ElementCompute, "
@@ -123,6 +125,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["tile_scheduler"] = stream_k ? "StreamKScheduler" : "PersistentScheduler";
     v["stream_k"] = boolean(stream_k);
     v["nondeterministic_reduction"] = boolean(c.nondeterministic_reduction);
+    v["has_residual"] = boolean(has_residual(c.epilogue));
     v["swizzle"] = std::to_string(c.swizzle);
     v["fusion_operation"] = sm90_fusion_operation(c.epilogue);
     // Auto: the builder takes whatever shared memory the epilogue leaves.

@@ -248,8 +248,8 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     return "config layouts differ from the problem's operand layouts";
   if (c.alignment_a > p.alignment_a() || c.alignment_b > p.alignment_b() || c.alignment_d > p.alignment_d())
     return "config alignment exceeds what the problem's shapes and leading dimensions allow";
-  if (has_residual(c.epilogue))
-    return "epilogue bias_residual is not generated yet (fused epilogues are a later issue): run the residual add separately";
+  if (has_residual(c.epilogue) && c.api != KernelApi::cutlass3_collective)
+    return "epilogue bias_residual is generated for CUTLASS 3.x (sm90) kernels only: run the residual add separately";
   if (c.split_k_mode != SplitKMode::none && c.split_k_slices < 2) return "split-K needs at least 2 slices";
   if (c.promotion_interval != 0 && (c.mainloop_transform != MainloopTransform::split3_tf32 || c.promotion_interval % 4 != 0))
     return "promotion_interval applies to split3_tf32 kernels only, in multiples of 4 wgmma (one 32-wide k-block)";

@@ -353,3 +353,16 @@ TEST(GemmCodegen, OpWrapperParsesAgainstTorchHeaders) {
                               "-I" + (fact::fact_home() / "src" / "realize").string(), (dir / "ops.cpp").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
+
+TEST(GemmCodegen, Sm90ResidualEpilogueRidesInAsCWithBetaOne) {
+  auto p = GemmProblem::packed(65536, 768, 3072, 1, Numerics::tf32, Arch::sm90, /*b_column=*/true,
+                               Epilogue::bias_residual);
+  GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
+  auto src = generate_gemm_kernel(c);
+  EXPECT_TRUE(contains(src.text, "constexpr bool kHasResidual = true;"));
+  EXPECT_TRUE(contains(src.text, "LinCombPerColBias<"));
+  EXPECT_TRUE(contains(src.text, "float beta = kHasResidual ? 1.0f"));
+  // CUTLASS 2.x kernels get no residual epilogue: the space must not offer them for it.
+  for (auto& rc : enumerate_gemm_configs(p, {.top_n = 64}).ranked)
+    EXPECT_EQ(rc.config.api, KernelApi::cutlass3_collective) << rc.config.summary();
+}
