@@ -2,6 +2,8 @@
 // and build commands, and the errors for reports without winners or of the wrong shape.
 #include <gtest/gtest.h>
 
+#include "gemm_test_configs.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -21,34 +23,8 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-GemmConfig sm90_bf16() {
-  GemmConfig c;
-  c.threadblock = {128, 128, 64};
-  c.warp = {64, 128, 64};
-  c.instruction = {64, 128, 16};
-  c.stages = 0;
-  c.cluster = {2, 1, 1};
-  c.kernel_schedule = KernelSchedule::KernelTmaWarpSpecializedCooperative;
-  c.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
-  c.tile_scheduler = TileScheduler::persistent;
-  return c;
-}
-
-GemmConfig sm80_3xtf32_bias() {
-  GemmConfig c;
-  c.arch = Arch::sm80;
-  c.api = KernelApi::cutlass2_universal;
-  c.numerics = Numerics::x3tf32;
-  c.element_in = c.element_out = Element::f32;
-  c.layout_b = MatrixLayout::row;
-  c.alignment_a = c.alignment_b = c.alignment_d = 4;
-  c.threadblock = {128, 128, 16};
-  c.warp = {64, 64, 16};
-  c.instruction = {16, 8, 8};
-  c.stages = 4;
-  c.epilogue = Epilogue::bias;
-  return c;
-}
+GemmConfig sm90_bf16() { return test::sm90_bf16_cooperative(); }
+GemmConfig sm80_3xtf32_bias() { return test::sm80_3xtf32(Epilogue::bias); }
 
 json row(const std::string& pattern, const GemmConfig* winner, Numerics numerics, bool b_column, Epilogue e) {
   auto p = GemmProblem::packed(2048, 1024, 512, 1, numerics, Arch::sm90, b_column, e);
