@@ -1,0 +1,241 @@
+#include "compose/module_writer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "compose/python_expr.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "realize/template_renderer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace fact::compose {
+namespace {
+
+constexpr const char* kIndent = "        ";
+
+std::string shape_list(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The graph node a rule operand variable ("$a") of the kernel block was bound to; nullptr if none.
+const ir::Node* operand_node(const discover::Match& m, const ir::Graph& g, const char* operand) {
+  const json ops = m.kernel.value("operands", json::object());
+  if (!ops.contains(operand) || !ops[operand].is_string()) return nullptr;
+  std::string v = ops[operand];
+  auto it = m.inputs.find(v);
+  if (it == m.inputs.end() && !v.empty() && v[0] == '$') it = m.inputs.find(v.substr(1));
+  if (it == m.inputs.end() || it->second.empty()) return nullptr;
+  return g.find(it->second);
+}
+
+int64_t dim(const discover::Match& m, const char* name, int64_t fallback) {
+  auto it = m.dims.find(name);
+  return it == m.dims.end() ? fallback : it->second;
+}
+
+// Lines computing the anchor's value with one fact op call: a folded to [M, K] (or kept [batch, M, K]),
+// b as the wrapper's [K, N] view (a Linear weight [N, K] is passed transposed: a column-major view),
+// the result reshaped back to the anchor's shape.
+std::string gemm_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
+                      const std::string& out) {
+  std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+  const ir::Node* a = operand_node(m, g, "a");
+  const ir::Node* b = operand_node(m, g, "b");
+  if (!a || !b || a->outputs.empty() || b->outputs.empty())
+    throw Error(where + ": the rule's kernel block names no bound tensors for operands a and b; fix the rule file");
+  const ir::Node* bias = operand_node(m, g, "bias");
+  const ir::Node* residual = operand_node(m, g, "residual");
+  const auto& anchor = g.at(m.anchor).out();
+  int64_t n = dim(m, "N", anchor.shape.back());
+  int64_t k = dim(m, "K", a->out().shape.back());
+  int64_t mm = dim(m, "M", anchor.numel() / std::max<int64_t>(n, 1));
+  int64_t batch = dim(m, "batch", 1);
+
+  std::string a_expr = var(a->name);
+  if (batch == 1 && a->out().rank() != 2) a_expr += fmt::format(".reshape({}, {})", mm, k);
+  std::string b_layout = m.attrs.count("b_layout") ? m.attrs.at("b_layout").get<std::string>() : "kn";
+  std::string b_expr = var(b->name) + (b_layout == "nk" ? ".t()" : "");
+  std::string bias_expr = "None";
+  if (bias) bias_expr = var(bias->name) + (bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n));
+  else if (v.epilogue != "none") bias_expr = fmt::format("{}.new_zeros({})", var(a->name), n);  // the epilogue reads a bias
+  std::string residual_expr = "None";
+  if (residual) {
+    residual_expr = batch == 1 ? fmt::format("{}.reshape({}, {}).contiguous()", var(residual->name), mm, n)
+                               : fmt::format("{}.reshape({}, {}, {}).contiguous()", var(residual->name), batch, mm, n);
+  }
+  std::vector<int64_t> produced = batch == 1 ? std::vector<int64_t>{mm, n} : std::vector<int64_t>{batch, mm, n};
+  std::string reshape = produced == anchor.shape ? "" : fmt::format(".reshape({})", shape_list(anchor.shape));
+  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{} = torch.ops.fact.{}({}, {}, {}, {}){}  # {}\n", kIndent,
+                     m.rule, m.nodes.size(), v.op_name, kIndent, out, v.op_name, a_expr, b_expr, bias_expr,
+                     residual_expr, reshape, m.anchor);
+}
+
+std::string pattern_summary(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
+  std::string s;
+  for (const auto& v : verdicts) {
+    const auto& m = plan.entries[v.entry].match;
+    s += v.accepted ? fmt::format("#   {} at {}: FACT op torch.ops.fact.{} (epilogue {})\n", m.rule, m.anchor, v.op_name, v.epilogue)
+                    : fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, v.reason);
+  }
+  if (s.empty()) s = "#   (none: the plan has no entries, so forward is PyTorch's graph replayed)\n";
+  return s;
+}
+
+}  // namespace
+
+std::string model_new_source(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
+  const ir::Graph& g = plan.graph;
+  std::map<std::string, std::string> vars;
+  std::map<std::string, const PatternVerdict*> covered_by;  // covered node -> its accepted verdict
+  std::map<std::string, const PatternVerdict*> rejected_at;  // anchor -> its rejected verdict
+  for (const auto& v : verdicts) {
+    const auto& m = plan.entries[v.entry].match;
+    if (v.accepted) for (const auto& n : m.nodes) covered_by[n] = &v;
+    else rejected_at[m.anchor] = &v;
+  }
+  VariableOf var = [&](const std::string& name) {
+    auto it = vars.find(name);
+    if (it == vars.end())
+      throw Error(fmt::format("IR of {}: node '{}' is read before it is defined (or removed by a pattern); "
+                              "re-run `fact discover` on the model", g.source_path, name));
+    return it->second;
+  };
+
+  std::vector<std::string> params;
+  std::string device_source;
+  std::string body;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& node = g.nodes[i];
+    std::string out = "v" + std::to_string(i);
+    switch (node.kind) {
+      case ir::NodeKind::Input:
+        params.push_back(node.target);
+        vars[node.name] = node.target;
+        if (device_source.empty() && !node.outputs.empty()) device_source = node.target + ".device";
+        continue;
+      case ir::NodeKind::Parameter:
+        body += fmt::format("{}{} = self.get_parameter({})  # {}\n", kIndent, out, json(node.target).dump(), node.name);
+        break;
+      case ir::NodeKind::Buffer:
+        body += fmt::format("{}{} = self.get_buffer({})  # {}\n", kIndent, out, json(node.target).dump(), node.name);
+        break;
+      case ir::NodeKind::Constant:
+        // Lifted constants are plain attributes of the module, not registered parameters or buffers.
+        body += fmt::format("{}{} = self.{}  # {}\n", kIndent, out, node.target, node.name);
+        break;
+      case ir::NodeKind::Op: {
+        if (auto it = covered_by.find(node.name); it != covered_by.end()) {
+          const auto& m = plan.entries[it->second->entry].match;
+          if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
+          body += gemm_call(m, *it->second, g, var, out);
+          break;
+        }
+        if (auto it = rejected_at.find(node.name); it != rejected_at.end())
+          body += fmt::format("{}# {} ends here: {}\n", kIndent, plan.entries[it->second->entry].match.rule,
+                              it->second->reason);
+        std::string where = fmt::format("IR node '{}' ({})", node.name, node.op);
+        // The IR was traced on another device (often meta); tensors are created where the inputs live.
+        std::string device = device_source.empty() ? "next(self.parameters()).device" : device_source;
+        if (node.op == "getitem") {
+          body += fmt::format("{}{} = {}[{}]  # {}\n", kIndent, out, python_expr(node.args.at(0), var, device, where),
+                              python_expr(node.args.at(1), var, device, where), node.name);
+          break;
+        }
+        std::string call;
+        for (const auto& a : node.args) call += (call.empty() ? "" : ", ") + python_expr(a, var, device, where);
+        for (const auto& [key, value] : node.kwargs.items())
+          call += (call.empty() ? "" : ", ") + key + "=" + python_expr(value, var, device, where);
+        body += fmt::format("{}{} = torch.ops.{}({})  # {}\n", kIndent, out, node.op, call, node.name);
+        break;
+      }
+    }
+    vars[node.name] = out;
+  }
+  std::vector<std::string> results;
+  for (const auto& o : g.outputs) results.push_back(python_expr(o, var, "None", "graph outputs"));
+  if (results.size() == 1) body += fmt::format("{}return {}\n", kIndent, results[0]);
+  else body += fmt::format("{}return ({}{})\n", kIndent, fmt::join(results, ", "), results.empty() ? "" : ",");
+
+  return realize::render_template_file("compose/model_new.py.in",
+                                       {{"source_file", g.source_path},
+                                        {"module_class", g.module_class},
+                                        {"pattern_summary", pattern_summary(plan, verdicts)},
+                                        {"user_file", json(kUserModelCopy).dump()},
+                                        {"forward_params", fmt::format("{}", fmt::join(params, ", "))},
+                                        {"forward_body", body}});
+}
+
+json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
+                       const ComposeSources& sources) {
+  json accepted = json::array(), rejected = json::array();
+  for (const auto& v : verdicts) {
+    const auto& m = plan.entries[v.entry].match;
+    json base = {{"pattern", m.rule}, {"anchor", m.anchor}, {"nodes", m.nodes}};
+    if (v.accepted) {
+      base["op"] = v.op_name;
+      base["epilogue"] = v.epilogue;
+      base["b_layout"] = m.attrs.count("b_layout") ? m.attrs.at("b_layout") : json("kn");
+      for (const char* k : {"winner", "fact_ms", "baseline_ms", "speedup", "rel_err", "library", "status"})
+        base[k] = v.row.value(k, json(nullptr));
+      accepted.push_back(base);
+    } else {
+      base["reason"] = v.reason;
+      rejected.push_back(base);
+    }
+  }
+  return {{"format", "fact-composed-module"},
+          {"version", kComposedManifestVersion},
+          {"source", {{"path", sources.model.string()}, {"copy", kUserModelCopy},
+                      {"sha256", plan.graph.source_sha256}, {"module_class", plan.graph.module_class}}},
+          {"module", kComposedModuleFile},
+          {"class", "ModelNew"},
+          {"numerics", plan.numerics},
+          {"arch", plan.arch},
+          {"plan", sources.plan},
+          {"tune_report", sources.tune_report},
+          {"op_library", sources.op_library.empty() ? json(nullptr) : json(sources.op_library)},
+          {"accepted", accepted},
+          {"rejected", rejected}};
+}
+
+void write_composed_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
+                           const ComposeSources& sources, const fs::path& dir) {
+  std::string module = model_new_source(plan, verdicts);
+  std::string user = read_text_file(sources.model, "model file");
+  std::string manifest = composed_manifest(plan, verdicts, sources).dump(1) + "\n";
+
+  if (fs::exists(dir)) {
+    fs::path old = dir / "manifest.json";
+    bool ours = false;
+    if (fs::exists(old)) {
+      try { ours = read_json_file(old, "manifest").value("format", "") == "fact-composed-module"; } catch (const Error&) {}
+    }
+    if (!ours)
+      throw Error(fmt::format("output folder {} exists and holds no composed module; pass a new folder to --out",
+                              dir.string()));
+  }
+  fs::path tmp = dir.string() + fmt::format(".tmp-{}", ::getpid());
+  try {
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    write_file_atomic(tmp / kComposedModuleFile, module);
+    write_file_atomic(tmp / kUserModelCopy, user);
+    write_file_atomic(tmp / "manifest.json", manifest);
+    if (fs::exists(dir)) fs::remove_all(dir);
+    fs::rename(tmp, dir);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace fact::compose

@@ -1,0 +1,40 @@
+#pragma once
+// Stage 3: the composed module. From a plan and its pattern verdicts, one Python file whose
+// `class ModelNew(Model)` replays the IR graph with each accepted pattern as one torch.ops.fact call,
+// plus manifest.json describing what was taken from FACT and what PyTorch kept, and why.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compose/pattern_verdicts.h"
+#include "discover/plan.h"
+
+namespace fact::compose {
+
+inline constexpr int kComposedManifestVersion = 1;
+inline constexpr const char* kComposedModuleFile = "model_new.py";
+inline constexpr const char* kUserModelCopy = "user_model.py";  // the user's file, as ModelNew imports it
+
+// The text of model_new.py (from templates/compose/model_new.py.in). Throws Error naming the node
+// when an argument cannot be written as Python or an accepted pattern lacks its a/b operands.
+std::string model_new_source(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts);
+
+struct ComposeSources {
+  std::filesystem::path model;        // the user's KernelBench-style file
+  std::string plan;                   // where the plan came from (recorded in the manifest)
+  std::string tune_report;            // where the tune report came from
+  std::string op_library;             // the built op library (libfact_ops.so), empty if not given
+};
+
+nlohmann::json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
+                                 const ComposeSources& sources);
+
+// Writes DIR/model_new.py, DIR/user_model.py and DIR/manifest.json. Everything is generated first,
+// then written to a sibling folder and renamed, so a failure leaves no DIR behind. An existing DIR is
+// replaced only if it holds an earlier composed module.
+void write_composed_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
+                           const ComposeSources& sources, const std::filesystem::path& dir);
+
+}  // namespace fact::compose

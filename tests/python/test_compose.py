@@ -1,0 +1,146 @@
+"""Tests for `fact compose` (stage 3) through the built binary: a tiny MLP is traced, discovered, given a
+fabricated tune report, composed, and the composed ModelNew (with CPU reference ops for torch.ops.fact)
+must match the original module; a report of another plan is a clear error that leaves no folder.
+
+The binary is $FACT_BIN, else <repo>/build-compose/fact, else <repo>/build/fact."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
+
+
+def _find_binary():
+    if os.environ.get("FACT_BIN"):
+        return Path(os.environ["FACT_BIN"])
+    for build in ("build-compose", "build"):
+        if (REPO_ROOT / build / "fact").is_file():
+            return REPO_ROOT / build / "fact"
+    return REPO_ROOT / "build-compose" / "fact"
+
+
+FACT_BIN = _find_binary()
+pytestmark = pytest.mark.skipif(not FACT_BIN.is_file() or not os.access(FACT_BIN, os.X_OK),
+                                reason=f"fact binary not found at {FACT_BIN} (build it, or set FACT_BIN)")
+
+from fact.compose.reference_ops import register_reference_ops  # noqa: E402
+
+
+def fact(*args):
+    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory):
+    """The tiny MLP traced with python -m fact.trace and planned by `fact discover`."""
+    work = tmp_path_factory.mktemp("compose")
+    ir = work / "tiny.ir.json"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "python"))
+    r = subprocess.run([sys.executable, "-m", "fact.trace", str(FIXTURE), "-o", str(ir)], capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    plan_path = work / "tiny.plan.json"
+    r = fact("discover", ir, "--json", plan_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(plan_path.read_text())
+    rules = [p["match"]["rule"] if "match" in p else p["rule"] for p in doc["patterns"]]
+    assert "gemm_bias_gelu_tanh" in rules and "gemm_bias_residual" in rules, rules
+    return work, plan_path, doc
+
+
+def _pattern(p):
+    m = p.get("match", p)
+    return m["rule"], m["anchor"]
+
+
+def tune_report(doc, accept):
+    """A report in `fact tune --report` form: the patterns in `accept` won with a fabricated config, the rest
+    lost to PyTorch by a little."""
+    rows = []
+    for p in doc["patterns"]:
+        rule, anchor = _pattern(p)
+        row = {"pattern": rule, "anchor": anchor, "numerics": "3xtf32", "arch": "sm90", "status": "tuned",
+               "baseline": "torch", "fact_ms": 1.05, "baseline_ms": 1.01, "config": None, "winner": "torch"}
+        if rule in accept:
+            epilogue = {"gemm_bias_gelu_tanh": "bias_gelu_tanh", "gemm_bias_residual": "bias_residual"}[rule]
+            row.update({"winner": f"test_{rule}", "config": {"epilogue": epilogue}, "fact_ms": 0.5,
+                        "problem": {"epilogue": epilogue}})
+        rows.append(row)
+    return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
+
+
+def compose(work, plan_path, report, name):
+    report_path = work / f"{name}.report.json"
+    report_path.write_text(json.dumps(report))
+    out = work / name
+    return fact("compose", plan_path, report_path, "--model", FIXTURE, "--out", out), out
+
+
+def load_model_new(out):
+    spec = importlib.util.spec_from_file_location(f"composed_{out.name}", out / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_matches_original(out):
+    register_reference_ops(out / "manifest.json")
+    composed = load_model_new(out)
+    torch.manual_seed(0)
+    original = composed.Model(*composed.get_init_inputs())
+    model_new = composed.ModelNew(*composed.get_init_inputs())
+    model_new.load_state_dict(original.state_dict(), strict=True)
+    for _ in range(3):
+        x = torch.randn(4, 8, 16)
+        torch.testing.assert_close(model_new(x), original(x), atol=1e-5, rtol=1e-5)
+
+
+def test_accepted_gemm_pattern_is_a_fact_call_and_matches(plan):
+    work, plan_path, doc = plan
+    r, out = compose(work, plan_path, tune_report(doc, {"gemm_bias_gelu_tanh"}), "one_accepted")
+    assert r.returncode == 0, r.stderr
+    source = (out / "model_new.py").read_text()
+    assert "torch.ops.fact.gemm_test_gemm_bias_gelu_tanh(" in source
+    assert "PyTorch kept: best FACT kernel 1.05 ms vs torch 1.01 ms" in source
+    assert "torch.ops.aten.tanh" not in source  # the pattern's ops are gone
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == "fact-composed-module" and manifest["version"] == 1
+    assert [a["pattern"] for a in manifest["accepted"]] == ["gemm_bias_gelu_tanh"]
+    assert [x["pattern"] for x in manifest["rejected"]] == ["gemm_bias_residual"]
+    assert "1.05 ms" in manifest["rejected"][0]["reason"]
+    assert_matches_original(out)
+
+
+def test_both_accepted_matches(plan):
+    work, plan_path, doc = plan
+    r, out = compose(work, plan_path, tune_report(doc, {"gemm_bias_gelu_tanh", "gemm_bias_residual"}), "both")
+    assert r.returncode == 0, r.stderr
+    assert "torch.ops.fact.gemm_test_gemm_bias_residual(" in (out / "model_new.py").read_text()
+    assert_matches_original(out)
+
+
+def test_no_accepted_pattern_replays_aten(plan):
+    work, plan_path, doc = plan
+    r, out = compose(work, plan_path, tune_report(doc, set()), "none_accepted")
+    assert r.returncode == 0, r.stderr
+    assert "torch.ops.fact" not in (out / "model_new.py").read_text()
+    assert json.loads((out / "manifest.json").read_text())["accepted"] == []
+    assert_matches_original(out)
+
+
+def test_report_of_another_plan_is_an_error_and_writes_nothing(plan):
+    work, plan_path, doc = plan
+    report = tune_report(doc, {"gemm_bias_gelu_tanh"})
+    report["rows"].append({"pattern": "gemm_bias_relu", "anchor": "nowhere", "status": "tuned"})
+    r, out = compose(work, plan_path, report, "bad_report")
+    assert r.returncode != 0
+    assert "gemm_bias_relu" in r.stderr and "nowhere" in r.stderr and "does not hold" in r.stderr
+    assert not out.exists()
+    assert not any(p.name.startswith("bad_report") for p in work.iterdir() if p.is_dir())
