@@ -13,7 +13,7 @@ mkdir -p "$w"
 "$FACT_BIN" ops build "$w/tune.json" --out "$w/ops" --compile --jobs "$(nproc)" > "$w/ops.log" 2>&1 || tail -n 30 "$w/ops.log"
 "$FACT_BIN" compose "$w/plan.json" "$w/tune.json" --model "$problem" --out "$w/composed" --op-library "$w/ops/libfact_ops.so" \
   > "$w/compose.log" 2>&1 || tail -n 30 "$w/compose.log"
-python3 bench/scripts/e2e_check.py "$w/composed" --lib "$w/ops/libfact_ops.so" --numerics "$n" -o "$OUT/e2e.json" \
+python3 -m fact.compose.e2e_check "$w/composed" --lib "$w/ops/libfact_ops.so" --numerics "$n" -o "$OUT/e2e.json" \
   > "$w/e2e.log" 2>&1
 rc=$?
 tar -C "$OUT" --exclude='*.o' --exclude='*.so' -czf "$OUT/e2e_work.tgz" work && rm -rf "$w"

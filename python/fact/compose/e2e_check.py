@@ -5,7 +5,7 @@ modules against a float64 run of the original, then the time of each (CUDA event
 one numerics setting. On a GPU the composed module's ops come from the op library (--lib); on a CPU
 (--reference) from FACT's reference ops.
 
-Usage: python bench/scripts/e2e_check.py COMPOSED_DIR [--lib libfact_ops.so | --reference]
+Usage: python -m fact.compose.e2e_check COMPOSED_DIR [--lib libfact_ops.so | --reference]
                                          [--numerics tf32] [--trials 5] [-o result.json]
 """
 from __future__ import annotations
