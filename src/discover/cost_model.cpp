@@ -163,7 +163,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
   double mem_s = e.bytes_fused / a.dram_bytes_per_s;
   double compute_s = 0;
   const std::string& fam = match.family;
-  if (fam.rfind("gemm", 0) == 0 || fam.find("gemm") != std::string::npos) {
+  if (fam.find("gemm") != std::string::npos) {
     auto dim = [&](const char* k, double fallback) {
       auto it = match.dims.find(k);
       return it != match.dims.end() ? static_cast<double>(it->second) : fallback;
