@@ -1,4 +1,4 @@
-/* The C ABI every generated GEMM-family kernel exports, so the tuner can load a candidate library
+/* The C ABI every generated kernel (GEMM family, attention) exports, so the tuner can load a candidate library
  * with ctypes (no torch headers in the hot compile) and the composer can wrap winners as torch ops.
  * Included by generated .cu files and mirrored by python/fact/realize/kernel_abi.py. Keep in sync. */
 #ifndef FACT_KERNEL_ABI_H
@@ -31,6 +31,29 @@ typedef struct FactGemmArgs {
  *   int         fact_<id>_run(const FactGemmArgs*);            0 = launched, else a reason code
  *   const char* fact_<id>_describe(void);                      JSON of the config
  */
+/* Forward attention O = softmax(scale * Q K^T [causal mask]) V for one (batch, head) per grid slice.
+ * Q is [batch, heads, seq_q, head_dim], K and V [batch, heads_kv, seq_k, head_dim], O like Q; every
+ * tensor is given by element strides (the last dimension is contiguous), so the views a module makes
+ * with view/transpose (e.g. q = qkv.split(C)[0].view(B, T, H, D).transpose(1, 2)) are read in place.
+ * heads % heads_kv == 0 (grouped-query attention shares a K/V head among heads / heads_kv heads).
+ * causal: key j is masked for query i when j > i + (seq_k - seq_q) (bottom-right aligned). */
+typedef struct FactAttentionArgs {
+  int64_t batch, heads, heads_kv, seq_q, seq_k, head_dim;
+  const void* q; int64_t q_batch_stride, q_head_stride, q_row_stride;
+  const void* k; int64_t k_batch_stride, k_head_stride, k_row_stride;
+  const void* v; int64_t v_batch_stride, v_head_stride, v_row_stride;
+  void* o;       int64_t o_batch_stride, o_head_stride, o_row_stride;
+  float scale;
+  int causal;
+  void* stream;          /* cudaStream_t */
+} FactAttentionArgs;
+
+/* Exported by each attention kernel, with <id> its config id (no workspace):
+ *   int         fact_<id>_can_implement(const FactAttentionArgs*);
+ *   int         fact_<id>_run(const FactAttentionArgs*);
+ *   const char* fact_<id>_describe(void);
+ */
+
 enum FactStatus {
   FACT_OK = 0,
   FACT_ERR_SHAPE = 1,        /* the kernel cannot take this shape/alignment */
