@@ -1,0 +1,375 @@
+"""Builds, verifies and times FACT's attention kernel (templates/cute/attention_fwd.cu.in) on the GPU.
+
+For each numerics mode and head dim it renders the template for a small config space, compiles the
+candidates in parallel, checks every candidate on random inputs (causal and not, odd sequence lengths,
+grouped-query heads, the strided Q/K/V views a module makes from one fused QKV projection) against
+float64 attention, then times the verified ones on the benchmark shapes against PyTorch in the same
+numerics: every scaled_dot_product_attention back-end that accepts the inputs, and the eager
+matmul-softmax-matmul chain. Writes OUT/attention_rows.json (rows in the schema of
+bench/results/gemm_h100.json) and prints a table.
+
+Usage (device): python3 bench/scripts/attention_h100.py --out $OUT [--numerics tf32,bf16] [--jobs 16]
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+from fact.realize.timing import time_launches  # noqa: E402
+
+TEMPLATE = ROOT / "templates/cute/attention_fwd.cu.in"
+ELEMENT = {"tf32": "float", "3xtf32": "float", "bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t"}
+MATH = {"tf32": "TF32", "3xtf32": "3xTF32", "bf16": "BF16", "fp16": "FP16"}
+TORCH_DTYPE = {"tf32": torch.float32, "3xtf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# The same numerics for PyTorch: fp32 matmuls on TF32 tensor cores or not.
+MATMUL_PRECISION = {"tf32": "high", "3xtf32": "highest", "bf16": "highest", "fp16": "highest"}
+SMEM_LIMIT = 227 * 1024
+# Relative error vs float64 a kernel may have in each mode: a few units of the operand rounding (TF32 and
+# fp16 keep 10 mantissa bits, bf16 7); 3xtf32 promises fp32 accuracy.
+TOLERANCE = {"tf32": 2e-3, "bf16": 1.6e-2, "fp16": 2e-3, "3xtf32": 1e-6}
+
+
+class FactAttentionArgs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int64) for n in ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim")] + [
+        f for t in "qkvo" for f in ((t, ctypes.c_void_p), (f"{t}_batch_stride", ctypes.c_int64),
+                                    (f"{t}_head_stride", ctypes.c_int64), (f"{t}_row_stride", ctypes.c_int64))
+    ] + [("scale", ctypes.c_float), ("causal", ctypes.c_int), ("stream", ctypes.c_void_p)]
+
+
+def configs(numerics: str, head_dim: int):
+    size = 2 if numerics in ("bf16", "fp16") else 4
+    pitch = head_dim + 16 // size
+    for block_m, warps, block_n in itertools.product((64, 128), (4, 8), (32, 64, 128)):
+        rows_per_warp = block_m // warps
+        if rows_per_warp not in (16, 32):
+            continue
+        if (block_m + 2 * block_n) * pitch * size > SMEM_LIMIT:
+            continue
+        # Accumulators per thread: O (rows_per_warp/16 * head_dim/2) + S (rows_per_warp/16 * block_n/2).
+        if rows_per_warp // 16 * (head_dim + block_n) // 2 > 160:
+            continue
+        yield {"numerics": numerics, "head_dim": head_dim, "block_m": block_m, "block_n": block_n, "warps": warps}
+
+
+def config_id(c: dict) -> str:
+    return f"attn_{c['numerics']}_d{c['head_dim']}_m{c['block_m']}_n{c['block_n']}_w{c['warps']}"
+
+
+def render(c: dict) -> str:
+    values = {"config_id": config_id(c), "summary": json.dumps(c), "element": ELEMENT[c["numerics"]],
+              "numerics": MATH[c["numerics"]], "head_dim": str(c["head_dim"]), "block_m": str(c["block_m"]),
+              "block_n": str(c["block_n"]), "warps": str(c["warps"]), "config_json": json.dumps(c)}
+    text = TEMPLATE.read_text()
+    for k, v in values.items():
+        text = text.replace("{{" + k + "}}", v)
+    assert "{{" not in text, "template slot left unfilled"
+    return text
+
+
+def build(c: dict, work: Path, cutlass_include: str) -> dict:
+    cid = config_id(c)
+    src, lib = work / f"{cid}.cu", work / f"{cid}.so"
+    src.write_text(render(c))
+    cmd = ["nvcc", "-std=c++17", "-O3", "-arch=sm_90a", "--shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
+           f"-I{cutlass_include}", f"-I{ROOT / 'src/realize'}", str(src), "-o", str(lib)]
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    info = {"id": cid, "config": c, "ok": r.returncode == 0, "seconds": round(time.time() - t0, 1)}
+    regs = [line for line in r.stderr.splitlines() if "registers" in line]
+    info["ptxas"] = regs[-1].strip() if regs else ""
+    if r.returncode != 0:
+        info["error"] = r.stderr[-3000:]
+    return info
+
+
+class Kernel:
+    def __init__(self, lib: Path, cid: str):
+        self.lib = ctypes.CDLL(str(lib), mode=ctypes.RTLD_LOCAL)
+        self.run_fn = getattr(self.lib, f"fact_{cid}_run")
+        self.run_fn.argtypes = [ctypes.POINTER(FactAttentionArgs)]
+        self.can = getattr(self.lib, f"fact_{cid}_can_implement")
+        self.can.argtypes = [ctypes.POINTER(FactAttentionArgs)]
+
+    @staticmethod
+    def args(q, k, v, o, causal: bool, scale: float) -> FactAttentionArgs:
+        a = FactAttentionArgs()
+        a.batch, a.heads, a.seq_q, a.head_dim = q.shape
+        a.heads_kv, a.seq_k = k.shape[1], k.shape[2]
+        for name, t in zip("qkvo", (q, k, v, o)):
+            assert t.stride(3) == 1
+            setattr(a, name, t.data_ptr())
+            setattr(a, f"{name}_batch_stride", t.stride(0))
+            setattr(a, f"{name}_head_stride", t.stride(1))
+            setattr(a, f"{name}_row_stride", t.stride(2))
+        a.scale, a.causal = scale, int(causal)
+        a.stream = torch.cuda.current_stream().cuda_stream
+        return a
+
+
+def reference(q, k, v, causal: bool, scale: float) -> torch.Tensor:
+    """float64 attention written out (the module's own math), GQA by repeating K/V heads."""
+    q, k, v = q.double(), k.double(), v.double()
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    s = (q @ k.transpose(-2, -1)) * scale
+    if causal:
+        tq, tk = q.shape[2], k.shape[2]
+        mask = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(tk - tq)
+        s = s.masked_fill(~mask, float("-inf"))
+    return s.softmax(-1) @ v
+
+
+def make_inputs(b, h, hkv, tq, tk, d, dtype, packed: bool):
+    """Q/K/V as a module makes them: from one [B, T, (H + 2 Hkv) D] projection (packed, needs tq == tk)
+    viewed as [B, H, T, D] with transposed strides, or as separate contiguous tensors."""
+    if packed:
+        qkv = torch.randn(b, tq, (h + 2 * hkv) * d, device="cuda", dtype=dtype)
+        q, k, v = qkv.split([h * d, hkv * d, hkv * d], dim=2)
+        return (q.view(b, tq, h, d).transpose(1, 2), k.view(b, tk, hkv, d).transpose(1, 2),
+                v.view(b, tk, hkv, d).transpose(1, 2))
+    return (torch.randn(b, h, tq, d, device="cuda", dtype=dtype), torch.randn(b, hkv, tk, d, device="cuda", dtype=dtype),
+            torch.randn(b, hkv, tk, d, device="cuda", dtype=dtype))
+
+
+def output_like_module(q):
+    """[B, T, H, D] storage returned as its [B, H, T, D] view: the module's transpose(1, 2) is then free."""
+    b, h, t, d = q.shape
+    return torch.empty(b, t, h, d, device="cuda", dtype=q.dtype).transpose(1, 2)
+
+
+def rel_err(x, ref) -> float:
+    return float((x.double() - ref).norm() / ref.norm())
+
+
+def torch_attention(q, k, v, causal, scale):
+    """PyTorch in the same numerics, as the module would compute it (eager chain)."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    s = (q @ k.transpose(-2, -1)) * scale
+    if causal:
+        tq, tk = q.shape[2], k.shape[2]
+        mask = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(tk - tq)
+        s = s.masked_fill(~mask, float("-inf"))
+    return s.softmax(-1) @ v
+
+
+CHECK_CASES = [  # b, h, hkv, tq, tk, causal, packed
+    (2, 4, 4, 77, 77, True, True),
+    (2, 4, 4, 300, 333, False, False),
+    (1, 8, 2, 129, 129, True, False),
+    (3, 2, 2, 200, 517, True, False),
+    (1, 2, 2, 1, 65, False, False),
+    (2, 3, 3, 512, 512, True, True),
+]
+
+
+def check(kernel: Kernel, c: dict) -> dict:
+    dtype, d = TORCH_DTYPE[c["numerics"]], c["head_dim"]
+    worst, results = 0.0, []
+    ok = True
+    for b, h, hkv, tq, tk, causal, packed in CHECK_CASES:
+        torch.manual_seed(tq * 7 + tk)
+        q, k, v = make_inputs(b, h, hkv, tq, tk, d, dtype, packed and tq == tk)
+        o = output_like_module(q)
+        o.fill_(float("nan"))
+        scale = 1 / math.sqrt(d)
+        status = kernel.run_fn(ctypes.byref(Kernel.args(q, k, v, o, causal, scale)))
+        torch.cuda.synchronize()
+        ref = reference(q, k, v, causal, scale)
+        torch.set_float32_matmul_precision(MATMUL_PRECISION[c["numerics"]])
+        base = torch_attention(q, k, v, causal, scale)
+        err, base_err = (rel_err(o, ref) if status == 0 else float("inf")), rel_err(base, ref)
+        # Within the mode's tolerance, or 2x PyTorch's own error in the same numerics where that is larger.
+        good = status == 0 and not torch.isnan(o).any().item() and err <= max(TOLERANCE[c["numerics"]], 2 * base_err)
+        ok &= good
+        worst = max(worst, err)
+        results.append({"case": [b, h, hkv, tq, tk, causal, packed], "status": status, "rel_err": err,
+                        "torch_rel_err": base_err, "ok": bool(good)})
+    return {"ok": bool(ok), "worst_rel_err": worst, "cases": results}
+
+
+BENCH_SHAPES = {  # name: b, h, hkv, t, d, causal, packed
+    "minigpt_attention": (128, 8, 8, 512, 96, True, True),
+    "llama3_attention": (2, 32, 8, 2048, 128, True, False),
+}
+
+
+def sdpa_backends():
+    from torch.nn.attention import SDPBackend
+    names = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+             "cudnn": getattr(SDPBackend, "CUDNN_ATTENTION", None)}
+    return {k: v for k, v in names.items() if v is not None}
+
+
+def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
+    from torch.nn.attention import sdpa_kernel
+    b, h, hkv, t, d, causal, packed = shape
+    dtype = TORCH_DTYPE[numerics]
+    torch.set_float32_matmul_precision(MATMUL_PRECISION[numerics])
+    torch.manual_seed(0)
+    q, k, v = make_inputs(b, h, hkv, t, t, d, dtype, packed)
+    scale = 1 / math.sqrt(d)
+    ref = reference(q, k, v, causal, scale) if b * h * t * t <= 2**31 else None
+    rows, base = [], {}
+    # PyTorch: each SDPA back-end alone (GQA through enable_gqa), and the eager chain.
+    # A back-end without GQA support gets K/V expanded to every head first, as the module itself does
+    # (the expansion is then part of its time).
+    def sdpa(gqa: bool):
+        if gqa:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+        group = h // hkv
+        return F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1),
+                                              is_causal=causal, scale=scale)
+    for bname, backend in sdpa_backends().items():
+        for gqa in ((True, False) if hkv != h else (False,)):
+            try:
+                with sdpa_kernel([backend]):
+                    out = sdpa(gqa)
+                    torch.cuda.synchronize()
+                    tm = time_launches(lambda i: sdpa(gqa), 1, warmup_ms, rep_ms)
+                base[f"sdpa_{bname}"] = {"ms": tm.ms, "rel_err": rel_err(out, ref) if ref is not None else None,
+                                         "gqa": "enable_gqa" if gqa else ("expanded K/V" if hkv != h else None)}
+                break
+            except RuntimeError as e:
+                base[f"sdpa_{bname}"] = {"error": str(e).splitlines()[0][:200]}
+    try:
+        out = torch_attention(q, k, v, causal, scale)
+        tm = time_launches(lambda i: torch_attention(q, k, v, causal, scale), 1, warmup_ms, rep_ms)
+        base["eager_chain"] = {"ms": tm.ms, "rel_err": rel_err(out, ref) if ref is not None else None}
+        del out
+    except torch.cuda.OutOfMemoryError as e:
+        base["eager_chain"] = {"error": str(e).splitlines()[0][:200]}
+    torch.cuda.empty_cache()
+    best = None
+    for cid, (kernel, c) in kernels.items():
+        o = output_like_module(q)
+        a = Kernel.args(q, k, v, o, causal, scale)
+        if kernel.can(ctypes.byref(a)) != 0:
+            continue
+        kernel.run_fn(ctypes.byref(a))
+        torch.cuda.synchronize()
+        tm = time_launches(lambda i: kernel.run_fn(ctypes.byref(a)), 1, warmup_ms, rep_ms)
+        err = rel_err(o, ref) if ref is not None else None
+        cand = {"id": cid, "config": c, "ms": tm.ms, "rel_err": err}
+        if best is None or cand["ms"] < best["ms"]:
+            best = cand
+    timed = {k: v for k, v in base.items() if "ms" in v}
+    for bname, bv in timed.items():
+        row = {"problem": name, "pattern": "attention", "numerics": numerics,
+               "baseline": ("PyTorch SDPA " + bname[5:]) if bname.startswith("sdpa_") else "PyTorch eager matmul-softmax-matmul",
+               "baseline_ms": bv["ms"], "baseline_rel_err": bv["rel_err"],
+               "shape": {"batch": b, "heads": h, "heads_kv": hkv, "seq": t, "head_dim": d, "causal": causal,
+                         "qkv_packed": packed}}
+        if best:
+            row.update({"fact_ms": best["ms"], "speedup": bv["ms"] / best["ms"], "rel_err": best["rel_err"],
+                        "config": best["config"], "kept": "fact" if best["ms"] < bv["ms"] * 0.97 else "pytorch"})
+        rows.append(row)
+    fastest_sdpa = min((v["ms"] for k, v in timed.items() if k.startswith("sdpa_")), default=None)
+    return rows, {"baselines": base, "best": best, "fastest_sdpa_ms": fastest_sdpa}
+
+
+def markdown(result: dict) -> str:
+    n_ok = sum(c["ok"] for c in result["checks"])
+    worst = {}
+    for c in result["checks"]:
+        n = c["id"].split("_")[1]
+        worst[n] = max(worst.get(n, 0.0), c["worst_rel_err"])
+    lines = [f"# FACT attention kernel vs PyTorch ({result['device']})", "",
+             f"date {result['date']}, commit {result['commit']}, torch {result['torch']}, CUDA {result['cuda']}. "
+             f"Script: bench/scripts/attention_h100.sh. Times are medians (CUDA events, back-to-back launches).", "",
+             f"Verification: {n_ok}/{len(result['checks'])} candidates passed on {len(CHECK_CASES)} random cases each "
+             "(causal and not, odd sequence lengths 1/77/129/200/300/333/517, GQA, strided QKV views) against float64; "
+             "worst rel err per mode: " + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items())) + ".", "",
+             "| problem | numerics | baseline | baseline ms | FACT ms | speedup | FACT rel err | baseline rel err | FACT config |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        c = r.get("config") or {}
+        cfg = f"m{c.get('block_m')} n{c.get('block_n')} w{c.get('warps')}" if c else "none verified"
+        fmt = lambda x, f: (f % x) if isinstance(x, (int, float)) else "n/a"
+        lines.append(f"| {r['problem']} | {r['numerics']} | {r['baseline']} | {fmt(r['baseline_ms'], '%.3f')} | "
+                     f"{fmt(r.get('fact_ms'), '%.3f')} | {fmt(r.get('speedup'), '%.2fx')} | {fmt(r.get('rel_err'), '%.1e')} | "
+                     f"{fmt(r.get('baseline_rel_err'), '%.1e')} | {cfg} |")
+    lines += ["", "numerics: tf32 = fp32 in/out, TF32 tensor cores (PyTorch: set_float32_matmul_precision('high'); "
+              "SDPA's only fp32 back-end, efficient, computes in fp32 regardless); 3xtf32 = fp32 in/out, fp32-accurate "
+              "(PyTorch 'highest'); bf16/fp16 = 16-bit in/out, fp32 softmax and accumulation.", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out/attention")))
+    ap.add_argument("--numerics", default="tf32,3xtf32,bf16,fp16")
+    ap.add_argument("--head-dims", default="64,96,128")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--warmup-ms", type=float, default=50)
+    ap.add_argument("--rep-ms", type=float, default=300)
+    ap.add_argument("--commit", default="unknown", help="the commit measured (the device copy has no .git)")
+    args = ap.parse_args()
+    cutlass_include = os.path.join(os.environ["CUTLASS_DIR"], "include")
+    work = Path("/tmp/fact-attention")
+    work.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    numerics = args.numerics.split(",")
+    head_dims = [int(x) for x in args.head_dims.split(",")]
+    cands = [c for n in numerics for d in head_dims for c in configs(n, d)]
+    print(f"building {len(cands)} candidates with {args.jobs} jobs", flush=True)
+    t0 = time.time()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        builds = list(pool.map(lambda c: build(c, work, cutlass_include), cands))
+    print(f"built in {time.time() - t0:.0f} s: {sum(b['ok'] for b in builds)} ok, "
+          f"{sum(not b['ok'] for b in builds)} failed", flush=True)
+    for b in builds:
+        if not b["ok"]:
+            print(f"  {b['id']}: build failed\n{b['error'][-1500:]}", flush=True)
+    verified, checks = {}, []
+    for b in builds:
+        if not b["ok"]:
+            continue
+        kernel = Kernel(work / f"{b['id']}.so", b["id"])
+        res = check(kernel, b["config"])
+        checks.append({"id": b["id"], "ptxas": b["ptxas"], **res})
+        print(f"  check {b['id']}: {'ok' if res['ok'] else 'FAILED'} worst rel err {res['worst_rel_err']:.2e} "
+              f"[{b['ptxas']}]", flush=True)
+        if not res["ok"]:
+            for cse in res["cases"]:
+                if not cse["ok"]:
+                    print(f"     {cse}", flush=True)
+        else:
+            verified[b["id"]] = (kernel, b["config"])
+    rows, details = [], {}
+    for name, shape in BENCH_SHAPES.items():
+        for n in numerics:
+            ks = {cid: kc for cid, kc in verified.items() if kc[1]["numerics"] == n and kc[1]["head_dim"] == shape[4]}
+            r, det = bench_shape(name, shape, n, ks, args.warmup_ms, args.rep_ms)
+            rows += r
+            details[f"{name}/{n}"] = det
+            best = det["best"]
+            print(f"{name} {n}: FACT {best['ms'] if best else float('nan'):.3f} ms "
+                  f"({best['id'] if best else 'none verified'}); " +
+                  ", ".join(f"{k} {v['ms']:.3f}" if "ms" in v else f"{k} n/a" for k, v in det["baselines"].items()),
+                  flush=True)
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+              "date": time.strftime("%Y-%m-%d"), "commit": args.commit, "builds": builds, "checks": checks, "rows": rows,
+              "details": details}
+    (args.out / "attention_h100.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / "attention_h100.md").write_text(markdown(result))
+    return 0 if rows and all(c["ok"] for c in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
