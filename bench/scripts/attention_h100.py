@@ -33,7 +33,6 @@ from fact.realize.timing import time_launches  # noqa: E402
 
 TEMPLATE = ROOT / "templates/cute/attention_fwd.cu.in"
 ELEMENT = {"tf32": "float", "3xtf32": "float", "bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t"}
-MATH = {"tf32": "TF32", "3xtf32": "3xTF32", "bf16": "BF16", "fp16": "FP16"}
 TORCH_DTYPE = {"tf32": torch.float32, "3xtf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # The same numerics for PyTorch: fp32 matmuls on TF32 tensor cores or not.
 MATMUL_PRECISION = {"tf32": "high", "3xtf32": "highest", "bf16": "highest", "fp16": "highest"}
@@ -71,7 +70,7 @@ def config_id(c: dict) -> str:
 
 def render(c: dict) -> str:
     values = {"config_id": config_id(c), "summary": json.dumps(c), "element": ELEMENT[c["numerics"]],
-              "numerics": MATH[c["numerics"]], "head_dim": str(c["head_dim"]), "block_m": str(c["block_m"]),
+              "numerics": c["numerics"], "head_dim": str(c["head_dim"]), "block_m": str(c["block_m"]),
               "block_n": str(c["block_n"]), "warps": str(c["warps"]), "config_json": json.dumps(c)}
     text = TEMPLATE.read_text()
     for k, v in values.items():
