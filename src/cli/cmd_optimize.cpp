@@ -1,7 +1,8 @@
 // `fact optimize MODEL.py`: the whole pipeline, each stage run as its own `fact` subcommand so every
-// step is the same code a user can run alone: discover -> tune -> ops build -> compose -> end-to-end check.
-// Without a CUDA GPU it does what a CPU can (the plan, and a composed module that keeps PyTorch's ops)
-// and says which steps need a GPU.
+// step is the same code a user can run alone: discover -> tune -> ops build -> compose -> end-to-end check
+// against eager and torch.compile, with the gates that keep the module correct and never slower, then
+// report.json, report.md and chart.png. Without a CUDA GPU it does what a CPU can (the plan, and a
+// composed module that keeps PyTorch's ops) and says which steps need a GPU.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,10 +10,16 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "compose/e2e_gate.h"
+#include "compose/optimize_report.h"
+#include "compose/pattern_verdicts.h"
+#include "compose/tune_report_edit.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "discover/plan.h"
+#include "ir/op_table.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -26,6 +33,9 @@ struct OptimizeOptions {
   std::string numerics;
   std::string out = "out/optimize";
   int top = 6;
+  std::string tune_report;  // reuse this tune report instead of tuning
+  bool no_compile = false;
+  bool no_max_autotune = false;
 };
 
 // Runs one stage; its output streams to a log in the output folder, its last lines to the user on failure.
@@ -63,6 +73,49 @@ json report_without_winners(const fs::path& plan_path, const std::string& reason
           {"rows", rows}};
 }
 
+// Writes the tune report the composer reads (the tuner's, less the winners the gates rejected) and composes.
+bool compose_stage(const OptimizeOptions& o, const fs::path& out, const json& tune, bool with_ops, json& steps,
+                   const std::string& title) {
+  fs::path plan = out / "plan.json", used = out / "tune.compose.json";
+  write_file_atomic(used, tune.dump(1) + "\n");
+  std::vector<std::string> args = {"compose", plan.string(), used.string(), "--model", o.model, "--out",
+                                   (out / "composed").string()};
+  if (with_ops && compose::has_winners(tune))
+    args.insert(args.end(), {"--op-library", (out / "ops" / "libfact_ops.so").string()});
+  return stage(4, title, args, out / "compose.log", steps, true);
+}
+
+// One run of python -m fact.compose.e2e_check on the composed folder; returns its JSON (null if none).
+json e2e_run(const OptimizeOptions& o, const fs::path& out, const std::string& numerics, bool gpu, bool baselines,
+             int& exit_code, json& steps, const std::string& title) {
+  fs::path composed = out / "composed", result = out / "e2e.json";
+  std::error_code ec;
+  fs::remove(result, ec);
+  std::vector<std::string> argv = {python_exe(), "-m", "fact.compose.e2e_check", composed.string(), "-o",
+                                   result.string(), "--numerics", numerics};
+  json manifest = read_json_file(composed / "manifest.json", "composed manifest");
+  if (manifest["op_library"].is_string())
+    argv.insert(argv.end(), {"--lib", (composed / manifest["op_library"].get<std::string>()).string()});
+  // Without a GPU nothing is timed, so the torch.compile baselines would only cost compile time.
+  if (!baselines || !gpu) argv.push_back("--no-compile");
+  if (o.no_max_autotune) argv.push_back("--no-max-autotune");
+  std::cerr << "[5/5] " << title << "\n" << std::flush;
+  ProcessOptions po;
+  po.env["PYTHONPATH"] = python_dir().string();
+  auto r = run_process(argv, po);
+  exit_code = r.exit_code;
+  fs::path log = out / "e2e.log";
+  std::string previous = fs::exists(log) ? read_text_file(log, "e2e log") : "";
+  write_file_atomic(log, previous + "=== " + title + "\n" + r.out + r.err);
+  steps.push_back({{"step", title}, {"ok", r.exit_code == 0}, {"log", log.string()}});
+  if (!fs::exists(result)) return nullptr;
+  try {
+    return read_json_file(result, "e2e result");
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
 void run_optimize(const OptimizeOptions& o) {
   fs::path out(o.out);
   fs::create_directories(out);
@@ -75,50 +128,86 @@ void run_optimize(const OptimizeOptions& o) {
 
   bool gpu = has_cuda_gpu();
   std::string numerics = read_json_file(plan, "plan file").at("numerics");
-  json report = {{"format", "fact-optimize-report"}, {"version", 1}, {"model", o.model}, {"arch", o.arch},
+  json report = {{"format", "fact-optimize-report"}, {"version", 2}, {"model", o.model}, {"arch", o.arch},
                  {"numerics", numerics}, {"gpu", gpu}};
-  if (gpu) {
-    stage(2, "tune: build, verify and time CUTLASS candidates", {"tune", plan.string(), "--top", std::to_string(o.top),
-          "--report", tune.string(), "--work-dir", (out / "tune-work").string()}, out / "tune.log", steps, true);
-    bool have_ops = stage(3, "ops build: the winners as torch.ops.fact in one library",
-                          {"ops", "build", tune.string(), "--out", ops.string(), "--compile"}, out / "ops.log", steps);
-    std::vector<std::string> compose_args = {"compose", plan.string(), tune.string(), "--model", o.model, "--out",
-                                             composed.string()};
-    if (have_ops) compose_args.insert(compose_args.end(), {"--op-library", (ops / "libfact_ops.so").string()});
-    else write_file_atomic(tune, report_without_winners(plan, "the op library did not build; see ops.log").dump(1));
-    stage(4, "compose: ModelNew", compose_args, out / "compose.log", steps, true);
-    std::cerr << "[5/5] end-to-end check and timing against eager\n";
-    ProcessOptions po;
-    po.env["PYTHONPATH"] = python_dir().string();
-    std::vector<std::string> check = {python_exe(), "-m", "fact.compose.e2e_check", composed.string(), "-o",
-                                      (out / "e2e.json").string(), "--numerics", numerics};
-    if (have_ops) check.insert(check.end(), {"--lib", (ops / "libfact_ops.so").string()});
-    else check.push_back("--reference");
-    auto r = run_process(check, po);
-    write_file_atomic(out / "e2e.log", r.out + r.err);
-    steps.push_back({{"step", "end-to-end check"}, {"ok", r.exit_code == 0}, {"log", (out / "e2e.log").string()}});
-  } else {
+  json e2e_first = nullptr, e2e_final = nullptr;
+  std::string fallback;
+  json tune_json;
+  if (!gpu && o.tune_report.empty()) {
     std::string why = "no CUDA GPU on this machine: tuning (verify and time), the op library build and the timed "
                       "end-to-end check need one";
     std::cerr << "[2/5] tune: skipped (" << why << ")\n[3/5] ops build: skipped (needs the GPU machine's torch)\n";
     write_file_atomic(tune, report_without_winners(plan, why).dump(1) + "\n");
-    stage(4, "compose: ModelNew with every pattern left to PyTorch (nothing was verified)",
-          {"compose", plan.string(), tune.string(), "--model", o.model, "--out", composed.string()}, out / "compose.log",
-          steps, true);
+    tune_json = read_json_file(tune, "tune report");
+    compose_stage(o, out, tune_json, false, steps,
+                  "compose: ModelNew with every pattern left to PyTorch (nothing was verified)");
     std::cerr << "[5/5] end-to-end check: skipped (needs a GPU to be meaningful)\n";
     report["needs_gpu"] = why;
+  } else {
+    if (!o.tune_report.empty()) {
+      std::cerr << "[2/5] tune: reusing " << o.tune_report << "\n";
+      write_file_atomic(tune, read_text_file(o.tune_report, "tune report"));
+      steps.push_back({{"step", "tune: reused " + o.tune_report}, {"ok", true}, {"log", o.tune_report}});
+    } else {
+      stage(2, "tune: build, verify and time CUTLASS candidates",
+            {"tune", plan.string(), "--top", std::to_string(o.top), "--report", tune.string(), "--work-dir",
+             (out / "tune-work").string()},
+            out / "tune.log", steps, true);
+    }
+    tune_json = fs::exists(tune) ? read_json_file(tune, "tune report")
+                                  : report_without_winners(plan, "tuning failed; see tune.log");
+    bool have_ops = false;
+    if (compose::has_winners(tune_json)) {
+      have_ops = stage(3, "ops build: the winners as torch.ops.fact in one library",
+                       {"ops", "build", tune.string(), "--out", ops.string(), "--compile"}, out / "ops.log", steps);
+      if (!have_ops)
+        tune_json = compose::reject_winners(tune_json, {}, "ops_build_failed",
+                                            "the op library did not build; see ops.log");
+    } else {
+      std::cerr << "[3/5] ops build: skipped (no FACT kernel won in tuning)\n";
+    }
+    compose_stage(o, out, tune_json, have_ops, steps, "compose: ModelNew");
+
+    // The end-to-end gate: ops missing at load time are dropped and checked again; a module that fails the
+    // check, crashes or runs slower than the original falls back to PyTorch's ops, checked once more.
+    int code = 0;
+    e2e_first = e2e_run(o, out, numerics, gpu, !o.no_compile, code, steps, "end-to-end check and timing");
+    auto gate = compose::gate_e2e(e2e_first, code, compose::has_winners(tune_json));
+    if (gate.action == compose::E2eGate::Action::drop_ops) {
+      std::cerr << "  " << gate.reason << ": composing again without them\n";
+      tune_json = compose::reject_winners(tune_json, {gate.ops.begin(), gate.ops.end()}, "op_missing", gate.reason);
+      compose_stage(o, out, tune_json, have_ops, steps, "compose: ModelNew without the missing ops");
+      e2e_first = e2e_run(o, out, numerics, gpu, !o.no_compile, code, steps, "end-to-end check and timing (again)");
+      gate = compose::gate_e2e(e2e_first, code, compose::has_winners(tune_json));
+    }
+    if (gate.action != compose::E2eGate::Action::keep) {
+      fallback = gate.reason;
+      std::cerr << "  " << gate.reason << ": falling back to PyTorch's ops\n";
+      tune_json = compose::reject_winners(tune_json, {}, "e2e_fallback", gate.reason);
+      compose_stage(o, out, tune_json, false, steps, "compose: ModelNew with PyTorch's ops (fallback)");
+      e2e_final = e2e_run(o, out, numerics, gpu, false, code, steps, "end-to-end check of the fallback");
+    }
+    report["e2e"] = compose::e2e_summary(e2e_first, e2e_final, fallback);
   }
+  auto plan_value = discover::plan_from_json(read_json_file(plan, "plan file"), plan.string(), ir::OpTable::builtin());
+  report["patterns"] = compose::pattern_rows(plan_value, compose::pattern_verdicts(plan_value, tune_json, "tune report"));
   report["steps"] = steps;
   write_file_atomic(out / "report.json", report.dump(1) + "\n");
-  std::string md = fmt::format("# FACT optimize: {}\n\narch {}, numerics {}, GPU: {}\n\n| step | ok | log |\n|---|---|---|\n",
-                               o.model, o.arch, numerics, gpu ? "yes" : "no");
-  for (auto& s : steps)
-    md += fmt::format("| {} | {} | {} |\n", s["step"].get<std::string>(), s["ok"].get<bool>() ? "yes" : "NO",
-                      s["log"].get<std::string>());
-  if (!gpu) md += "\n" + report["needs_gpu"].get<std::string>() + ".\n";
-  write_file_atomic(out / "report.md", md);
+
+  // The chart reads report.json; it says itself when there is nothing timed to draw.
+  ProcessOptions po;
+  po.env["PYTHONPATH"] = python_dir().string();
+  auto chart = run_process({python_exe(), "-m", "fact.compose.report_chart", (out / "report.json").string(), "-o",
+                            (out / "chart.png").string()}, po);
+  std::string note = chart.out.empty() ? chart.err : chart.out;
+  while (!note.empty() && (note.back() == '\n' || note.back() == ' ')) note.pop_back();
+  report["chart"] = {{"file", chart.exit_code == 0 && fs::exists(out / "chart.png") ? json("chart.png") : json(nullptr)},
+                     {"note", note.substr(0, 400)}};
+  write_file_atomic(out / "report.json", report.dump(1) + "\n");
+  write_file_atomic(out / "report.md", compose::optimize_report_markdown(report));
   std::cout << fmt::format("Report: {}/report.md; composed module: {}/model_new.py\n", out.string(), composed.string());
-  if (!gpu) std::cout << "Needs a GPU: " << report["needs_gpu"].get<std::string>() << "\n";
+  if (!fallback.empty()) std::cout << "Fell back to PyTorch's ops: " << fallback << "\n";
+  if (report.contains("needs_gpu")) std::cout << "Needs a GPU: " << report["needs_gpu"].get<std::string>() << "\n";
 }
 
 const bool registered = cli::register_command("optimize", [](CLI::App& app) {
@@ -130,6 +219,10 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
   cmd->add_option("--out", o->out, "output folder (plan, tune report, op library, composed module, report)");
   cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
+  cmd->add_option("--tune-report", o->tune_report, "reuse a report of `fact tune` for this plan instead of tuning")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--no-compile-baselines", o->no_compile, "do not time torch.compile (default and max-autotune)");
+  cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") (slow to compile)");
   cmd->callback([o] { run_optimize(*o); });
 });
 

@@ -4,11 +4,13 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "compose/python_expr.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/paths.h"
 #include "realize/template_renderer.h"
 
 namespace fs = std::filesystem;
@@ -173,9 +175,39 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
                                         {"forward_body", body}});
 }
 
+namespace {
+
+// The accepted ops' entries of the op library's manifest (DIR/manifest.json beside libfact_ops.so): what a
+// reader of the artifact needs to know about each kernel, with the toolchain that built it.
+json kernels_of(const ComposeSources& sources, const std::vector<std::string>& ops) {
+  json kernels = json::array();
+  if (sources.op_library.empty()) return kernels;
+  fs::path lib_manifest = fs::path(sources.op_library).parent_path() / "manifest.json";
+  if (!fs::is_regular_file(lib_manifest)) return kernels;
+  json m = read_json_file(lib_manifest, "op library manifest");
+  for (const auto& op : m.value("ops", json::array())) {
+    if (std::find(ops.begin(), ops.end(), op.value("name", "")) == ops.end()) continue;
+    json k = json::object();
+    for (const char* key : {"name", "config_id", "summary", "config", "numerics", "arch", "gencode", "epilogue",
+                            "element_in", "element_out", "cutlass_version", "nvcc_version"})
+      k[key] = op.value(key, json(nullptr));
+    kernels.push_back(k);
+  }
+  return kernels;
+}
+
+}  // namespace
+
 json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
                        const ComposeSources& sources) {
   json accepted = json::array(), rejected = json::array();
+  std::vector<std::string> ops;
+  for (const auto& v : verdicts)
+    if (v.accepted) ops.push_back(v.op_name);
+  json kernels = kernels_of(sources, ops);
+  json toolchain = {{"cutlass_version", nullptr}, {"nvcc_version", nullptr}};
+  if (!kernels.empty())
+    toolchain = {{"cutlass_version", kernels[0]["cutlass_version"]}, {"nvcc_version", kernels[0]["nvcc_version"]}};
   for (const auto& v : verdicts) {
     const auto& m = plan.entries[v.entry].match;
     json base = {{"pattern", m.rule}, {"anchor", m.anchor}, {"nodes", m.nodes}};
@@ -201,7 +233,12 @@ json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerd
           {"arch", plan.arch},
           {"plan", sources.plan},
           {"tune_report", sources.tune_report},
-          {"op_library", sources.op_library.empty() ? json(nullptr) : json(sources.op_library)},
+          // Relative to this folder: the library travels with the module (see write_composed_module).
+          {"op_library", sources.op_library.empty() ? json(nullptr) : json(kOpLibraryCopy)},
+          {"op_library_built_at", sources.op_library.empty() ? json(nullptr) : json(sources.op_library)},
+          {"kernels", kernels},
+          {"toolchain", toolchain},
+          {"reference_ops", kReferenceOpsCopy},
           {"accepted", accepted},
           {"rejected", rejected}};
 }
@@ -211,6 +248,9 @@ void write_composed_module(const discover::Plan& plan, const std::vector<Pattern
   std::string module = model_new_source(plan, verdicts);
   std::string user = read_text_file(sources.model, "model file");
   std::string manifest = composed_manifest(plan, verdicts, sources).dump(1) + "\n";
+  if (!sources.op_library.empty() && !fs::is_regular_file(sources.op_library))
+    throw Error(fmt::format("op library {} does not exist; build it with `fact ops build REPORT.json --out DIR "
+                            "--compile`, or leave out --op-library", sources.op_library));
 
   if (fs::exists(dir)) {
     fs::path old = dir / "manifest.json";
@@ -229,6 +269,9 @@ void write_composed_module(const discover::Plan& plan, const std::vector<Pattern
     write_file_atomic(tmp / kComposedModuleFile, module);
     write_file_atomic(tmp / kUserModelCopy, user);
     write_file_atomic(tmp / "manifest.json", manifest);
+    // The folder is the artifact: the library and the reference ops travel with the module.
+    if (!sources.op_library.empty()) fs::copy_file(sources.op_library, tmp / kOpLibraryCopy);
+    fs::copy_file(python_dir() / "fact" / "compose" / "reference_ops.py", tmp / kReferenceOpsCopy);
     if (fs::exists(dir)) fs::remove_all(dir);
     fs::rename(tmp, dir);
   } catch (...) {

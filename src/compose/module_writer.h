@@ -16,6 +16,8 @@ namespace fact::compose {
 inline constexpr int kComposedManifestVersion = 1;
 inline constexpr const char* kComposedModuleFile = "model_new.py";
 inline constexpr const char* kUserModelCopy = "user_model.py";  // the user's file, as ModelNew imports it
+inline constexpr const char* kOpLibraryCopy = "libfact_ops.so";  // the op library, copied beside the module
+inline constexpr const char* kReferenceOpsCopy = "reference_ops.py";  // PyTorch references of the ops (CPU tests)
 
 // The text of model_new.py (from templates/compose/model_new.py.in). Throws Error naming the node
 // when an argument cannot be written as Python or an accepted pattern lacks its a/b operands.
@@ -31,9 +33,10 @@ struct ComposeSources {
 nlohmann::json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
                                  const ComposeSources& sources);
 
-// Writes DIR/model_new.py, DIR/user_model.py and DIR/manifest.json. Everything is generated first,
-// then written to a sibling folder and renamed, so a failure leaves no DIR behind. An existing DIR is
-// replaced only if it holds an earlier composed module.
+// Writes DIR/model_new.py, DIR/user_model.py, DIR/manifest.json, DIR/reference_ops.py and, when
+// sources.op_library is given, a copy of it as DIR/libfact_ops.so: the folder runs with PyTorch alone.
+// Everything is generated first, then written to a sibling folder and renamed, so a failure leaves no DIR
+// behind. An existing DIR is replaced only if it holds an earlier composed module.
 void write_composed_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
                            const ComposeSources& sources, const std::filesystem::path& dir);
 

@@ -71,6 +71,16 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
         v.reason = fmt::format("PyTorch kept: {}: {}", status.empty() ? "no status" : status, row.value("message", ""));
       continue;
     }
+    // The tuner already gates on time; a report edited or written elsewhere gets the same rule here.
+    bool timed = row.contains("fact_ms") && row["fact_ms"].is_number() && row.contains("baseline_ms") &&
+                 row["baseline_ms"].is_number();
+    if (!timed || row["fact_ms"].get<double>() >= row["baseline_ms"].get<double>()) {
+      v.reason = timed ? fmt::format("PyTorch kept: FACT kernel {} {} does not beat {} {}", row["winner"].get<std::string>(),
+                                     ms(row, "fact_ms"), row.value("baseline", std::string("PyTorch")),
+                                     ms(row, "baseline_ms"))
+                       : "PyTorch kept: the tune report has no measured FACT and PyTorch times for this pattern";
+      continue;
+    }
     if (!realize::is_gemm_family(m)) {
       v.reason = "PyTorch kept: family '" + m.family + "' has no composer yet";
       continue;

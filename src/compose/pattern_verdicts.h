@@ -1,6 +1,8 @@
 #pragma once
 // Which plan entries the composed module takes from FACT: those whose `fact tune --report` row names
-// a winning kernel. Every other entry keeps PyTorch's ops, with the reason the module will print.
+// a winning kernel (so it verified) measured faster than PyTorch's ops. Every other entry keeps
+// PyTorch's ops, with the reason the module will print (a row the tuner marked failed, a kernel that
+// failed verification, a library that did not build or an op missing at load time: its status and message).
 #include <string>
 #include <vector>
 

@@ -1,12 +1,24 @@
-"""End-to-end check of a composed module (`fact compose` output) against the user's Model.
+"""End-to-end check of a composed module (`fact compose` output) against the user's Model, and the benchmark.
 
-KernelBench's rule (fresh random inputs each trial, atol = rtol = 1e-2) plus the relative error of both
-modules against a float64 run of the original, then the time of each (CUDA events, medians), all under
-one numerics setting. On a GPU the composed module's ops come from the op library (--lib); on a CPU
-(--reference) from FACT's reference ops.
+Correctness: KernelBench's rule (fresh random inputs each trial, atol = rtol = 1e-2, composed vs original in
+the same numerics) plus the relative error of each module against a float64 run of the original.
+Timing (CUDA GPU only): eager (the original Model), the composed module, torch.compile (default) and
+torch.compile (mode="max-autotune") of the original, all in this one process under one numerics setting,
+each as the median of CUDA-event timed calls after a warm-up. Compile time (the warm-up's first call) is
+recorded, not timed. A variant that fails (e.g. a compile error) is reported with its error.
+
+Numerics: fp32 and 3xtf32 run under torch.set_float32_matmul_precision("highest"), tf32 under "high".
+bf16 and fp16 cast the model and its inputs to that dtype (what a user of that dtype runs); every variant,
+baselines included, runs the same cast model. The float64 reference is the original fp32 weights and the
+same (fp32-drawn) inputs in float64, so quantizing to bf16 counts as error, for every variant alike.
+
+Before anything else, every op the manifest accepts must be in torch.ops.fact once the library (--lib) or
+the reference ops (--reference) are loaded; otherwise the result lists them in "missing_ops" and the exit
+status is 4, so `fact optimize` can compose again without them.
 
 Usage: python -m fact.compose.e2e_check COMPOSED_DIR [--lib libfact_ops.so | --reference]
-                                         [--numerics tf32] [--trials 5] [-o result.json]
+           [--numerics tf32] [--trials 5] [--iters 20] [--no-compile] [--no-max-autotune] [-o result.json]
+Exit status: 0 correct; 1 composed output differs from the original; 2 bad usage; 4 ops missing.
 """
 from __future__ import annotations
 
@@ -16,11 +28,18 @@ import importlib.util
 import json
 import statistics
 import sys
+import time
+import traceback
 from pathlib import Path
 
 import torch
 
-PRECISION = {"fp32": "highest", "3xtf32": "highest", "tf32": "high"}
+PRECISION = {"fp32": "highest", "3xtf32": "highest", "tf32": "high", "bf16": "highest", "fp16": "highest"}
+DTYPE = {"fp32": torch.float32, "3xtf32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+         "fp16": torch.float16}
+ATOL = RTOL = 1e-2  # KernelBench's tolerance
+VARIANTS = ("eager", "composed", "compile_default", "compile_max_autotune")
+EXIT_OK, EXIT_INCORRECT, EXIT_USAGE, EXIT_OPS_MISSING = 0, 1, 2, 4
 
 
 def load_composed(folder: Path):
@@ -30,8 +49,24 @@ def load_composed(folder: Path):
     return module
 
 
+def missing_ops(manifest: dict) -> list[str]:
+    """The accepted ops of a composed-module manifest that torch.ops.fact does not hold."""
+    missing = []
+    for entry in manifest.get("accepted", []):
+        try:
+            getattr(torch.ops.fact, entry["op"])
+        except (AttributeError, RuntimeError):
+            missing.append(entry["op"])
+    return missing
+
+
 def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:
     return float((x.double() - ref).norm() / ref.norm())
+
+
+def cast_inputs(inputs, dtype, device):
+    return [x.to(device=device, dtype=dtype) if isinstance(x, torch.Tensor) and x.is_floating_point()
+            else (x.to(device) if isinstance(x, torch.Tensor) else x) for x in inputs]
 
 
 def median_ms(fn, inputs, iters: int) -> float:
@@ -49,61 +84,145 @@ def median_ms(fn, inputs, iters: int) -> float:
     return statistics.median(times)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def compiled(original, mode: str | None, backend: str):
+    """torch.compile of a copy of the original; the dynamo cache is reset so each mode compiles afresh."""
+    torch._dynamo.reset()
+    kwargs = {"backend": backend}
+    if mode:
+        kwargs["mode"] = mode
+    return torch.compile(copy.deepcopy(original), **kwargs)
+
+
+def run_variant(name, make, inputs, ref, cuda: bool, iters: int) -> dict:
+    """Builds a variant, runs it once (timed by the wall clock: for torch.compile that is the compile),
+    then times it. Any exception becomes status "failed" with its message."""
+    entry = {"status": "ok"}
+    try:
+        fn = make()
+        t0 = time.perf_counter()
+        out = fn(*inputs)
+        if cuda:
+            torch.cuda.synchronize()
+        entry["first_call_s"] = time.perf_counter() - t0
+        entry["rel_err"] = rel_err(out, ref)
+        del out
+        if cuda:
+            entry["ms"] = median_ms(fn, inputs, iters)
+    except Exception as e:  # noqa: BLE001 - a failing baseline is reported, never dropped
+        entry = {"status": "failed", "error": f"{type(e).__name__}: {e}"[:2000],
+                 "traceback_tail": traceback.format_exc()[-1500:]}
+    print(f"e2e_check: {name}: {entry.get('status')} {entry.get('ms', '')}", file=sys.stderr)
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fact.compose.e2e_check")
     ap.add_argument("composed", type=Path)
     ap.add_argument("--lib", help="op library to load (GPU)")
     ap.add_argument("--reference", action="store_true", help="use FACT's CPU reference ops instead of a library")
     ap.add_argument("--numerics", default="tf32", choices=sorted(PRECISION))
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--no-compile", action="store_true", help="skip both torch.compile baselines")
+    ap.add_argument("--no-max-autotune", action="store_true", help="skip torch.compile(mode='max-autotune') (slow)")
+    ap.add_argument("--compile-backend", default="inductor", help="torch.compile backend of the baselines")
     ap.add_argument("-o", "--output")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
+    manifest_path = args.composed / "manifest.json"
+    if not manifest_path.is_file():
+        print(f"e2e_check: {manifest_path} not found; pass the folder `fact compose --out` wrote", file=sys.stderr)
+        return EXIT_USAGE
+    manifest = json.loads(manifest_path.read_text())
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
-    if args.lib:
-        torch.ops.load_library(args.lib)
-    elif args.reference:
-        from fact.compose.reference_ops import register_reference_ops
-        register_reference_ops(args.composed / "manifest.json")
-    else:
-        print("e2e_check: give --lib (GPU op library) or --reference (CPU reference ops)", file=sys.stderr)
-        return 2
+    result = {"device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
+              "numerics": args.numerics, "float32_matmul_precision": PRECISION[args.numerics],
+              "dtype": str(DTYPE[args.numerics]).replace("torch.", ""), "atol": ATOL, "rtol": RTOL}
+
+    def finish(code: int) -> int:
+        text = json.dumps(result, indent=1)
+        if args.output:
+            Path(args.output).write_text(text + "\n")
+        print(text)
+        return code
+
+    load_error = None
+    try:
+        if args.lib:
+            torch.ops.load_library(args.lib)
+        elif args.reference:
+            from fact.compose.reference_ops import register_reference_ops
+            register_reference_ops(manifest)
+    except Exception as e:  # noqa: BLE001 - reported with the ops it leaves missing
+        load_error = f"{type(e).__name__}: {e}"[:2000]
+    result["missing_ops"] = missing_ops(manifest)
+    if result["missing_ops"]:
+        result["status"] = "ops_missing"
+        result["error"] = load_error or f"not in {args.lib or 'the reference ops'}"
+        return finish(EXIT_OPS_MISSING)
+
     torch.set_float32_matmul_precision(PRECISION[args.numerics])
+    dtype = DTYPE[args.numerics]
     mod = load_composed(args.composed)
     torch.manual_seed(0)
     init = mod.get_init_inputs()
-    original = mod.Model(*init).to(device).eval()
-    composed = mod.ModelNew(*init).to(device).eval()
-    composed.load_state_dict(original.state_dict(), strict=True)
-    reference64 = copy.deepcopy(original).double()
+    original32 = mod.Model(*init).eval()
+    reference64 = copy.deepcopy(original32).to(device).double()
+    original = copy.deepcopy(original32).to(device=device, dtype=dtype)
+    composed = mod.ModelNew(*init).eval()
+    composed.load_state_dict(original32.state_dict(), strict=True)
+    composed = composed.to(device=device, dtype=dtype)
+    del original32
+
+    def fresh_inputs(seed):
+        torch.manual_seed(seed)
+        raw = mod.get_inputs()
+        return cast_inputs(raw, dtype, device), cast_inputs(raw, torch.float64, device)
 
     trials = []
     with torch.no_grad():
         for t in range(args.trials):
-            torch.manual_seed(1000 + t)  # fresh inputs every trial
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
-            ref = reference64(*[x.double() if isinstance(x, torch.Tensor) else x for x in inputs])
-            out_o, out_c = original(*inputs), composed(*inputs)
-            trials.append({"allclose_1e-2": bool(torch.allclose(out_c, out_o, atol=1e-2, rtol=1e-2)),
-                           "max_abs_diff": float((out_c - out_o).abs().max()),
+            inputs, inputs64 = fresh_inputs(1000 + t)  # fresh inputs every trial
+            ref = reference64(*inputs64)
+            out_o = original(*inputs)
+            try:
+                out_c = composed(*inputs)
+            except Exception as e:  # noqa: BLE001 - a composed module that cannot run is incorrect, said so
+                result.update(correct=False, status="incorrect", trials=trials,
+                              error=f"composed module raised {type(e).__name__}: {e}"[:2000])
+                return finish(EXIT_INCORRECT)
+            trials.append({"allclose_1e-2": bool(torch.allclose(out_c, out_o, atol=ATOL, rtol=RTOL)),
+                           "max_abs_diff": float((out_c.float() - out_o.float()).abs().max()),
                            "rel_err_composed": rel_err(out_c, ref), "rel_err_original": rel_err(out_o, ref)})
-            del ref
-        timing = {}
-        if cuda:
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
-            timing = {"eager_ms": median_ms(original, inputs, args.iters),
-                      "composed_ms": median_ms(composed, inputs, args.iters)}
-            timing["speedup"] = timing["eager_ms"] / timing["composed_ms"]
-    result = {"device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
-              "numerics": args.numerics, "float32_matmul_precision": PRECISION[args.numerics],
-              "correct": all(t["allclose_1e-2"] for t in trials), "trials": trials, **timing}
-    text = json.dumps(result, indent=1)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    print(text)
-    return 0 if result["correct"] else 1
+            del ref, out_o, out_c
+        result["correct"] = all(t["allclose_1e-2"] for t in trials)
+        result["trials"] = trials
+        result["rel_err_composed"] = max(t["rel_err_composed"] for t in trials)
+        result["rel_err_original"] = max(t["rel_err_original"] for t in trials)
+
+        inputs, inputs64 = fresh_inputs(2000)
+        ref = reference64(*inputs64)
+        del reference64, inputs64
+        variants = {"eager": run_variant("eager", lambda: original, inputs, ref, cuda, args.iters),
+                    "composed": run_variant("composed", lambda: composed, inputs, ref, cuda, args.iters)}
+        for name, mode, skip in (("compile_default", None, "--no-compile" if args.no_compile else ""),
+                                 ("compile_max_autotune", "max-autotune",
+                                  "--no-compile" if args.no_compile else "--no-max-autotune" if args.no_max_autotune else "")):
+            if skip:
+                variants[name] = {"status": "skipped", "error": f"not run ({skip})"}
+            else:
+                variants[name] = run_variant(name, lambda mode=mode: compiled(original, mode, args.compile_backend),
+                                             inputs, ref, cuda, args.iters)
+    result["variants"] = variants
+    if not cuda:
+        result["timing"] = "no CUDA GPU: correctness only, nothing timed"
+    for name in VARIANTS:
+        result[f"{name}_ms"] = variants[name].get("ms")
+    if result["eager_ms"] and result["composed_ms"]:
+        result["speedup"] = result["eager_ms"] / result["composed_ms"]
+    result["status"] = "ok" if result["correct"] else "incorrect"
+    return finish(EXIT_OK if result["correct"] else EXIT_INCORRECT)
 
 
 if __name__ == "__main__":

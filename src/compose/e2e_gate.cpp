@@ -1,0 +1,45 @@
+#include "compose/e2e_gate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace fact::compose {
+
+using nlohmann::json;
+
+E2eGate gate_e2e(const json& result, int exit_code, bool accepts_ops) {
+  E2eGate g;
+  if (!accepts_ops) return g;  // the module is PyTorch's ops already; the report shows the check's outcome
+  auto drop_all = [&](std::string reason) {
+    g.action = E2eGate::Action::drop_all;
+    g.reason = std::move(reason);
+    return g;
+  };
+  if (!result.is_object() || !result.contains("status"))
+    return drop_all(fmt::format("the end-to-end check wrote no result (exit {}); see e2e.log", exit_code));
+  std::string status = result["status"];
+  if (status == "ops_missing") {
+    g.action = E2eGate::Action::drop_ops;
+    g.ops = result.value("missing_ops", std::vector<std::string>{});
+    g.reason = fmt::format("op missing from the op library at load time ({})", result.value("error", "not found"));
+    if (g.ops.empty()) return drop_all(g.reason);
+    return g;
+  }
+  if (!result.value("correct", false)) {
+    std::string detail = result.contains("error") ? result["error"].get<std::string>() : "";
+    if (detail.empty() && result.contains("trials"))
+      for (const auto& t : result["trials"])
+        if (!t.value("allclose_1e-2", true))
+          detail = fmt::format("max |composed - original| {:.3g}", t.value("max_abs_diff", 0.0));
+    return drop_all(fmt::format("the composed module failed KernelBench's check (atol = rtol = 1e-2): {}",
+                                detail.empty() ? "see e2e.log" : detail));
+  }
+  const json& c = result.value("composed_ms", json(nullptr));
+  const json& e = result.value("eager_ms", json(nullptr));
+  if (c.is_number() && e.is_number() && c.get<double>() > e.get<double>())
+    return drop_all(fmt::format("the composed module took {:.3f} ms, slower than the original's {:.3f} ms",
+                                c.get<double>(), e.get<double>()));
+  return g;
+}
+
+}  // namespace fact::compose

@@ -1,0 +1,153 @@
+// Gating of `fact optimize`: the tune report's winners that lose (failed build, op missing at load time,
+// composed module incorrect or slower end to end), a winner that was not measured faster, and the report's
+// "e2e" object, "patterns" rows and Markdown tables.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compose/e2e_gate.h"
+#include "compose/optimize_report.h"
+#include "compose/pattern_verdicts.h"
+#include "compose/tune_report_edit.h"
+#include "discover/arch_spec.h"
+#include "discover/pattern_registry.h"
+#include "discover/plan.h"
+#include "ir/ir_io.h"
+
+using nlohmann::json;
+using fact::compose::E2eGate;
+
+namespace {
+
+fact::discover::Plan minigpt_plan() {
+  const auto& ops = fact::ir::OpTable::builtin();
+  static const auto registry = fact::discover::PatternRegistry::builtin();
+  auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/minigpt_block.json", ops);
+  return fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "tf32");
+}
+
+// Every GEMM-family entry of the plan won with config "cfg<i>" at the given FACT time (PyTorch 1.0 ms).
+json winning_report(const fact::discover::Plan& plan, double fact_ms) {
+  json rows = json::array();
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const auto& m = plan.entries[i].match;
+    if (m.family != "gemm") continue;
+    rows.push_back({{"pattern", m.rule}, {"anchor", m.anchor}, {"status", "tuned"}, {"baseline", "torch"},
+                    {"fact_ms", fact_ms}, {"baseline_ms", 1.0}, {"rel_err", 1e-4}, {"numerics", "tf32"},
+                    {"winner", "cfg" + std::to_string(i)}, {"config", {{"epilogue", "none"}}}});
+  }
+  return {{"format", "fact-tune-report"}, {"version", 1}, {"rows", rows}};
+}
+
+size_t accepted_count(const std::vector<fact::compose::PatternVerdict>& v) {
+  size_t n = 0;
+  for (const auto& x : v) n += x.accepted;
+  return n;
+}
+
+json good_run() {
+  return {{"status", "ok"}, {"correct", true}, {"numerics", "tf32"}, {"eager_ms", 13.0}, {"composed_ms", 8.0},
+          {"compile_default_ms", 6.0}, {"compile_max_autotune_ms", nullptr}, {"rel_err_composed", 1e-4},
+          {"rel_err_original", 1e-4},
+          {"variants",
+           {{"eager", {{"status", "ok"}, {"ms", 13.0}}},
+            {"composed", {{"status", "ok"}, {"ms", 8.0}}},
+            {"compile_default", {{"status", "ok"}, {"ms", 6.0}, {"first_call_s", 40.0}}},
+            {"compile_max_autotune", {{"status", "failed"}, {"error", "BackendCompilerFailed: boom"}}}}}};
+}
+
+}  // namespace
+
+TEST(ComposeGating, WinnerNotMeasuredFasterThanPyTorchIsRejected) {
+  auto plan = minigpt_plan();
+  auto fast = fact::compose::pattern_verdicts(plan, winning_report(plan, 0.5), "r.json");
+  ASSERT_GT(accepted_count(fast), 0u);
+  auto slow = fact::compose::pattern_verdicts(plan, winning_report(plan, 1.2), "r.json");
+  EXPECT_EQ(accepted_count(slow), 0u);
+  for (const auto& v : slow)
+    if (!v.row.is_null()) EXPECT_NE(v.reason.find("does not beat"), std::string::npos) << v.reason;
+}
+
+TEST(ComposeGating, RejectedWinnersKeepPyTorchWithTheReason) {
+  auto plan = minigpt_plan();
+  json report = winning_report(plan, 0.5);
+  ASSERT_TRUE(fact::compose::has_winners(report));
+  std::string first_op = fact::compose::winning_op(report["rows"][0]);
+  json one = fact::compose::reject_winners(report, {first_op}, "op_missing", "op missing from the op library");
+  auto v1 = fact::compose::pattern_verdicts(plan, one, "r.json");
+  EXPECT_EQ(accepted_count(v1), accepted_count(fact::compose::pattern_verdicts(plan, report, "r.json")) - 1);
+  json all = fact::compose::reject_winners(report, {}, "ops_build_failed", "the op library did not build");
+  EXPECT_FALSE(fact::compose::has_winners(all));
+  auto v = fact::compose::pattern_verdicts(plan, all, "r.json");
+  EXPECT_EQ(accepted_count(v), 0u);
+  bool said = false;
+  for (const auto& x : v) said |= x.reason.find("ops_build_failed: the op library did not build") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_EQ(all["rows"][0]["fact_ms"], 0.5);  // what was measured stays in the report
+}
+
+TEST(ComposeGating, EndToEndGateKeepsDropsOpsOrFallsBack) {
+  EXPECT_EQ(fact::compose::gate_e2e(good_run(), 0, true).action, E2eGate::Action::keep);
+
+  json slower = good_run();
+  slower["composed_ms"] = 14.0;
+  auto g = fact::compose::gate_e2e(slower, 0, true);
+  EXPECT_EQ(g.action, E2eGate::Action::drop_all);
+  EXPECT_NE(g.reason.find("slower"), std::string::npos) << g.reason;
+
+  json wrong = good_run();
+  wrong["correct"] = false;
+  wrong["trials"] = json::array({{{"allclose_1e-2", false}, {"max_abs_diff", 3.5}}});
+  g = fact::compose::gate_e2e(wrong, 1, true);
+  EXPECT_EQ(g.action, E2eGate::Action::drop_all);
+  EXPECT_NE(g.reason.find("KernelBench"), std::string::npos) << g.reason;
+
+  json missing = {{"status", "ops_missing"}, {"missing_ops", {"gemm_x"}}, {"error", "OSError: undefined symbol"}};
+  g = fact::compose::gate_e2e(missing, 4, true);
+  EXPECT_EQ(g.action, E2eGate::Action::drop_ops);
+  EXPECT_EQ(g.ops, std::vector<std::string>{"gemm_x"});
+  EXPECT_NE(g.reason.find("undefined symbol"), std::string::npos);
+
+  EXPECT_EQ(fact::compose::gate_e2e(nullptr, -1, true).action, E2eGate::Action::drop_all);  // crashed
+  EXPECT_EQ(fact::compose::gate_e2e(slower, 0, false).action, E2eGate::Action::keep);      // nothing to drop
+}
+
+TEST(ComposeGating, ReportHasE2eFieldsPatternsAndTables) {
+  auto plan = minigpt_plan();
+  json e2e = fact::compose::e2e_summary(good_run(), nullptr, "");
+  for (const char* k : {"correct", "eager_ms", "composed_ms", "compile_default_ms", "compile_max_autotune_ms",
+                        "numerics", "rel_err_composed", "rel_err_original", "speedups"})
+    EXPECT_TRUE(e2e.contains(k)) << k;
+  EXPECT_DOUBLE_EQ(e2e["speedups"]["vs_eager"].get<double>(), 13.0 / 8.0);
+  EXPECT_DOUBLE_EQ(e2e["speedups"]["vs_best_compile"].get<double>(), 6.0 / 8.0);
+  EXPECT_TRUE(e2e["compile_max_autotune_ms"].is_null());
+  EXPECT_EQ(e2e["variants"]["compile_max_autotune"]["error"], "BackendCompilerFailed: boom");
+  EXPECT_FALSE(e2e["fallback"]["applied"].get<bool>());
+
+  // Fallback: eager and composed from the fallback's run, torch.compile from the first run.
+  json final_run = good_run();
+  final_run["composed_ms"] = 13.1;
+  final_run["variants"]["compile_default"] = {{"status", "skipped"}};
+  json slow_first = good_run();
+  slow_first["composed_ms"] = 20.0;
+  json fb = fact::compose::e2e_summary(slow_first, final_run, "slower than the original");
+  EXPECT_TRUE(fb["fallback"]["applied"].get<bool>());
+  EXPECT_EQ(fb["fallback"]["rejected_composed_ms"], 20.0);
+  EXPECT_EQ(fb["composed_ms"], 13.1);
+  EXPECT_EQ(fb["compile_default_ms"], 6.0);
+
+  auto verdicts = fact::compose::pattern_verdicts(plan, winning_report(plan, 0.5), "r.json");
+  json rows = fact::compose::pattern_rows(plan, verdicts);
+  ASSERT_EQ(rows.size(), plan.entries.size());
+  for (const auto& r : rows)
+    for (const char* k : {"rule", "anchor", "accepted", "why", "fact_ms", "pytorch_ms", "numerics", "rel_err"})
+      EXPECT_TRUE(r.contains(k)) << k;
+
+  json report = {{"model", "m.py"}, {"e2e", fb}, {"patterns", rows}, {"steps", json::array()},
+                 {"chart", {{"file", "chart.png"}, {"note", ""}}}};
+  std::string md = fact::compose::optimize_report_markdown(report);
+  EXPECT_NE(md.find("Fell back to PyTorch's ops"), std::string::npos) << md;
+  EXPECT_NE(md.find("| compile_max_autotune | failed: BackendCompilerFailed: boom |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Patterns"), std::string::npos);
+  EXPECT_NE(md.find("](chart.png)"), std::string::npos);
+}

@@ -1,0 +1,74 @@
+"""python -m fact.compose.e2e_check on a CPU: correctness in each numerics mode (bf16 casts model and inputs),
+a torch.compile baseline that fails is reported with its error, and an op the library lacks is listed
+(exit 4) before anything runs."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from fact.compose import e2e_check
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
+FACT_BIN = Path(os.environ.get("FACT_BIN", REPO_ROOT / "build" / "fact"))
+
+pytestmark = pytest.mark.skipif(not FACT_BIN.exists(), reason=f"fact binary not built at {FACT_BIN}")
+
+
+@pytest.fixture(scope="module")
+def composed(tmp_path_factory):
+    """The tiny MLP composed with gemm_bias_gelu_tanh accepted as op gemm_e2e_gelu (reference ops on CPU)."""
+    work = tmp_path_factory.mktemp("e2e")
+    run = lambda *a: subprocess.run([str(FACT_BIN), *map(str, a)], capture_output=True, text=True, cwd=REPO_ROOT)
+    r = run("discover", FIXTURE, "--json", work / "plan.json")
+    assert r.returncode == 0, r.stderr
+    rows = []
+    for p in json.loads((work / "plan.json").read_text())["patterns"]:
+        row = {"pattern": p["rule"], "anchor": p["anchor"], "status": "tuned", "fact_ms": 0.5, "baseline_ms": 1.0,
+               "config": None, "winner": "torch"}
+        if p["rule"] == "gemm_bias_gelu_tanh":
+            row.update(winner="e2e_gelu", config={"epilogue": "bias_gelu_tanh"}, problem={"epilogue": "bias_gelu_tanh"})
+        rows.append(row)
+    (work / "tune.json").write_text(json.dumps({"format": "fact-tune-report", "version": 1, "rows": rows}))
+    r = run("compose", work / "plan.json", work / "tune.json", "--model", FIXTURE, "--out", work / "c")
+    assert r.returncode == 0, r.stderr
+    return work / "c"
+
+
+@pytest.mark.parametrize("numerics,dtype", [("fp32", "float32"), ("tf32", "float32"), ("bf16", "bfloat16")])
+def test_correct_in_each_numerics(composed, tmp_path, numerics, dtype):
+    out = tmp_path / "r.json"
+    code = e2e_check.main([str(composed), "--reference", "--numerics", numerics, "--no-compile", "-o", str(out)])
+    r = json.loads(out.read_text())
+    assert code == 0 and r["correct"] and r["dtype"] == dtype and r["numerics"] == numerics
+    assert r["variants"]["compile_default"] == {"status": "skipped", "error": "not run (--no-compile)"}
+    assert 0 < r["rel_err_composed"] < (2e-2 if numerics == "bf16" else 1e-5)
+
+
+def test_failing_compile_baseline_is_reported_with_its_error(composed, tmp_path):
+    out = tmp_path / "r.json"
+    code = e2e_check.main([str(composed), "--reference", "--numerics", "fp32", "--no-max-autotune",
+                           "--compile-backend", "no_such_backend", "-o", str(out)])
+    r = json.loads(out.read_text())
+    assert code == 0 and r["correct"]
+    v = r["variants"]["compile_default"]
+    assert v["status"] == "failed" and "no_such_backend" in v["error"]
+    assert r["variants"]["compile_max_autotune"]["error"] == "not run (--no-max-autotune)"
+
+
+def test_op_missing_from_library_is_listed_before_running(composed, tmp_path):
+    bogus = tmp_path / "libfact_ops.so"
+    bogus.write_bytes(b"not a library")
+    out = tmp_path / "r.json"
+    # A fresh process: the tests above registered the reference ops in this one.
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "python"))
+    code = subprocess.run([sys.executable, "-m", "fact.compose.e2e_check", str(composed), "--lib", str(bogus), "-o",
+                           str(out)], env=env, capture_output=True, text=True, timeout=300).returncode
+    r = json.loads(out.read_text())
+    assert code == e2e_check.EXIT_OPS_MISSING
+    assert r["status"] == "ops_missing" and r["missing_ops"] == ["gemm_e2e_gelu"] and "OSError" in r["error"]
+    assert "trials" not in r
