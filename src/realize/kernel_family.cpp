@@ -8,11 +8,12 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "realize/attention_family.h"
 #include "realize/norm_family.h"
 
 namespace fact::realize {
 
-std::vector<const KernelFamily*> kernel_families() { return {&normalization_family()}; }
+std::vector<const KernelFamily*> kernel_families() { return {&normalization_family(), &attention_family()}; }
 
 const KernelFamily* kernel_family_named(const std::string& name) {
   for (const auto* f : kernel_families())
