@@ -3,6 +3,7 @@
 // reason); results persist in the tuning database.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -30,6 +31,7 @@ struct TuneCliOptions {
   unsigned jobs = 0;
   bool force = false;
   bool build_only = false;
+  std::vector<std::string> families;  // empty: every family
 };
 
 void progress_bar(const BuildProgress& p) {
@@ -64,6 +66,9 @@ void run_tune(const TuneCliOptions& o) {
   for (auto& entry : plan.entries) {
     const auto& m = entry.match;
     ++i;
+    if (!o.families.empty() &&
+        std::find(o.families.begin(), o.families.end(), m.kernel.value("family", m.family)) == o.families.end())
+      continue;  // asked for other families only: no row, so PyTorch keeps it downstream
     json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"numerics", numerics_name}, {"arch", plan.arch}};
     const realize::KernelFamily* family = realize::is_gemm_family(m) ? nullptr : realize::kernel_family_for(m);
     if (family) {
@@ -141,6 +146,8 @@ const bool registered = cli::register_command("tune", [](CLI::App& app) {
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: all cores)");
   cmd->add_flag("--force", o->force, "tune again even if the database has a winner");
   cmd->add_flag("--build-only", o->build_only, "generate and compile, do not measure (no GPU needed)");
+  cmd->add_option("--family", o->families, "tune only patterns of these families (gemm, normalization, attention)")
+      ->check(CLI::IsMember({"gemm", "normalization", "attention"}));
   cmd->add_option("--report", o->report, "write the per-pattern results as JSON here");
   cmd->add_option("--work-dir", o->work_dir, "where measurement requests and results go");
   cmd->callback([o] { run_tune(*o); });

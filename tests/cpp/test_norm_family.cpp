@@ -231,3 +231,31 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
   p.arch = Arch::sm90;
   expect_norm_compiles(p, "sm90_fp32_rms_norm");
 }
+
+#include "realize/attention_codegen.h"
+
+TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
+  auto where = fact::run_process({fact::python_exe(), "-c",
+                                  "import importlib.util, os; s = importlib.util.find_spec('torch'); "
+                                  "print(os.path.dirname(s.origin) if s else '')"});
+  std::string torch_dir = where.out.substr(0, where.out.find('\n'));
+  if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
+    GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  NormConfig plain = enumerate_norm_configs(minigpt_ln(), 1).ranked.at(0);
+  NormProblem fused = minigpt_ln(Element::bf16);
+  fused.has_residual = fused.store_sum = true;
+  fused.residual_row_stride = 768;
+  NormConfig with_sum = enumerate_norm_configs(fused, 1).ranked.at(0);
+  fs::path dir = fs::temp_directory_path() / "fact_test_family_wrapper";
+  fs::create_directories(dir);
+  // The op library's preamble (templates/cutlass/op_wrapper.cpp.in) gives these includes to every op.
+  std::ofstream(dir / "ops.cpp") << "#include <optional>\n#include <ATen/ATen.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+                                    "#include <c10/cuda/CUDAGuard.h>\n#include <torch/library.h>\n#include \"kernel_abi.h\"\n"
+                                 << generate_norm_op_wrapper(plain).text << generate_norm_op_wrapper(with_sum).text
+                                 << generate_attention_op_wrapper(AttentionConfig{}).text;
+  fs::path inc = fs::path(torch_dir) / "include";
+  auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
+                              "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
+                              "-I" + (fact::fact_home() / "src" / "realize").string(), (dir / "ops.cpp").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
+}
