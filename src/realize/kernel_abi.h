@@ -1,4 +1,4 @@
-/* The C ABI every generated kernel (GEMM family, attention) exports, so the tuner can load a candidate library
+/* The C ABI every generated kernel (GEMM family, attention, normalization) exports, so the tuner can load a candidate library
  * with ctypes (no torch headers in the hot compile) and the composer can wrap winners as torch ops.
  * Included by generated .cu files and mirrored by python/fact/realize/kernel_abi.py. Keep in sync. */
 #ifndef FACT_KERNEL_ABI_H
@@ -51,6 +51,31 @@ typedef struct FactAttentionArgs {
 /* Exported by each attention kernel, with <id> its config id (no workspace):
  *   int         fact_<id>_can_implement(const FactAttentionArgs*);
  *   int         fact_<id>_run(const FactAttentionArgs*);
+ *   const char* fact_<id>_describe(void);
+ */
+
+/* Row normalization over the last dimension, rows x cols, fp32 accumulation:
+ *   s = x + residual (rounded to the element type, as PyTorch's add would), or x when residual is null;
+ *   layer_norm: y = (s - mean(s)) / sqrt(var(s) + eps) * weight + bias   (biased variance)
+ *   rms_norm:   y = s / sqrt(mean(s^2) + eps) * weight
+ * Which norm, and whether weight/bias/residual are present, is fixed by the kernel's config; pointers
+ * the config does not use must be null. Rows are given by element strides (the last dim is contiguous).
+ * sum, when non-null, receives s (the residual stream a following op reads). */
+typedef struct FactNormArgs {
+  int64_t rows, cols;
+  const void* x;        int64_t x_row_stride;
+  const void* residual; int64_t residual_row_stride;
+  const void* weight;   /* [cols], or null */
+  const void* bias;     /* [cols], or null */
+  void* y;              int64_t y_row_stride;
+  void* sum;            int64_t sum_row_stride;
+  float eps;
+  void* stream;         /* cudaStream_t */
+} FactNormArgs;
+
+/* Exported by each normalization kernel, with <id> its config id (no workspace):
+ *   int         fact_<id>_can_implement(const FactNormArgs*);
+ *   int         fact_<id>_run(const FactNormArgs*);
  *   const char* fact_<id>_describe(void);
  */
 

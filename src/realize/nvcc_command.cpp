@@ -21,8 +21,13 @@ std::string nvcc_gencode(Arch arch) {
 
 std::vector<std::string> nvcc_command(const GemmConfig& config, const fs::path& source, const fs::path& output,
                                       const fs::path& cutlass_dir, NvccOutput kind) {
+  return nvcc_command(config.arch, source, output, cutlass_dir, kind);
+}
+
+std::vector<std::string> nvcc_command(Arch arch, const fs::path& source, const fs::path& output,
+                                      const fs::path& cutlass_dir, NvccOutput kind) {
   std::vector<std::string> argv = {
-      nvcc_exe(), "-std=c++17", "-O3", "--expt-relaxed-constexpr", nvcc_gencode(config.arch),
+      nvcc_exe(), "-std=c++17", "-O3", "--expt-relaxed-constexpr", nvcc_gencode(arch),
       "-DNDEBUG",
       // CUTLASS's own CMake defines this for every tensor-core kernel it builds.
       "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1",

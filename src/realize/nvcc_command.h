@@ -18,5 +18,9 @@ std::string nvcc_gencode(Arch arch);
 std::vector<std::string> nvcc_command(const GemmConfig& config, const std::filesystem::path& source,
                                       const std::filesystem::path& output, const std::filesystem::path& cutlass_dir,
                                       NvccOutput kind = NvccOutput::shared_library);
+// The same for any kernel family: only the target arch differs between kernels.
+std::vector<std::string> nvcc_command(Arch arch, const std::filesystem::path& source,
+                                      const std::filesystem::path& output, const std::filesystem::path& cutlass_dir,
+                                      NvccOutput kind = NvccOutput::shared_library);
 
 }  // namespace fact::realize

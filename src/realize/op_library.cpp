@@ -75,6 +75,9 @@ void add_op_library_entries(const json& report, const std::string& where, std::v
     std::string at = fmt::format("{}: rows[{}]", where, i);
     if (!row.is_object()) throw Error(at + ": not a JSON object" + fix);
     if (!row.contains("config") || row["config"].is_null()) continue;  // PyTorch kept, not realized, or build-only
+    // Winners of the normalization/attention families (rows with a non-GEMM "family") are not wrapped
+    // into this library yet; the composer keeps PyTorch's ops for them and says so.
+    if (row.contains("family") && row["family"] != "gemm") continue;
     if (!row["config"].is_object()) throw Error(at + ".config: not an object (a GemmConfig JSON or null)" + fix);
     GemmConfig config;
     try {

@@ -64,6 +64,16 @@ TEST(OpLibrary, TakesWinnersMergesRepeatsAndSkipsRowsWithoutConfig) {
   EXPECT_EQ(entries[1].tuned_for[0]["problem"]["epilogue"], "bias");
 }
 
+TEST(OpLibrary, SkipsWinnersOfOtherKernelFamilies) {
+  auto a = sm90_bf16();
+  json norm = {{"pattern", "layer_norm"}, {"anchor", "layer_norm"}, {"family", "normalization"}, {"status", "tuned"},
+               {"problem", {{"kind", "layer_norm"}}}, {"config", {{"family", "normalization"}, {"kind", "layer_norm"}}}};
+  auto r = write_report("families", report({norm, row("matmul", &a, Numerics::bf16, true, Epilogue::none)}));
+  auto entries = op_library_entries({r});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].config.id(), a.id());
+}
+
 TEST(OpLibrary, ReportsWithoutWinnersOrOfTheWrongShapeAreErrors) {
   auto none = write_report("none", report({row("linear", nullptr, Numerics::bf16, true, Epilogue::none)}));
   try {

@@ -1,4 +1,5 @@
-"""ctypes mirror of src/realize/kernel_abi.h: FactGemmArgs and the four functions every candidate exports.
+"""ctypes mirror of src/realize/kernel_abi.h: the argument structs (FactGemmArgs, FactNormArgs,
+FactAttentionArgs) and the functions every candidate exports.
 
 Keep in sync with the header; tests/python/test_measure.py compiles the header with gcc and compares
 sizeof/offsetof of every field with this mirror.
@@ -51,14 +52,49 @@ class FactGemmArgs(ctypes.Structure):
     ]
 
 
+class FactNormArgs(ctypes.Structure):
+    _fields_ = [
+        ("rows", ctypes.c_int64), ("cols", ctypes.c_int64),
+        ("x", ctypes.c_void_p), ("x_row_stride", ctypes.c_int64),
+        ("residual", ctypes.c_void_p), ("residual_row_stride", ctypes.c_int64),
+        ("weight", ctypes.c_void_p),
+        ("bias", ctypes.c_void_p),
+        ("y", ctypes.c_void_p), ("y_row_stride", ctypes.c_int64),
+        ("sum", ctypes.c_void_p), ("sum_row_stride", ctypes.c_int64),
+        ("eps", ctypes.c_float),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
+class FactAttentionArgs(ctypes.Structure):
+    _fields_ = [
+        ("batch", ctypes.c_int64), ("heads", ctypes.c_int64), ("heads_kv", ctypes.c_int64),
+        ("seq_q", ctypes.c_int64), ("seq_k", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+        ("q", ctypes.c_void_p), ("q_batch_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
+        ("q_row_stride", ctypes.c_int64),
+        ("k", ctypes.c_void_p), ("k_batch_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64),
+        ("k_row_stride", ctypes.c_int64),
+        ("v", ctypes.c_void_p), ("v_batch_stride", ctypes.c_int64), ("v_head_stride", ctypes.c_int64),
+        ("v_row_stride", ctypes.c_int64),
+        ("o", ctypes.c_void_p), ("o_batch_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
+        ("o_row_stride", ctypes.c_int64),
+        ("scale", ctypes.c_float),
+        ("causal", ctypes.c_int),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 class KernelLoadError(Exception):
     """The library could not be opened or lacks one of the four exported functions."""
 
 
 class KernelLibrary:
-    """One candidate: a shared library exporting fact_<id>_{can_implement,workspace_bytes,run,describe}."""
+    """One candidate: a shared library exporting fact_<id>_{can_implement,workspace_bytes,run,describe}.
 
-    def __init__(self, path: str | Path, kernel_id: str):
+    args_type is the family's argument struct; families without a workspace (normalization, attention)
+    export no workspace_bytes, and workspace_bytes() then returns 0."""
+
+    def __init__(self, path: str | Path, kernel_id: str, args_type=FactGemmArgs, has_workspace: bool = True):
         if not KERNEL_ID_PATTERN.match(kernel_id):
             raise KernelLoadError(f"kernel id {kernel_id!r} is not a C identifier fragment ([A-Za-z0-9_]+)")
         self.path = Path(path)
@@ -70,9 +106,9 @@ class KernelLibrary:
             self._lib = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
         except OSError as e:
             raise KernelLoadError(f"{self.path}: dlopen failed: {e}") from e
-        args_p = ctypes.POINTER(FactGemmArgs)
+        args_p = ctypes.POINTER(args_type)
         self._can_implement = self._symbol("can_implement", ctypes.c_int, [args_p])
-        self._workspace_bytes = self._symbol("workspace_bytes", ctypes.c_size_t, [args_p])
+        self._workspace_bytes = self._symbol("workspace_bytes", ctypes.c_size_t, [args_p]) if has_workspace else None
         self._run = self._symbol("run", ctypes.c_int, [args_p])
         self._describe = self._symbol("describe", ctypes.c_char_p, [])
 
@@ -88,13 +124,13 @@ class KernelLibrary:
         fn.argtypes = argtypes
         return fn
 
-    def can_implement(self, args: FactGemmArgs) -> int:
+    def can_implement(self, args) -> int:
         return int(self._can_implement(ctypes.byref(args)))
 
-    def workspace_bytes(self, args: FactGemmArgs) -> int:
-        return int(self._workspace_bytes(ctypes.byref(args)))
+    def workspace_bytes(self, args) -> int:
+        return int(self._workspace_bytes(ctypes.byref(args))) if self._workspace_bytes else 0
 
-    def run(self, args: FactGemmArgs) -> int:
+    def run(self, args) -> int:
         return int(self._run(ctypes.byref(args)))
 
     def run_fn(self):

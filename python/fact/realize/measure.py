@@ -1,4 +1,5 @@
-"""`python -m fact.realize.measure REQUEST.json -o RESULT.json`: verify and time GEMM candidates.
+"""`python -m fact.realize.measure REQUEST.json -o RESULT.json`: verify and time kernel candidates
+(GEMM, or another family named by request.family: see family_cases.py and family_worker.py).
 
 Called by the C++ tuner. The request names one GEMM problem and candidate libraries (see
 measure_request.py); the result holds, per candidate, a status, the median time and the error against a
@@ -216,7 +217,12 @@ class Orchestrator:
 
     def result(self) -> dict:
         p = self.request.problem
-        tol = tolerance(p.numerics, p.k)
+        if self.request.family == "gemm":
+            tol, tolerances = tolerance(p.numerics, p.k), tolerance_table(p.k)
+        else:
+            from .family_cases import case_for
+            tol = case_for(self.request.family, p).tolerance()
+            tolerances = {"why": "the family case's bound (see norm_case.py / attention_case.py)"}
         candidates = []
         for c in self.request.candidates:
             r = dict(self.results[c.id])
@@ -237,7 +243,7 @@ class Orchestrator:
             "baseline": baseline,
             "fp32_reference_err": fp32_err,
             "candidates": candidates,
-            "tolerances": {"applied": tol, "numerics": p.numerics, **tolerance_table(p.k)},
+            "tolerances": {"applied": tol, "numerics": p.numerics, **tolerances},
             "settings": {k: v for k, v in self.request.to_json().items() if k not in ("problem", "candidates")},
             "error": self.fatal,
         }

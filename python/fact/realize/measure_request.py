@@ -20,7 +20,7 @@ NUMERICS_FOR_DTYPE = {"float32": ("fp32", "3xtf32", "tf32"), "bfloat16": ("bf16"
 DEFAULT_NUMERICS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 PROBLEM_KEYS = ("m", "n", "k", "batch", "layout_a", "layout_b", "dtype", "numerics", "epilogue")
-REQUEST_KEYS = ("problem", "candidates", "trials", "baseline", "warmup_ms", "rep_ms", "timeout_s")
+REQUEST_KEYS = ("family", "problem", "candidates", "trials", "baseline", "warmup_ms", "rep_ms", "timeout_s")
 
 
 class RequestError(Exception):
@@ -66,16 +66,18 @@ class Candidate:
 
 @dataclass(frozen=True)
 class MeasureRequest:
-    problem: GemmProblem
+    problem: GemmProblem  # or the family's problem (norm_case.NormProblem, attention_case.AttentionProblem)
     candidates: tuple[Candidate, ...] = field(default_factory=tuple)
     trials: int = 3
     baseline: bool = True
     warmup_ms: float = 25.0
     rep_ms: float = 200.0
     timeout_s: float = 60.0  # per candidate, verification and timing together
+    family: str = "gemm"     # which kernel family (family_cases.py); GEMM requests may leave it out
 
     def to_json(self) -> dict:
         return {
+            **({} if self.family == "gemm" else {"family": self.family}),
             "problem": self.problem.to_json(),
             "candidates": [asdict(c) for c in self.candidates],
             "trials": self.trials, "baseline": self.baseline,
@@ -169,8 +171,20 @@ def parse_request(obj) -> MeasureRequest:
     baseline = obj.get("baseline", True)
     if not isinstance(baseline, bool):
         raise RequestError(f"request.baseline: {baseline!r} is not true or false")
+    from .family_cases import FAMILIES, parse_family_problem
+    family = obj.get("family", "gemm")
+    if family not in FAMILIES:
+        raise RequestError(f"request.family: {family!r} is not one of {', '.join(FAMILIES)}")
+    if family == "gemm":
+        problem = parse_problem(obj["problem"])
+    else:
+        try:
+            problem = parse_family_problem(family, obj["problem"], "request.problem")
+        except ValueError as e:
+            raise RequestError(str(e)) from e
     return MeasureRequest(
-        problem=parse_problem(obj["problem"]),
+        family=family,
+        problem=problem,
         candidates=parse_candidates(obj.get("candidates", [])),
         trials=_positive_int(obj, "trials", "request", default=3),
         baseline=baseline,

@@ -118,6 +118,7 @@ class Worker:
         self.n_sets = timing.rotation_count(verify.bytes_per_set(self.problem), self.env["l2_bytes"])
         set_matmul_precision(self.problem.numerics)
         self.sets = [verify.make_operands(self.problem, self.device) for _ in range(self.n_sets)]
+        self.bytes_per_set = verify.bytes_per_set(self.problem)
 
     # -- baseline -------------------------------------------------------------------------------
     def baseline(self) -> dict:
@@ -255,12 +256,16 @@ def main(argv: list[str]) -> int:
         with open(argv[0]) as f:
             job = json.load(f)
         request = parse_request(job["request"])
-        worker = Worker(request, proto)
+        if request.family == "gemm":
+            worker = Worker(request, proto)
+        else:
+            from .family_worker import FamilyWorker
+            worker = FamilyWorker(request, proto)
     except Exception as e:  # noqa: BLE001 - reported to the parent, which records it
         traceback.print_exc()
         proto.emit("fatal", message=f"worker set-up failed: {first_line(e)}")
         return 1
-    proto.emit("ready", rotating_sets=worker.n_sets, bytes_per_set=verify.bytes_per_set(request.problem),
+    proto.emit("ready", rotating_sets=worker.n_sets, bytes_per_set=worker.bytes_per_set,
                **worker.env)
     if job.get("baseline"):
         proto.emit("start", item="baseline")

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Non-GEMM fused kernels on the device: for the MiniGPT and Llama blocks, in each numerics mode, discover
+# and tune only the normalization and attention patterns (GEMM rows are gemm_h100.sh's job). Norms in a
+# tf32 plan run in fp32 (TF32 is a matmul mode); attention runs in tf32 / bf16, and reports no_candidate
+# until templates/cute/attention_fwd.cu.in is in the tree. Rows (FACT vs the fastest PyTorch way, same
+# numerics, rel err vs float64) go to $OUT/fused_ops_rows.json, mergeable into bench/results/fused_h100.json.
+# Usage (device): bash bench/scripts/fused_ops_h100.sh ["tf32 bf16"] ["minigpt_block llama3_block"] [top]
+set -uo pipefail
+source bench/scripts/device_env.sh
+numerics_list=${1:-"tf32 bf16"}
+problems=${2:-"minigpt_block llama3_block"}
+top=${3:-6}
+w="$OUT/work"
+mkdir -p "$w"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for p in $problems; do
+  file="bench/problems/level3/$p.py"
+  for n in $numerics_list; do
+    echo "=== $p $n"
+    plan="$w/plan-$p-$n.json"
+    "$FACT_BIN" discover "$file" --numerics "$n" --json "$plan" > "$w/discover-$p-$n.txt" 2>&1 \
+      || { tail -n 20 "$w/discover-$p-$n.txt"; continue; }
+    "$FACT_BIN" tune "$plan" --numerics "$n" --top "$top" --family normalization --family attention \
+      --report "$w/tune-$p-$n.json" --work-dir "$w" 2> "$w/tune-$p-$n.log" || tail -n 20 "$w/tune-$p-$n.log"
+    grep -E "^\[|->" "$w/tune-$p-$n.log" | cut -c1-220
+  done
+done
+python3 bench/scripts/fused_ops_report.py "$w" --out "$OUT/fused_ops_rows.json"
+rc=$?
+tar -C "$OUT" --exclude='*.so' -czf "$OUT/fused_ops_work.tgz" work && rm -rf "$w"
+exit $rc

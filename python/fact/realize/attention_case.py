@@ -1,0 +1,247 @@
+"""The attention family's measurement case: O = softmax(scale * Q K^T [causal]) V, forward, with Q/K/V
+read in place through the strides of the module's views and O written as [batch, seq, heads, head_dim]
+(returned as its transpose(1, 2) view, so the module's following transpose(1, 2).contiguous() is free).
+
+Verified against the module's own attention math in float64 (grouped-query heads repeated as the
+module repeats them), at the problem's shape and at odd sequence lengths that are no multiple of any
+tile. Baseline: the fastest of PyTorch's scaled_dot_product_attention back-ends (flash, efficient,
+cuDNN, math; each where it takes the dtype) and the eager matmul-softmax-matmul chain, all in the same
+numerics (TF32 allowed for fp32 tensors in tf32 mode).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import asdict, dataclass, replace
+
+from . import verify
+from .kernel_abi import FactAttentionArgs
+
+DTYPE_FOR_NUMERICS = {"tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+PROBLEM_KEYS = ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim", "causal", "scale", "q_strides",
+                "k_strides", "v_strides", "dtype", "numerics")
+# Relative Frobenius error and max|err|/max|ref| vs float64. tf32: Q, K and P rounded to 10-bit mantissas
+# (about 1e-3 expected); bf16: P and O rounded to 8 bits (about 3e-3); fp16: 11 bits (about 1e-3). Each
+# bound leaves 5-10x margin and still catches a wrong mask, scale or a missing softmax rescale (O(1e-1)).
+TOLERANCE = {"tf32": 1e-2, "bf16": 2e-2, "fp16": 1e-2}
+ODD_SEQ = (333, 77)  # verified besides the problem's own lengths: no multiple of 32, 64 or 128
+
+
+class ProblemError(ValueError):
+    """The problem JSON is malformed; the message names the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class AttentionProblem:
+    batch: int
+    heads: int
+    heads_kv: int
+    seq_q: int
+    seq_k: int
+    head_dim: int
+    causal: bool
+    scale: float
+    q_strides: tuple   # element strides of [batch, heads, seq_q, head_dim] for batch, head, row
+    k_strides: tuple   # of [batch, heads_kv, seq_k, head_dim]
+    v_strides: tuple
+    dtype: str
+    numerics: str
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for k in ("q_strides", "k_strides", "v_strides"):
+            d[k] = list(d[k])
+        return d
+
+
+def parse_problem(obj, where: str = "request.problem") -> AttentionProblem:
+    if not isinstance(obj, dict):
+        raise ProblemError(f"{where}: expected an object with keys {', '.join(PROBLEM_KEYS)}")
+    unknown = sorted(set(obj) - set(PROBLEM_KEYS))
+    if unknown:
+        raise ProblemError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PROBLEM_KEYS)}")
+
+    def integer(key):
+        v = obj.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ProblemError(f"{where}.{key}: {v!r} is not a positive integer")
+        return v
+
+    def strides(key):
+        v = obj.get(key)
+        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(s, int) and s >= 0 for s in v):
+            raise ProblemError(f"{where}.{key}: {v!r} is not [batch, head, row] element strides")
+        return tuple(v)
+
+    numerics = obj.get("numerics")
+    if numerics not in DTYPE_FOR_NUMERICS:
+        raise ProblemError(f"{where}.numerics: {numerics!r} is not one of {', '.join(DTYPE_FOR_NUMERICS)} "
+                           "(attention has no fp32-accurate kernel yet)")
+    dtype = obj.get("dtype", DTYPE_FOR_NUMERICS[numerics])
+    if dtype != DTYPE_FOR_NUMERICS[numerics]:
+        raise ProblemError(f"{where}.dtype: {dtype!r} does not go with numerics {numerics!r}")
+    causal = obj.get("causal", False)
+    if not isinstance(causal, bool):
+        raise ProblemError(f"{where}.causal: {causal!r} is not true or false")
+    scale = obj.get("scale")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+        raise ProblemError(f"{where}.scale: {scale!r} is not a positive number")
+    p = AttentionProblem(batch=integer("batch"), heads=integer("heads"), heads_kv=integer("heads_kv"),
+                         seq_q=integer("seq_q"), seq_k=integer("seq_k"), head_dim=integer("head_dim"), causal=causal,
+                         scale=float(scale), q_strides=strides("q_strides"), k_strides=strides("k_strides"),
+                         v_strides=strides("v_strides"), dtype=dtype, numerics=numerics)
+    if p.heads % p.heads_kv:
+        raise ProblemError(f"{where}.heads_kv: {p.heads_kv} does not divide heads {p.heads}")
+    if p.causal and p.seq_q != p.seq_k:
+        raise ProblemError(f"{where}.causal: seq_q {p.seq_q} != seq_k {p.seq_k}; the module's mask alignment is "
+                           "ambiguous there, so only self-attention is taken")
+    return p
+
+
+def restride(strides: tuple, old: tuple, new: tuple) -> tuple:
+    """The strides a view of the same construction has at other extents (batch, heads, seq).
+
+    Dims are taken innermost first; an outer dim that was packed over the inner one at a whole-number
+    ratio (e.g. qkv's row stride 3C over C) keeps that ratio, so [B, T, 3C] split into heads stays that.
+    """
+    order = sorted(range(3), key=lambda i: (strides[i], i))
+    out = list(strides)
+    prev = None
+    for i in order:
+        if prev is not None:
+            span_old = strides[prev] * old[prev]
+            span_new = out[prev] * new[prev]
+            if span_old > 0 and strides[i] % span_old == 0 and strides[i] >= span_old:
+                out[i] = span_new * (strides[i] // span_old)
+            else:
+                out[i] = max(strides[i], span_new)
+        prev = i
+    return tuple(out)
+
+
+@dataclass
+class AttentionInputs:
+    q: object        # [B, H, Tq, D] strided view
+    k: object        # [B, Hkv, Tk, D]
+    v: object
+    outputs: dict    # {"o": ([B, H, Tq, D] view of a [B, Tq, H, D] buffer, guarded flat buffer)}
+
+
+class AttentionCase:
+    family = "attention"
+    args_type = FactAttentionArgs
+    has_workspace = False
+
+    def __init__(self, problem: AttentionProblem):
+        self.problem = problem
+
+    def tolerance(self) -> float:
+        return TOLERANCE[self.problem.numerics]
+
+    def _extents(self, which: str) -> tuple:
+        p = self.problem
+        return (p.batch, p.heads, p.seq_q) if which == "q" else (p.batch, p.heads_kv, p.seq_k)
+
+    def _storage_elems(self, which: str) -> int:
+        s = getattr(self.problem, f"{which}_strides")
+        return 1 + sum((e - 1) * st for e, st in zip(self._extents(which), s)) + self.problem.head_dim - 1
+
+    def bytes_per_set(self) -> int:
+        p = self.problem
+        elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
+        n = sum(self._storage_elems(w) for w in "qkv") + p.batch * p.heads * p.seq_q * p.head_dim
+        return n * elem
+
+    def make_inputs(self, device, generator=None) -> AttentionInputs:
+        import torch
+        p = self.problem
+        dt = verify.torch_dtype(p.dtype)
+
+        def view(which):
+            storage = torch.randn(self._storage_elems(which), device=device, generator=generator).to(dt)
+            s = getattr(p, f"{which}_strides")
+            return torch.as_strided(storage, self._extents(which) + (p.head_dim,), s + (1,))
+
+        g, n = verify.GUARD_ELEMENTS, p.batch * p.heads * p.seq_q * p.head_dim
+        buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
+        o = buf[g:g + n].view(p.batch, p.seq_q, p.heads, p.head_dim).transpose(1, 2)
+        return AttentionInputs(view("q"), view("k"), view("v"), {"o": (o, buf)})
+
+    def input_tensors(self, inp: AttentionInputs) -> list:
+        return [inp.q, inp.k, inp.v]
+
+    def kernel_args(self, inp: AttentionInputs, stream_ptr: int) -> FactAttentionArgs:
+        p = self.problem
+        o = inp.outputs["o"][0]
+        (qb, qh, qt), (kb, kh, kt), (vb, vh, vt) = p.q_strides, p.k_strides, p.v_strides
+        ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+        return FactAttentionArgs(
+            batch=p.batch, heads=p.heads, heads_kv=p.heads_kv, seq_q=p.seq_q, seq_k=p.seq_k, head_dim=p.head_dim,
+            q=ptr(inp.q), q_batch_stride=qb, q_head_stride=qh, q_row_stride=qt,
+            k=ptr(inp.k), k_batch_stride=kb, k_head_stride=kh, k_row_stride=kt,
+            v=ptr(inp.v), v_batch_stride=vb, v_head_stride=vh, v_row_stride=vt,
+            o=ptr(o), o_batch_stride=o.stride(0), o_head_stride=o.stride(1), o_row_stride=o.stride(2),
+            scale=p.scale, causal=int(p.causal), stream=ctypes.c_void_p(stream_ptr))
+
+    def _repeat_kv(self, t):
+        """K/V heads repeated for grouped-query attention, as the module does (expand + reshape)."""
+        p = self.problem
+        group = p.heads // p.heads_kv
+        if group == 1:
+            return t
+        b, hkv, s, d = t.shape
+        return t[:, :, None].expand(b, hkv, group, s, d).reshape(b, hkv * group, s, d)
+
+    def _causal_mask(self, device):
+        import torch
+        p = self.problem
+        i = torch.arange(p.seq_q, device=device)[:, None]
+        j = torch.arange(p.seq_k, device=device)[None, :]
+        return j > i + (p.seq_k - p.seq_q)  # True = masked (bottom-right aligned; seq_q == seq_k here)
+
+    def _chain(self, q, k, v):
+        """The module's attention math: matmul, scale, causal masked_fill, softmax, matmul."""
+        import torch
+        s = (q @ self._repeat_kv(k).transpose(-2, -1)) * self.problem.scale
+        if self.problem.causal:
+            s = s.masked_fill(self._causal_mask(q.device), float("-inf"))
+        return torch.softmax(s, dim=-1) @ self._repeat_kv(v)
+
+    def reference(self, inp: AttentionInputs) -> dict:
+        return {"o": self._chain(inp.q.double(), inp.k.double(), inp.v.double())}
+
+    def baselines(self) -> list:
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        p = self.problem
+
+        def sdpa(backend):
+            def run(inp):
+                with sdpa_kernel(backend):
+                    return {"o": F.scaled_dot_product_attention(inp.q, self._repeat_kv(inp.k), self._repeat_kv(inp.v),
+                                                                is_causal=p.causal, scale=p.scale)}
+            return run
+
+        ways = [(f"sdpa {b.name.lower()}", sdpa(b)) for b in
+                (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH)]
+        ways.append(("eager matmul-softmax-matmul", lambda inp: {"o": self._chain(inp.q, inp.k, inp.v)}))
+        return ways
+
+    def verify_variants(self) -> list:
+        p = self.problem
+        out = []
+        for seq in ODD_SEQ:
+            sq = seq
+            sk = seq if p.causal or p.seq_q == p.seq_k else max(1, seq - 82)
+            b = min(p.batch, 2)
+            old_q, old_k = (p.batch, p.heads, p.seq_q), (p.batch, p.heads_kv, p.seq_k)
+            new_q, new_k = (b, p.heads, sq), (b, p.heads_kv, sk)
+            out.append(replace(p, batch=b, seq_q=sq, seq_k=sk,
+                               q_strides=restride(p.q_strides, old_q, new_q),
+                               k_strides=restride(p.k_strides, old_k, new_k),
+                               v_strides=restride(p.v_strides, old_k, new_k)))
+        return out
+
+
+def default_scale(head_dim: int) -> float:
+    return 1.0 / math.sqrt(head_dim)

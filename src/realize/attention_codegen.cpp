@@ -1,0 +1,73 @@
+#include "realize/attention_codegen.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "realize/kernel_family.h"
+
+namespace fact::realize {
+namespace {
+
+std::string cutlass_element(Element e) {
+  return e == Element::f32 ? "float" : e == Element::bf16 ? "cutlass::bfloat16_t" : "cutlass::half_t";
+}
+std::string torch_dtype(Element e) {
+  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
+}
+std::string template_of(const char* key) { return family_data("attention").at(key).get<std::string>(); }
+
+}  // namespace
+
+TemplateValues attention_kernel_values(const AttentionConfig& c) {
+  return {{"config_id", c.id()},
+          {"summary", c.summary()},
+          {"element", cutlass_element(c.element)},
+          {"numerics", to_string(c.numerics)},
+          {"head_dim", std::to_string(c.head_dim)},
+          {"block_m", std::to_string(c.block_m)},
+          {"block_n", std::to_string(c.block_n)},
+          {"warps", std::to_string(c.warps)},
+          {"config_json", c.to_json().dump()}};
+}
+
+GeneratedSource render_attention_kernel(const AttentionConfig& c, const std::string& text, const std::string& what) {
+  GeneratedSource out;
+  out.config_id = c.id();
+  out.template_name = what;
+  out.text = render_template(text, attention_kernel_values(c), what);
+  return out;
+}
+
+GeneratedSource generate_attention_kernel(const AttentionConfig& c) {
+  const std::string name = template_of("kernel_template");
+  if (!std::filesystem::exists(templates_dir() / name))
+    throw Error("attention kernel template " + (templates_dir() / name).string() +
+                " is not in this tree yet; PyTorch keeps attention until it lands");
+  GeneratedSource out;
+  out.config_id = c.id();
+  out.template_name = name;
+  out.text = render_template_file(name, attention_kernel_values(c));
+  return out;
+}
+
+std::string attention_op_schema(const AttentionConfig& c) {
+  return c.id() + "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor";
+}
+
+GeneratedSource generate_attention_op_wrapper(const AttentionConfig& c) {
+  GeneratedSource out;
+  out.config_id = c.id();
+  out.template_name = template_of("op_template");
+  out.text = render_template_file(out.template_name, {{"config_id", c.id()},
+                                                      {"summary", c.summary()},
+                                                      {"torch_dtype", torch_dtype(c.element)},
+                                                      {"dtype", to_string(c.element)},
+                                                      {"head_dim", std::to_string(c.head_dim)},
+                                                      {"schema", attention_op_schema(c)}});
+  return out;
+}
+
+}  // namespace fact::realize

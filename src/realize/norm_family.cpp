@@ -1,0 +1,76 @@
+// The normalization family behind the KernelFamily seam: LayerNorm and RMSNorm (optionally after a
+// residual add), from the rules layer_norm / rms_norm to kernels rendered from templates/cute/.
+#include "realize/norm_family.h"
+
+#include "realize/norm_codegen.h"
+#include "realize/norm_config.h"
+#include "realize/norm_problem.h"
+#include "realize/toolchain.h"
+
+namespace fact::realize {
+namespace {
+
+class NormFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "normalization"; }
+
+  nlohmann::json problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics,
+                                    Arch arch) const override {
+    return norm_problem_from_match(m, g, numerics, arch).to_json();
+  }
+
+  WorkloadKey workload_key(const std::string& pattern, const nlohmann::json& problem) const override {
+    NormProblem p = NormProblem::from_json(problem);
+    WorkloadKey k;
+    k.pattern = pattern;
+    k.shape = p.to_json();
+    k.dtype = to_string(p.element);
+    k.layout = "row";
+    k.numerics = to_string(p.numerics());
+    k.arch = to_string(p.arch);
+    k.cutlass_version = cutlass_version();
+    k.nvcc_version = nvcc_version();
+    return k;
+  }
+
+  std::vector<FamilyCandidate> candidates(const nlohmann::json& problem, int top_n) const override {
+    std::vector<FamilyCandidate> out;
+    for (const auto& c : enumerate_norm_configs(NormProblem::from_json(problem), top_n).ranked)
+      out.push_back(candidate(c));
+    return out;
+  }
+
+  FamilyCandidate candidate_from_config(const nlohmann::json& config) const override {
+    return candidate(NormConfig::from_json(config));
+  }
+
+  nlohmann::json measure_problem(const nlohmann::json& problem) const override {
+    NormProblem p = NormProblem::from_json(problem);
+    return {{"kind", to_string(p.kind)}, {"rows", p.rows}, {"cols", p.cols}, {"x_row_stride", p.x_row_stride},
+            {"residual_row_stride", p.residual_row_stride}, {"has_weight", p.has_weight}, {"has_bias", p.has_bias},
+            {"has_residual", p.has_residual}, {"store_sum", p.store_sum}, {"eps", p.eps},
+            {"dtype", to_string(p.element)}, {"numerics", to_string(p.numerics())}};
+  }
+
+  GeneratedSource op_wrapper(const nlohmann::json& config) const override {
+    return generate_norm_op_wrapper(NormConfig::from_json(config));
+  }
+
+  std::string op_schema(const nlohmann::json& config) const override {
+    return norm_op_schema(NormConfig::from_json(config));
+  }
+
+ private:
+  static FamilyCandidate candidate(const NormConfig& c) {
+    return {c.id(), c.to_json(), c.summary(), c.arch, generate_norm_kernel(c)};
+  }
+};
+
+}  // namespace
+
+const KernelFamily& normalization_family() {
+  static const NormFamily family;
+  return family;
+}
+
+}  // namespace fact::realize

@@ -1,0 +1,156 @@
+// The attention family: sdpa_attention(_manual) matches -> AttentionProblem on the MiniGPT and Llama
+// blocks (strides of the module's views, GQA, causal, scale), the config space, generation against a
+// stand-in with the real template's slot set (tests/cpp/data), op wrappers, and the tuner's report when
+// the real template is not in the tree.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+#include "discover/arch_spec.h"
+#include "discover/matcher.h"
+#include "discover/pattern_registry.h"
+#include "ir/ir_io.h"
+#include "realize/attention_codegen.h"
+#include "realize/attention_config.h"
+#include "realize/attention_problem.h"
+#include "realize/family_tuner.h"
+#include "realize/kernel_family.h"
+
+namespace fs = std::filesystem;
+using namespace fact::realize;
+using fact::discover::Match;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+struct Traced {
+  fact::ir::Graph graph;
+  std::vector<Match> matches;
+  const Match& rule(const std::string& name) const {
+    for (const auto& m : matches)
+      if (m.rule == name) return m;
+    throw fact::Error("no match of " + name);
+  }
+};
+
+Traced traced(const std::string& fixture) {
+  Traced t{fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/" + fixture, fact::ir::OpTable::builtin()), {}};
+  auto all = fact::discover::find_all_matches(t.graph, fact::discover::PatternRegistry::builtin(),
+                                              fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin("sm90"));
+  t.matches = fact::discover::resolve_overlaps(all, [](const Match& m) { return static_cast<double>(m.nodes.size()); });
+  return t;
+}
+
+std::string standin() {
+  return fact::read_text_file(std::string(FACT_TEST_DATA) + "/attention_fwd_standin.cu.in", "stand-in template");
+}
+
+}  // namespace
+
+TEST(AttentionProblem, MiniGptManualAttentionReadsTheQkvSplitInPlace) {
+  auto t = traced("minigpt_block.json");
+  const Match& m = t.rule("sdpa_attention_manual");
+  EXPECT_EQ(kernel_family_for(m), kernel_family_named("attention"));
+  AttentionProblem p = attention_problem_from_match(m, t.graph, Numerics::tf32, Arch::sm90);
+  EXPECT_EQ(p.batch, 128);
+  EXPECT_EQ(p.heads, 8);
+  EXPECT_EQ(p.heads_kv, 8);
+  EXPECT_EQ(p.seq_q, 512);
+  EXPECT_EQ(p.seq_k, 512);
+  EXPECT_EQ(p.head_dim, 96);
+  EXPECT_TRUE(p.causal);
+  EXPECT_NEAR(p.scale, 1.0 / std::sqrt(96.0), 1e-12);
+  const AttentionStrides qkv{512 * 2304, 96, 2304};  // q = c_attn(x).split(768)[0].view(B,T,H,D).transpose(1,2)
+  EXPECT_EQ(p.q, qkv);
+  EXPECT_EQ(p.k, qkv);
+  EXPECT_EQ(p.v, qkv);
+  EXPECT_EQ(p.o(), (AttentionStrides{512 * 768, 96, 768}));  // [B, T, H, D]: y.transpose(1, 2) is contiguous
+  EXPECT_EQ(p.element, Element::f32);
+  EXPECT_EQ(AttentionProblem::from_json(p.to_json()).to_json(), p.to_json());
+  EXPECT_EQ(attention_problem_from_match(m, t.graph, Numerics::bf16, Arch::sm80).element, Element::bf16);
+  try {
+    attention_problem_from_match(m, t.graph, Numerics::fp32, Arch::sm90);
+    FAIL() << "fp32 attention has no kernel";
+  } catch (const fact::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "--numerics tf32")) << e.what();
+  }
+}
+
+TEST(AttentionProblem, LlamaSdpaIsGroupedQueryCausalWithDefaultScale) {
+  auto t = traced("llama3_block.json");
+  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention"), t.graph, Numerics::bf16, Arch::sm90);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.heads, 32);
+  EXPECT_EQ(p.heads_kv, 8);
+  EXPECT_EQ(p.seq_q, 2048);
+  EXPECT_EQ(p.head_dim, 128);
+  EXPECT_TRUE(p.causal);
+  EXPECT_NEAR(p.scale, 1.0 / std::sqrt(128.0), 1e-12);
+  // v = v_proj(x).view(B, T, Hkv, D).transpose(1, 2); k after RoPE keeps that layout (elementwise ops
+  // preserve their input's strides), so both are read in place from [B, T, Hkv, D] storage.
+  const AttentionStrides bthd{2048 * 8 * 128, 128, 8 * 128};
+  EXPECT_EQ(p.k, bthd);
+  EXPECT_EQ(p.v, bthd);
+}
+
+TEST(AttentionConfigSpace, FilteredBySharedMemoryAndWarpRows) {
+  auto t = traced("minigpt_block.json");
+  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::tf32, Arch::sm90);
+  auto space = enumerate_attention_configs(p, 100);
+  EXPECT_EQ(space.enumerated, 12);
+  for (const auto& c : space.ranked) {
+    EXPECT_EQ(attention_config_rejection(p, c), "") << c.summary();
+    EXPECT_GE(c.block_m / c.warps, 16) << c.summary();
+    EXPECT_EQ(AttentionConfig::from_json(c.to_json()).id(), c.id());
+  }
+  AttentionConfig big;
+  big.arch = Arch::sm90; big.element = Element::f32; big.numerics = Numerics::tf32; big.head_dim = 96;
+  big.block_m = 128; big.block_n = 128; big.warps = 8;
+  EXPECT_TRUE(contains(attention_config_rejection(p, big), "shared memory"));
+  p.head_dim = 80;
+  EXPECT_THROW(enumerate_attention_configs(p, 8), fact::Error);
+}
+
+TEST(AttentionCodegen, StandInWithTheRealSlotSetRendersAndExportsTheAbi) {
+  AttentionConfig c;
+  c.arch = Arch::sm90; c.element = Element::bf16; c.numerics = Numerics::bf16; c.head_dim = 96;
+  auto src = render_attention_kernel(c, standin(), "attention_fwd_standin.cu.in");
+  EXPECT_FALSE(contains(src.text, "{{"));
+  EXPECT_TRUE(contains(src.text, "using Element = cutlass::bfloat16_t;"));
+  EXPECT_TRUE(contains(src.text, "constexpr int kHeadDim = 96;"));
+  EXPECT_TRUE(contains(src.text, "int fact_" + c.id() + "_run(const FactAttentionArgs* a)"));
+  EXPECT_TRUE(contains(src.text, c.to_json().dump()));
+  // The renderer is strict both ways: a template with a slot the family does not fill is an error.
+  EXPECT_THROW(render_attention_kernel(c, standin() + "{{stages}}", "t"), fact::Error);
+}
+
+TEST(AttentionCodegen, OpWrapperAllocatesBthdAndReturnsTheTransposedView) {
+  AttentionConfig c;
+  auto w = generate_attention_op_wrapper(c);
+  EXPECT_EQ(attention_op_schema(c), c.id() + "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor");
+  EXPECT_FALSE(contains(w.text, "{{"));
+  EXPECT_TRUE(contains(w.text, "q.size(0), q.size(2), q.size(1), q.size(3)}, q.options()).transpose(1, 2)"));
+  EXPECT_TRUE(contains(w.text, "TORCH_LIBRARY_IMPL(fact, Meta, m)"));
+}
+
+TEST(AttentionFamily, WithoutTheKernelTemplateTheTunerReportsNoCandidate) {
+  if (fs::exists(fact::templates_dir() / "cute" / "attention_fwd.cu.in"))
+    GTEST_SKIP() << "the attention template is in the tree: this checks the report before it lands";
+  auto t = traced("minigpt_block.json");
+  const KernelFamily& f = *kernel_family_named("attention");
+  auto problem = f.problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::tf32, Arch::sm90);
+  fs::path dir = fs::temp_directory_path() / "fact_test_attention_tune";
+  fs::remove_all(dir);
+  auto db = fact::TuningDb::open(dir / "tuning.sqlite");
+  FamilyTuneOptions o;
+  o.measure = false;
+  auto out = tune_family(f, "sdpa_attention_manual", problem, db, o);
+  EXPECT_EQ(out.status, "no_candidate");
+  EXPECT_TRUE(contains(out.message, "attention_fwd.cu.in")) << out.message;
+  EXPECT_TRUE(out.winner_config.is_null());
+}

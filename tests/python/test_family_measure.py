@@ -1,0 +1,132 @@
+"""The measurement side of the non-GEMM kernel families (normalization, attention): ABI mirrors of
+FactNormArgs / FactAttentionArgs, request parsing, and on the CPU the cases' float64 replays against
+PyTorch's own ops (the baselines), inputs laid out like the module's views, poisoned outputs, and the odd
+sequence-length variants. Running a kernel needs the GPU (bench/scripts/fused_ops_h100.sh)."""
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+
+from fact.realize import kernel_abi, verify  # noqa: E402
+from fact.realize.attention_case import AttentionCase, parse_problem as parse_attention, restride  # noqa: E402
+from fact.realize.measure_request import RequestError, parse_request  # noqa: E402
+from fact.realize.norm_case import NormCase, parse_problem as parse_norm  # noqa: E402
+
+HEADER = ROOT / "src" / "realize" / "kernel_abi.h"
+
+
+@pytest.mark.parametrize("struct", ["FactNormArgs", "FactAttentionArgs"])
+def test_struct_layout_matches_c_header(tmp_path, struct):
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler (gcc/cc) on PATH to compile kernel_abi.h")
+    mirror = getattr(kernel_abi, struct)
+    fields = [name for name, _ in mirror._fields_]
+    body = HEADER.read_text()
+    body = body[body.index(f"typedef struct {struct} {{"):body.index(f"}} {struct};")]
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    assert set(re.findall(r"\b([a-z_]+)\s*[;,]", body)) == set(fields), "a field added on one side only"
+    src = tmp_path / "layout.c"
+    src.write_text("#include <stdio.h>\n#include <stddef.h>\n#include \"kernel_abi.h\"\nint main(void) {\n"
+                   f'printf("sizeof %zu\\n", sizeof({struct}));\n'
+                   + "\n".join(f'printf("{f} %zu\\n", offsetof({struct}, {f}));' for f in fields)
+                   + "\nreturn 0;\n}\n")
+    exe = tmp_path / "layout"
+    subprocess.run([gcc, "-I", str(HEADER.parent), str(src), "-o", str(exe)], check=True)
+    out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                       check=True).stdout.splitlines())
+    assert int(out["sizeof"]) == ctypes.sizeof(mirror)
+    for f in fields:
+        assert int(out[f]) == getattr(mirror, f).offset, f
+
+
+NORM = {"kind": "layer_norm", "rows": 37, "cols": 96, "x_row_stride": 104, "has_weight": True, "has_bias": True,
+        "has_residual": True, "residual_row_stride": 96, "store_sum": True, "eps": 1e-5, "dtype": "float32"}
+ATTN = {"batch": 2, "heads": 4, "heads_kv": 2, "seq_q": 45, "seq_k": 45, "head_dim": 16, "causal": True,
+        "scale": 0.25, "q_strides": [45 * 3 * 64, 16, 3 * 64], "k_strides": [2 * 45 * 16, 45 * 16, 16],
+        "v_strides": [45 * 2 * 16, 16, 2 * 16], "numerics": "tf32"}
+
+
+def test_requests_name_the_family_and_bad_fields():
+    req = parse_request({"family": "normalization", "problem": NORM, "candidates": []})
+    assert req.family == "normalization" and req.problem.numerics == "fp32"
+    assert req.to_json()["family"] == "normalization"
+    assert parse_request({"family": "attention", "problem": ATTN}).problem.dtype == "float32"
+    with pytest.raises(RequestError, match="request.family"):
+        parse_request({"family": "conv", "problem": NORM})
+    with pytest.raises(RequestError, match=r"request.problem.has_bias: RMSNorm"):
+        parse_request({"family": "normalization", "problem": {**NORM, "kind": "rms_norm"}})
+    with pytest.raises(RequestError, match=r"request.problem.numerics"):
+        parse_request({"family": "attention", "problem": {**ATTN, "numerics": "fp32"}})
+    with pytest.raises(RequestError, match=r"heads_kv"):
+        parse_request({"family": "attention", "problem": {**ATTN, "heads_kv": 3}})
+    assert "family" not in parse_request({"problem": {"m": 8, "n": 8, "k": 8, "dtype": "float32"}}).to_json()
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_norm_reference_agrees_with_pytorch_and_catches_a_wrong_variance(kind):
+    p = parse_norm({**NORM, "kind": kind, "has_bias": kind == "layer_norm"})
+    case = NormCase(p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.x.stride(0) == 104 and inp.x.shape == (37, 96)
+    y, buf = inp.outputs["y"]
+    assert torch.isnan(buf).all() and y.shape == (37, 96)
+    ref = case.reference(inp)
+    assert torch.allclose(ref["sum"], (inp.x + inp.residual).double())
+    for name, fn in case.baselines():
+        out = fn(inp)
+        for key in ref:
+            check = verify.compare(out[key], ref[key], case.tolerance())
+            assert check.passed, (name, key, check.message)
+    # A kernel that forgot the residual must fail the check.
+    wrong = NormCase(parse_norm({**NORM, "kind": kind, "has_bias": kind == "layer_norm", "has_residual": False,
+                                 "store_sum": False}))
+    assert not verify.compare(wrong.reference(inp)["y"], ref["y"], case.tolerance()).passed
+    args = case.kernel_args(inp, 0)
+    assert (args.rows, args.cols, args.x_row_stride, args.y_row_stride) == (37, 96, 104, 96)
+    assert args.sum == inp.outputs["sum"][0].data_ptr() and (args.bias is not None) == (kind == "layer_norm")
+
+
+def test_attention_reference_matches_sdpa_and_the_layout_is_the_modules():
+    p = parse_attention(ATTN)
+    case = AttentionCase(p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(1))
+    assert inp.q.stride() == (45 * 192, 16, 192, 1)          # a head of a qkv projection, read in place
+    o, buf = inp.outputs["o"]
+    assert o.shape == (2, 4, 45, 16) and o.transpose(1, 2).is_contiguous()  # [B, T, H, D] storage
+    ref = case.reference(inp)["o"]
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        inp.q.double(), inp.k.double().repeat_interleave(2, 1), inp.v.double().repeat_interleave(2, 1),
+        is_causal=True, scale=0.25)
+    assert torch.allclose(ref, expected, atol=1e-12)
+    ways = dict(case.baselines())
+    for name in ("eager matmul-softmax-matmul", "sdpa math"):
+        assert verify.compare(ways[name](inp)["o"], ref, case.tolerance()).passed, name
+    non_causal = AttentionCase(parse_attention({**ATTN, "causal": False})).reference(inp)["o"]
+    assert not verify.compare(non_causal, ref, case.tolerance()).passed  # the mask matters
+    args = case.kernel_args(inp, 0)
+    assert (args.o_batch_stride, args.o_head_stride, args.o_row_stride) == (45 * 4 * 16, 16, 4 * 16)
+    assert (args.heads, args.heads_kv, args.causal) == (4, 2, 1) and math.isclose(args.scale, 0.25)
+
+
+def test_attention_odd_length_variants_keep_the_view_construction():
+    p = parse_attention({**ATTN, "seq_q": 512, "seq_k": 512, "q_strides": [512 * 2304, 96, 2304],
+                         "k_strides": [512 * 2304, 96, 2304], "v_strides": [512 * 2304, 96, 2304],
+                         "head_dim": 96, "heads": 8, "heads_kv": 8, "batch": 128})
+    variants = AttentionCase(p).verify_variants()
+    assert [v.seq_q for v in variants] == [333, 77]
+    assert all(v.seq_q % 32 for v in variants)
+    assert variants[0].q_strides == (333 * 2304, 96, 2304) and variants[0].batch == 2
+    assert restride((8 * 512 * 96, 512 * 96, 96), (1, 8, 512), (1, 8, 77)) == (8 * 77 * 96, 77 * 96, 96)
