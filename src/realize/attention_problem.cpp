@@ -31,9 +31,10 @@ void AttentionProblem::validate() const {
     throw Error(fmt::format("attention problem: causal with seq_q {} != seq_k {}: the module's mask alignment is "
                             "ambiguous there; PyTorch keeps it", seq_q, seq_k));
   if (!(scale > 0)) throw Error(fmt::format("attention problem: scale {} must be positive", scale));
-  if (numerics != Numerics::tf32 && numerics != Numerics::bf16 && numerics != Numerics::fp16)
+  if (numerics != Numerics::tf32 && numerics != Numerics::x3tf32 && numerics != Numerics::bf16 &&
+      numerics != Numerics::fp16)
     throw Error("attention problem: numerics " + to_string(numerics) +
-                " has no attention kernel (tf32, bf16 or fp16); tune with --numerics tf32 to allow TF32");
+                " has no attention kernel (tf32, 3xtf32, bf16 or fp16)");
   if (element != input_element(numerics))
     throw Error("attention problem: element " + to_string(element) + " does not go with numerics " + to_string(numerics));
   for (auto [name, s] : {std::pair{"q", q}, {"k", k}, {"v", v}})
@@ -97,11 +98,9 @@ AttentionProblem attention_problem_from_match(const discover::Match& m, const ir
   };
   p.q = strides("q"); p.k = strides("k"); p.v = strides("v");
   p.arch = arch;
-  if (numerics == Numerics::fp32 || numerics == Numerics::x3tf32)
-    throw Error(what + ": numerics " + to_string(numerics) + " has no fp32-accurate attention kernel yet; "
-                "PyTorch keeps it (tune with --numerics tf32 to allow TF32 attention)");
-  p.numerics = numerics;
-  p.element = input_element(numerics);
+  // fp32 asks for fp32 accuracy: the kernel's 3xTF32 mode gives it (it is verified to fp32's error).
+  p.numerics = numerics == Numerics::fp32 ? Numerics::x3tf32 : numerics;
+  p.element = input_element(p.numerics);
   p.validate();
   return p;
 }
