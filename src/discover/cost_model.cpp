@@ -169,7 +169,8 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
       return it != match.dims.end() ? static_cast<double>(it->second) : fallback;
     };
     double m = dim("M", 0), n = dim("N", 0), k = dim("K", 0), batch = dim("batch", 1);
-    double gemm_flops = (m > 0 && n > 0 && k > 0) ? 2.0 * m * n * k * batch : e.flops;
+    // A match may hold several GEMMs of one shape (SwiGLU's gate and up projections: gemm_count 2).
+    double gemm_flops = (m > 0 && n > 0 && k > 0) ? 2.0 * m * n * k * batch * dim("gemm_count", 1) : e.flops;
     // FACT picks tile sizes and split-K slices, so it fills the chip when the output is small.
     double tiles = std::ceil(m / kLibraryTile) * std::ceil(n / kLibraryTile) * batch;
     double eff = wave_efficiency(tiles, a.sm_count);
