@@ -151,7 +151,7 @@ TEST(RulesProblems, Llama3Block) {
   EXPECT_EQ(swiglu->dims.at("M"), 2 * 2048);
   EXPECT_EQ(swiglu->dims.at("N"), 14336);
   EXPECT_EQ(swiglu->dims.at("K"), 4096);
-  EXPECT_EQ(swiglu->dims.at("gemm_count"), 2);
+  EXPECT_EQ(swiglu->dims.at("library_gemms"), 1);
   EXPECT_EQ(swiglu->kernel.at("epilogue"), "bias_silu_mul");
   ASSERT_NE(by_anchor(ms, "add_5"), nullptr);
   EXPECT_EQ(by_anchor(ms, "add_5")->rule, "gemm_bias_residual");
