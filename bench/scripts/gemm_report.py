@@ -1,9 +1,11 @@
 """Merges the per-problem `fact tune --report` files of a device run into bench/results/gemm_h100.json
 and a Markdown table beside it (device, date, commit, torch, CUTLASS, numerics per row).
 
-Usage: python bench/scripts/gemm_report.py OUT_DIR... [--out bench/results/gemm_h100]
-Each OUT_DIR holds gemm_work*.tgz (or an unpacked work/ folder) from bench/scripts/gemm_h100.sh;
-for a problem and numerics measured in several runs, the last OUT_DIR given wins.
+Usage: python bench/scripts/gemm_report.py OUT_DIR... [--out bench/results/gemm_h100] [--merge-into RESULTS]
+Each OUT_DIR holds gemm_work*.tgz (or an unpacked work/ folder) from bench/scripts/gemm_h100.sh (or
+fused_h100.sh); for a problem and numerics measured in several runs, the last OUT_DIR given wins.
+--merge-into bench/results/fused_h100 keeps that file's rows of other (problem, numerics, pattern) keys
+and writes the merged table there (RESULTS.json and RESULTS.md) instead of --out.
 """
 from __future__ import annotations
 
@@ -86,8 +88,18 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dirs", nargs="+", type=Path)
     ap.add_argument("--out", default="bench/results/gemm_h100")
+    ap.add_argument("--merge-into", default=None, help="results file (without suffix) whose other rows are kept")
     args = ap.parse_args()
     rows, env = {}, {}
+    if args.merge_into:
+        args.out = args.merge_into
+        old = Path(args.merge_into).with_suffix(".json")
+        # Rows of an earlier run are kept unless this run measured the same problem, numerics and pattern.
+        old_doc = json.loads(old.read_text()) if old.exists() else {"rows": []}
+        kept = old_doc["rows"]
+        for i, r in enumerate(kept):
+            r.setdefault("measured", f"{old_doc.get('date')} commit {old_doc.get('commit')}")
+            rows[("kept", i, r["problem"], r["numerics"], r.get("pattern"))] = r
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for d in args.out_dirs:
@@ -96,11 +108,17 @@ def main() -> int:
                 problem = path.stem[len("tune-"):].rsplit("-", 1)[0]
                 # A later run of the same problem and numerics replaces an earlier one.
                 for r in report["rows"]:
-                    rows[(problem, report["numerics"], r.get("anchor"))] = row_of(problem, report, r)
+                    new = row_of(problem, report, r)
+                    for key in [k for k, v in rows.items() if k[0] == "kept" and
+                                (v["problem"], v["numerics"], v.get("pattern")) == (problem, new["numerics"], new["pattern"])]:
+                        del rows[key]
+                    rows[(problem, report["numerics"], r.get("anchor"))] = new
             env = env or environment(d, scratch)
     order = {n: i for i, n in enumerate(["fp32", "3xtf32", "tf32", "bf16", "fp16"])}
     rows = sorted(rows.values(), key=lambda r: (r["problem"], order.get(r["numerics"], 9)))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    for r in rows:  # rows merged from an earlier file say when they were measured; this run's rows likewise
+        r.setdefault("measured", f"{dt.date.today().isoformat()} commit {commit}")
     doc = {"device": env.get("device"), "date": dt.date.today().isoformat(), "commit": commit,
            "torch": env.get("torch"), "cuda": env.get("cuda"), "cutlass": "4.2.0", "rows": rows}
     out = Path(args.out)

@@ -69,14 +69,27 @@ std::string gemm_call(const discover::Match& m, const PatternVerdict& v, const i
   if (bias) bias_expr = var(bias->name) + (bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n));
   else if (v.epilogue != "none") bias_expr = fmt::format("{}.new_zeros({})", var(a->name), n);  // the epilogue reads a bias
   std::string residual_expr = "None";
-  if (residual) {
+  std::string prelude;
+  if (const ir::Node* up_b = operand_node(m, g, "up_b")) {
+    // SwiGLU: the up projection runs first as PyTorch's GEMM (what a Linear runs), and its result U rides in
+    // the residual slot, where the kernel's epilogue multiplies silu(gate) by it.
+    const ir::Node* up_bias = operand_node(m, g, "up_bias");
+    std::string up_b_expr = var(up_b->name) + (b_layout == "nk" ? ".t()" : "");
+    std::string up = up_bias ? fmt::format("torch.addmm({}, {}, {})", var(up_bias->name) +
+                                               (up_bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n)),
+                                           a_expr, up_b_expr)
+                             : fmt::format("torch.mm({}, {})", a_expr, up_b_expr);
+    prelude = fmt::format("{}{}_up = {}  # SwiGLU up projection (PyTorch GEMM), multiplied in by the epilogue\n",
+                          kIndent, out, up);
+    residual_expr = out + "_up";
+  } else if (residual) {
     residual_expr = batch == 1 ? fmt::format("{}.reshape({}, {}).contiguous()", var(residual->name), mm, n)
                                : fmt::format("{}.reshape({}, {}, {}).contiguous()", var(residual->name), batch, mm, n);
   }
   std::vector<int64_t> produced = batch == 1 ? std::vector<int64_t>{mm, n} : std::vector<int64_t>{batch, mm, n};
   std::string reshape = produced == anchor.shape ? "" : fmt::format(".reshape({})", shape_list(anchor.shape));
-  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{} = torch.ops.fact.{}({}, {}, {}, {}){}  # {}\n", kIndent,
-                     m.rule, m.nodes.size(), v.op_name, kIndent, out, v.op_name, a_expr, b_expr, bias_expr,
+  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{}{} = torch.ops.fact.{}({}, {}, {}, {}){}  # {}\n", kIndent,
+                     m.rule, m.nodes.size(), v.op_name, prelude, kIndent, out, v.op_name, a_expr, b_expr, bias_expr,
                      residual_expr, reshape, m.anchor);
 }
 

@@ -161,7 +161,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
   e.bytes_fused += output_bytes(ctx.graph.at(match.anchor));
 
   double mem_s = e.bytes_fused / a.dram_bytes_per_s;
-  double compute_s = 0;
+  double compute_s = 0, library_s = 0;
   const std::string& fam = match.family;
   if (fam.find("gemm") != std::string::npos) {
     auto dim = [&](const char* k, double fallback) {
@@ -170,6 +170,15 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     };
     double m = dim("M", 0), n = dim("N", 0), k = dim("K", 0), batch = dim("batch", 1);
     double gemm_flops = (m > 0 && n > 0 && k > 0) ? 2.0 * m * n * k * batch : e.flops;
+    // GEMMs of the same shape that the realization leaves to PyTorch before the fused kernel (SwiGLU's up
+    // projection) cost what they cost now.
+    double library_gemms = dim("library_gemms", 0);
+    if (library_gemms > 0 && m > 0 && n > 0 && k > 0) {
+      double lib_tiles = std::ceil(m / kLibraryTile) * std::ceil(n / kLibraryTile) * batch;
+      library_s = library_gemms * (2.0 * m * n * k * batch /
+                                       (gemm_rate(a, baseline_numerics(ctx.numerics)) * wave_efficiency(lib_tiles, a.sm_count)) +
+                                   a.launch_overhead_s);
+    }
     // FACT picks tile sizes and split-K slices, so it fills the chip when the output is small.
     double tiles = std::ceil(m / kLibraryTile) * std::ceil(n / kLibraryTile) * batch;
     double eff = wave_efficiency(tiles, a.sm_count);
@@ -191,7 +200,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     compute_s = e.flops / a.simt_flops;
   }
   e.bound = compute_s >= mem_s ? "compute" : "memory";
-  e.seconds_fused = std::max(compute_s, mem_s) + a.launch_overhead_s;
+  e.seconds_fused = std::max(compute_s, mem_s) + a.launch_overhead_s + library_s;
   return e;
 }
 

@@ -24,6 +24,9 @@ struct EpilogueNames {
   Epilogue epilogue;
   const char* sm80_output_op;  // 2.x thread-level output operator template (Out, Count, Acc, Compute)
   const char* sm90_activation; // activation of the 3.x fusion, empty for none
+  // 2.x broadcast epilogue (residual-slot epilogues): activation, then how the residual slot joins in.
+  const char* sm80_broadcast_activation = "";
+  const char* sm80_broadcast_combine = "";
 };
 constexpr EpilogueNames kEpilogueNames[] = {
     {Epilogue::none, "cutlass::epilogue::thread::LinearCombination", ""},
@@ -33,8 +36,10 @@ constexpr EpilogueNames kEpilogueNames[] = {
     {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU"},
     // The sm80 template defines LinearCombinationGeluTanh (GELU_taylor), which CUTLASS lacks as an alias.
     {Epilogue::bias_gelu_tanh, "LinearCombinationGeluTanh", "cutlass::epilogue::thread::GELU_taylor"},
-    // 3.x only (the config space offers no 2.x kernel for it): bias epilogue, residual as C with beta = 1.
-    {Epilogue::bias_residual, "", ""}};
+    // 3.x: bias epilogue with the residual as C, beta = 1. 2.x: the broadcast kernel adds C.
+    {Epilogue::bias_residual, "", "", "cutlass::epilogue::thread::Identity", "cutlass::plus"},
+    // 3.x: fact_evt::SiluMul (templates/cutlass/sm90_silu_mul_evt.hpp.in). 2.x: the broadcast kernel multiplies by C.
+    {Epilogue::bias_silu_mul, "", "", "cutlass::epilogue::thread::SiLu", "cutlass::multiplies"}};
 
 const ElementNames& names_of(Element e) {
   for (const auto& n : kElementNames)
@@ -59,6 +64,8 @@ std::string sm90_fusion_operation(Epilogue e) {
   const auto& names = names_of(e);
   if (e == Epilogue::none)
     return "cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>";
+  if (e == Epilogue::bias_silu_mul)
+    return "fact_evt::SiluMul<TileShape, ElementD, ElementCompute, ElementBias, ElementC>";
   if (e == Epilogue::bias || e == Epilogue::bias_residual)  // the residual is C with beta = 1
     return "cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, "
            "ElementCompute>";
@@ -90,7 +97,8 @@ std::string tf32_operand_prepass_source() { return render_template_file("cutlass
 }  // namespace
 
 std::string gemm_kernel_template(const GemmConfig& config) {
-  if (config.api == KernelApi::cutlass2_universal) return "cutlass/gemm_sm80_universal.cu.in";
+  if (config.api == KernelApi::cutlass2_universal)
+    return has_residual(config.epilogue) ? "cutlass/gemm_sm80_broadcast.cu.in" : "cutlass/gemm_sm80_universal.cu.in";
   return config.mainloop_transform == MainloopTransform::none ? "cutlass/gemm_sm90_collective.cu.in"
                                                               : "cutlass/gemm_sm90_tf32_prepass.cu.in";
 }
@@ -128,6 +136,10 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["has_residual"] = boolean(has_residual(c.epilogue));
     v["swizzle"] = std::to_string(c.swizzle);
     v["fusion_operation"] = sm90_fusion_operation(c.epilogue);
+    v["silu_mul"] = boolean(c.epilogue == Epilogue::bias_silu_mul);
+    v["fusion_callbacks"] = c.epilogue == Epilogue::bias_silu_mul
+                                ? render_template_file("cutlass/sm90_silu_mul_evt.hpp.in", {})
+                                : "";
     // Auto: the builder takes whatever shared memory the epilogue leaves.
     v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
@@ -152,6 +164,11 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["threadblock_swizzle"] = c.tile_scheduler == TileScheduler::stream_k
         ? "cutlass::gemm::threadblock::ThreadblockSwizzleStreamK"
         : fmt::format("cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{}>", c.swizzle);
+    if (has_residual(c.epilogue)) {  // gemm_sm80_broadcast.cu.in
+      v["activation_op"] = names_of(c.epilogue).sm80_broadcast_activation;
+      v["combine_op"] = names_of(c.epilogue).sm80_broadcast_combine;
+      return v;
+    }
     v["epilogue_output_op"] = names_of(c.epilogue).sm80_output_op;
     v["split_k_mode"] = c.split_k_mode == SplitKMode::none     ? "kNone"
                         : c.split_k_mode == SplitKMode::serial ? "kSerial"

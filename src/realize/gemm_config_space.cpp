@@ -248,8 +248,6 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     return "config layouts differ from the problem's operand layouts";
   if (c.alignment_a > p.alignment_a() || c.alignment_b > p.alignment_b() || c.alignment_d > p.alignment_d())
     return "config alignment exceeds what the problem's shapes and leading dimensions allow";
-  if (has_residual(c.epilogue) && c.api != KernelApi::cutlass3_collective)
-    return "epilogue bias_residual is generated for CUTLASS 3.x (sm90) kernels only: run the residual add separately";
   if (c.split_k_mode != SplitKMode::none && c.split_k_slices < 2) return "split-K needs at least 2 slices";
   if (c.promotion_interval != 0 && (c.mainloop_transform != MainloopTransform::split3_tf32 || c.promotion_interval % 4 != 0))
     return "promotion_interval applies to split3_tf32 kernels only, in multiples of 4 wgmma (one 32-wide k-block)";
@@ -317,6 +315,9 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
   if (c.tile_scheduler == TileScheduler::persistent) return "cutlass2 kernels are data-parallel or stream-K";
   if (c.tile_scheduler == TileScheduler::stream_k && (p.batch != 1 || c.split_k_mode != SplitKMode::none))
     return "cutlass2 stream-K is generated for unbatched problems without split-K";
+  // The broadcast epilogue (gemm_sm80_broadcast.cu.in) applies its activation to every partial sum.
+  if (has_residual(c.epilogue) && (c.split_k_mode != SplitKMode::none || c.tile_scheduler != TileScheduler::data_parallel))
+    return "cutlass2 epilogues with a residual-slot tensor run data-parallel only (no split-K, no stream-K)";
   if (c.split_k_mode == SplitKMode::parallel &&
       (c.layout_d != MatrixLayout::row || !(c.epilogue == Epilogue::none || c.epilogue == Epilogue::bias)))
     return "parallel split-K reduces row-major D with a linear epilogue only: use serial split-K";

@@ -16,10 +16,11 @@ namespace {
 constexpr std::array<std::pair<Numerics, const char*>, 5> kNumerics{{
     {Numerics::fp32, "fp32"}, {Numerics::tf32, "tf32"}, {Numerics::x3tf32, "3xtf32"},
     {Numerics::bf16, "bf16"}, {Numerics::fp16, "fp16"}}};
-constexpr std::array<std::pair<Epilogue, const char*>, 7> kEpilogues{{
+constexpr std::array<std::pair<Epilogue, const char*>, 8> kEpilogues{{
     {Epilogue::none, "none"}, {Epilogue::bias, "bias"}, {Epilogue::bias_relu, "bias_relu"},
     {Epilogue::bias_silu, "bias_silu"}, {Epilogue::bias_gelu_erf, "bias_gelu_erf"},
-    {Epilogue::bias_gelu_tanh, "bias_gelu_tanh"}, {Epilogue::bias_residual, "bias_residual"}}};
+    {Epilogue::bias_gelu_tanh, "bias_gelu_tanh"}, {Epilogue::bias_residual, "bias_residual"},
+    {Epilogue::bias_silu_mul, "bias_silu_mul"}}};
 constexpr std::array<std::pair<Arch, const char*>, 2> kArchs{{{Arch::sm80, "sm80"}, {Arch::sm90, "sm90"}}};
 constexpr std::array<std::pair<MatrixLayout, const char*>, 2> kLayouts{
     {{MatrixLayout::row, "row"}, {MatrixLayout::column, "column"}}};
@@ -67,7 +68,7 @@ Element input_element(Numerics n) {
 }
 
 bool has_bias(Epilogue e) { return e != Epilogue::none; }
-bool has_residual(Epilogue e) { return e == Epilogue::bias_residual; }
+bool has_residual(Epilogue e) { return e == Epilogue::bias_residual || e == Epilogue::bias_silu_mul; }
 
 GemmProblem GemmProblem::packed(int64_t m, int64_t n, int64_t k, int64_t batch, Numerics numerics,
                                 Arch arch, bool b_column, Epilogue epilogue) {

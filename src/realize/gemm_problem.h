@@ -12,8 +12,9 @@ namespace fact::realize {
 // How the multiply is carried out. fp32/tf32/3xtf32 take and return float32 tensors; bf16/fp16
 // take and return tensors of that type (accumulating in fp32).
 enum class Numerics { fp32, tf32, x3tf32, bf16, fp16 };
-// What the epilogue adds after alpha*A@B (+beta*C). Fused epilogues beyond bias/activation come later.
-enum class Epilogue { none, bias, bias_relu, bias_silu, bias_gelu_erf, bias_gelu_tanh, bias_residual };
+// What the epilogue adds after alpha*A@B (+beta*C). bias_residual: + a tensor shaped like D;
+// bias_silu_mul: silu(A@B + bias) * U with U shaped like D (SwiGLU's up projection, computed first).
+enum class Epilogue { none, bias, bias_relu, bias_silu, bias_gelu_erf, bias_gelu_tanh, bias_residual, bias_silu_mul };
 enum class Arch { sm80, sm90 };
 // CUTLASS's layout::RowMajor / layout::ColumnMajor of an operand as a matrix (A: MxK, B: KxN, D: MxN).
 enum class MatrixLayout { row, column };
@@ -35,6 +36,7 @@ Element element_from_string(const std::string& s);
 int element_bytes(Element e);
 Element input_element(Numerics n);   // what the kernel's A and B hold
 bool has_bias(Epilogue e);
+// Whether the kernel reads a tensor shaped like D through FactGemmArgs::residual (residual or U).
 bool has_residual(Epilogue e);
 
 struct GemmOperand {

@@ -27,6 +27,7 @@ bool leading_dims_fold(const ir::TensorMeta& t) {
 
 Epilogue epilogue_of(const discover::Match& m, bool bias, bool residual) {
   std::string act = m.kernel.value("activation", "");
+  if (act == "silu_mul") return Epilogue::bias_silu_mul;
   if (residual) return Epilogue::bias_residual;
   if (act == "relu") return Epilogue::bias_relu;
   if (act == "silu") return Epilogue::bias_silu;
@@ -51,6 +52,15 @@ GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g
     throw Error(what + ": the rule's kernel block names no bound tensors for operands a and b");
   const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
   const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
+  // SwiGLU: the up projection (weight up_b, bias up_bias) runs first and its result U rides in the
+  // residual slot; it must be a GEMM of the same A with a weight shaped and laid out like b.
+  const ir::Node* up_b = bound_node(m, g, ops.value("up_b", nlohmann::json()));
+  if (m.kernel.value("activation", "") == "silu_mul") {
+    if (!up_b || up_b->outputs.empty())
+      throw Error(what + ": activation silu_mul needs the up-projection weight as kernel operand up_b; fix the rule");
+    if (up_b->out().shape != b->out().shape || up_b->out().strides != b->out().strides)
+      throw Error(what + ": the up-projection weight is not shaped and strided like the gate weight");
+  }
 
   auto dim = [&](const char* k) -> int64_t {
     auto it = m.dims.find(k);

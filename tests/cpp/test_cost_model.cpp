@@ -269,3 +269,21 @@ TEST(CostModel, MiniGptPlanIsRankedByGain) {
   EXPECT_NEAR(plan.seconds_planned, plan.seconds_now - gains, 1e-12);
   EXPECT_LT(plan.seconds_planned, plan.seconds_now);
 }
+
+// SwiGLU's up projection stays PyTorch's GEMM (library_gemms 1): the pattern costs that GEMM as now, plus the
+// gate GEMM with the fused epilogue, so its gain is the gate pattern's gain plus the multiply it removes, and
+// the greedy overlap resolution prefers it over gemm_bias_silu on the gate alone.
+TEST(CostModel, SwigluCountsItsUpProjectionAtTheLibraryRate) {
+  auto g = fixture("llama3_block.json");
+  for (const char* numerics : {"fp32", "tf32", "bf16"}) {
+    SCOPED_TRACE(numerics);
+    CostContext ctx{g, ops(), sm90(), numerics};
+    auto swiglu = fact::discover::estimate_match(match_of(g, "gemm_swiglu", "mul_8"), ctx);
+    auto silu = fact::discover::estimate_match(match_of(g, "gemm_bias_silu", "silu"), ctx);
+    auto up = fact::discover::estimate_node(g.at("linear_5"), ctx);
+    auto mul = fact::discover::estimate_node(g.at("mul_8"), ctx);
+    EXPECT_NEAR(swiglu.seconds_fused, silu.seconds_fused + up.seconds, 1e-3 * swiglu.seconds_fused);
+    EXPECT_NEAR(swiglu.gain_seconds(), silu.gain_seconds() + mul.seconds, 1e-3 * mul.seconds);
+    EXPECT_GT(swiglu.gain_seconds(), silu.gain_seconds());
+  }
+}

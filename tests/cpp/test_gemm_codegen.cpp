@@ -1,5 +1,5 @@
 // Kernel and op-wrapper generation: template rendering, generated text per family and numerics mode,
-// the nvcc command line, and (tests named *Nvcc*) real nvcc compiles of four representative kernels.
+// the nvcc command line, and (tests named *Nvcc*) real nvcc compiles of six representative kernels.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -182,9 +182,70 @@ TEST(GemmCodegen, RejectsConfigsCutlassCannotTake) {
   } catch (const fact::Error& e) {
     EXPECT_TRUE(contains(e.what(), "K-major")) << e.what();
   }
-  auto r = sm80_3xtf32();
-  r.epilogue = Epilogue::bias_residual;
-  EXPECT_THROW(generate_gemm_kernel(r), fact::Error);
+  // The 2.x broadcast epilogue (residual-slot tensors) applies its activation per partial sum: no split-K.
+  auto r = sm80_3xtf32(Epilogue::bias_silu_mul);
+  r.split_k_mode = SplitKMode::serial;
+  r.split_k_slices = 2;
+  try {
+    generate_gemm_kernel(r);
+    FAIL() << "expected an error";
+  } catch (const fact::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "data-parallel only")) << e.what();
+  }
+}
+
+// Item of issue 4: every fused epilogue generates for sm80 and sm90 in every numerics mode, each with the
+// CUTLASS pieces that compute it (3.x fusion / visitor tree; 2.x output operator or broadcast epilogue).
+TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
+  struct Pieces {
+    Epilogue epilogue;
+    std::vector<std::string> sm90, sm80;
+  };
+  const std::vector<Pieces> epilogues = {
+      {Epilogue::bias_relu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::ReLu"}, {"LinearCombinationRelu<"}},
+      {Epilogue::bias_silu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::SiLu"}, {"LinearCombinationSilu<"}},
+      {Epilogue::bias_gelu_erf, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU,"}, {"LinearCombinationGELU<"}},
+      {Epilogue::bias_gelu_tanh, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU_taylor"},
+       {"using EpilogueOutputOp = LinearCombinationGeluTanh<"}},
+      {Epilogue::bias_residual, {"LinCombPerColBias<", "constexpr bool kHasResidual = true;"},
+       {"LinearCombinationResidualBlock<", "cutlass::epilogue::thread::Identity, cutlass::plus,"}},
+      {Epilogue::bias_silu_mul,
+       {"using FusionOperation = fact_evt::SiluMul<TileShape", "fusion::Sm90SrcFetch<ElementC>",
+        "constexpr bool kSiluMul = true;", "constexpr bool kHasResidual = true;"},
+       {"LinearCombinationResidualBlock<", "cutlass::epilogue::thread::SiLu, cutlass::multiplies,",
+        "GemmWithFusedEpilogue<"}},
+  };
+  int rendered = 0;
+  for (Arch arch : {Arch::sm80, Arch::sm90})
+    for (Numerics n : {Numerics::fp32, Numerics::x3tf32, Numerics::tf32, Numerics::bf16, Numerics::fp16})
+      for (const auto& e : epilogues) {
+        auto p = GemmProblem::packed(4096, 1024, 1024, 1, n, arch, /*b_column=*/true, e.epilogue);
+        std::vector<KernelApi> apis = {KernelApi::cutlass2_universal};
+        if (arch == Arch::sm90 && n != Numerics::fp32) apis.push_back(KernelApi::cutlass3_collective);
+        for (KernelApi api : apis) {
+          GemmConfig c = top_config(p, api);
+          SCOPED_TRACE(to_string(e.epilogue) + " " + c.summary());
+          auto src = generate_gemm_kernel(c);
+          for (const auto& piece : api == KernelApi::cutlass3_collective ? e.sm90 : e.sm80)
+            EXPECT_TRUE(contains(src.text, piece)) << "missing " << piece << " in " << src.template_name;
+          EXPECT_FALSE(contains(src.text, "{{"));
+          EXPECT_TRUE(contains(src.text, "fact_" + c.id() + "_run("));
+          ++rendered;
+        }
+      }
+  EXPECT_EQ(rendered, 2 * 5 * 6 + 4 * 6);
+}
+
+TEST(GemmCodegen, SiluMulArgumentsFollowTheVisitorTree) {
+  auto c = sm90_bf16_cooperative();
+  c.epilogue = Epilogue::bias_silu_mul;
+  auto t = generate_gemm_kernel(c).text;
+  // U is the source C with beta unused; the arguments come from the visitor tree's own setter.
+  EXPECT_TRUE(contains(t, "fact_evt::set_silu_mul_arguments(f, a.alpha, static_cast<const ElementBias*>(a.bias));"));
+  EXPECT_TRUE(contains(t, "const void* c = kHasResidual ? a.residual"));
+  EXPECT_TRUE(contains(t, "if (kHasResidual && (!a.residual || a.c)) return FACT_ERR_SHAPE;"));
+  // Without the epilogue no visitor tree is emitted.
+  EXPECT_FALSE(contains(generate_gemm_kernel(sm90_bf16_cooperative()).text, "namespace fact_evt"));
 }
 
 TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
@@ -309,6 +370,15 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   dlclose(lib);
 }
 TEST(GemmCodegenNvcc, Sm80SimtFp32ParallelSplitKCompiles) { expect_compiles(sm80_simt_split_k(), "sm80_simt_splitk"); }
+// SwiGLU's epilogue, one kernel per arch: the sm90 visitor tree and the sm80 broadcast epilogue.
+TEST(GemmCodegenNvcc, Sm90SiluMulVisitorTreeCompiles) {
+  auto c = sm90_bf16_cooperative();
+  c.epilogue = Epilogue::bias_silu_mul;
+  expect_compiles(c, "sm90_bf16_silu_mul");
+}
+TEST(GemmCodegenNvcc, Sm80SiluMulBroadcastEpilogueCompiles) {
+  expect_compiles(sm80_3xtf32(Epilogue::bias_silu_mul), "sm80_3xtf32_silu_mul");
+}
 
 // The wrapper is built on the GPU machine; here it is only parsed against the venv's torch headers.
 TEST(GemmCodegen, OpWrapperParsesAgainstTorchHeaders) {
@@ -338,7 +408,11 @@ TEST(GemmCodegen, Sm90ResidualEpilogueRidesInAsCWithBetaOne) {
   EXPECT_TRUE(contains(src.text, "constexpr bool kHasResidual = true;"));
   EXPECT_TRUE(contains(src.text, "LinCombPerColBias<"));
   EXPECT_TRUE(contains(src.text, "float beta = kHasResidual ? 1.0f"));
-  // CUTLASS 2.x kernels get no residual epilogue: the space must not offer them for it.
-  for (auto& rc : enumerate_gemm_configs(p, {.top_n = 64}).ranked)
-    EXPECT_EQ(rc.config.api, KernelApi::cutlass3_collective) << rc.config.summary();
+  // CUTLASS 2.x kernels take the residual through the broadcast epilogue, data-parallel only.
+  for (auto& rc : enumerate_gemm_configs(p, {.top_n = 1000}).ranked) {
+    if (rc.config.api != KernelApi::cutlass2_universal) continue;
+    EXPECT_EQ(rc.config.split_k_mode, SplitKMode::none) << rc.config.summary();
+    EXPECT_EQ(rc.config.tile_scheduler, TileScheduler::data_parallel) << rc.config.summary();
+    EXPECT_EQ(generate_gemm_kernel(rc.config).template_name, "cutlass/gemm_sm80_broadcast.cu.in");
+  }
 }

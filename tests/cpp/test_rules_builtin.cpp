@@ -70,7 +70,7 @@ GraphDoc matmul(std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int6
 TEST(RulesBuiltin, LoadAndPointAtExistingExamples) {
   auto reg = fact::discover::PatternRegistry::builtin();
   for (const char* name : {"gemm", "batched_gemm", "large_k_gemm", "gemm_bias_relu", "gemm_bias_silu", "gemm_bias_gelu_erf",
-                           "gemm_bias_gelu_tanh", "gemm_bias_residual", "sdpa_attention_manual", "sdpa_attention",
+                           "gemm_bias_gelu_tanh", "gemm_bias_residual", "gemm_swiglu", "sdpa_attention_manual", "sdpa_attention",
                            "layer_norm", "rms_norm", "softmax"})
     EXPECT_NE(reg.find(name), nullptr) << name;
   std::filesystem::path examples;

@@ -137,8 +137,47 @@ TEST(RulesProblems, Llama3Block) {
   EXPECT_EQ(att->dims.at("heads_kv"), 8);
   EXPECT_EQ(att->dims.at("causal"), 1);
   EXPECT_EQ(att->nodes.size(), 7u);
-  ASSERT_NE(by_anchor(ms, "silu"), nullptr);
-  EXPECT_EQ(by_anchor(ms, "silu")->rule, "gemm_bias_silu");
+  // SwiGLU, bias-free, silu(gate) * up: one pattern over both GEMMs (it beats gemm_bias_silu on the gate).
+  EXPECT_EQ(by_anchor(ms, "silu"), nullptr);
+  EXPECT_EQ(count_rule(ms, "gemm_bias_silu"), 0u);
+  const Match* swiglu = by_anchor(ms, "mul_8");
+  ASSERT_NE(swiglu, nullptr);
+  EXPECT_EQ(swiglu->rule, "gemm_swiglu");
+  EXPECT_EQ(swiglu->nodes, (std::vector<std::string>{"linear_4", "silu", "linear_5", "mul_8"}));
+  EXPECT_EQ(swiglu->inputs.at("$a"), "mul_7");
+  EXPECT_EQ(swiglu->inputs.at("$wg"), "p_mlp_gate_proj_weight");
+  EXPECT_EQ(swiglu->inputs.at("$wu"), "p_mlp_up_proj_weight");
+  EXPECT_EQ(swiglu->inputs.count("$bg"), 0u);
+  EXPECT_EQ(swiglu->dims.at("M"), 2 * 2048);
+  EXPECT_EQ(swiglu->dims.at("N"), 14336);
+  EXPECT_EQ(swiglu->dims.at("K"), 4096);
+  EXPECT_EQ(swiglu->dims.at("library_gemms"), 1);
+  EXPECT_EQ(swiglu->kernel.at("epilogue"), "bias_silu_mul");
   ASSERT_NE(by_anchor(ms, "add_5"), nullptr);
   EXPECT_EQ(by_anchor(ms, "add_5")->rule, "gemm_bias_residual");
+}
+
+// SwiGLU with biases, SiLU written as g * sigmoid(g) and the product as up * act (bench/problems/level2).
+TEST(RulesProblems, SwigluMlpBiasedWrittenOutSilu) {
+  auto ms = resolved("swiglu_mlp.json");
+  SCOPED_TRACE(describe(ms));
+  const Match* swiglu = by_anchor(ms, "mul_1");
+  ASSERT_NE(swiglu, nullptr);
+  EXPECT_EQ(swiglu->rule, "gemm_swiglu");
+  EXPECT_EQ(swiglu->nodes, (std::vector<std::string>{"linear", "linear_1", "sigmoid", "mul", "mul_1"}));
+  EXPECT_EQ(swiglu->inputs.at("$bg"), "p_gate_proj_bias");
+  EXPECT_EQ(swiglu->inputs.at("$bu"), "p_up_proj_bias");
+  EXPECT_EQ(swiglu->inputs.at("$a"), "x");
+  EXPECT_EQ(swiglu->dims.at("M"), 4 * 2048);
+  EXPECT_EQ(swiglu->dims.at("N"), 5632);
+  EXPECT_EQ(swiglu->dims.at("K"), 2048);
+  EXPECT_EQ(swiglu->attrs.at("b_layout"), "nk");
+  const Match* down = by_anchor(ms, "linear_2");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->rule, "gemm");
+  EXPECT_EQ(ms.size(), 2u);
+  // On sm80 the same pattern matches (the 2.x broadcast epilogue realizes it).
+  auto sm80 = resolved("swiglu_mlp.json", "sm80");
+  ASSERT_NE(by_anchor(sm80, "mul_1"), nullptr);
+  EXPECT_EQ(by_anchor(sm80, "mul_1")->rule, "gemm_swiglu");
 }

@@ -15,6 +15,7 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
+SWIGLU_FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_swiglu.py"
 
 
 def _find_binary():
@@ -76,11 +77,11 @@ def tune_report(doc, accept):
     return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
 
 
-def compose(work, plan_path, report, name):
+def compose(work, plan_path, report, name, model=FIXTURE):
     report_path = work / f"{name}.report.json"
     report_path.write_text(json.dumps(report))
     out = work / name
-    return fact("compose", plan_path, report_path, "--model", FIXTURE, "--out", out), out
+    return fact("compose", plan_path, report_path, "--model", model, "--out", out), out
 
 
 def load_model_new(out):
@@ -144,3 +145,43 @@ def test_report_of_another_plan_is_an_error_and_writes_nothing(plan):
     assert "gemm_bias_relu" in r.stderr and "nowhere" in r.stderr and "does not hold" in r.stderr
     assert not out.exists()
     assert not any(p.name.startswith("bad_report") for p in work.iterdir() if p.is_dir())
+
+
+def test_swiglu_pattern_runs_the_up_projection_then_one_fact_call(tmp_path):
+    """SwiGLU: the composed module computes U with PyTorch's addmm and hands it to the FACT op (epilogue
+    bias_silu_mul, the CPU reference multiplies silu(gate) by it); the result matches the original."""
+    ir, plan_path = tmp_path / "swiglu.ir.json", tmp_path / "swiglu.plan.json"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "python"))
+    r = subprocess.run([sys.executable, "-m", "fact.trace", str(SWIGLU_FIXTURE), "-o", str(ir)], capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = fact("discover", ir, "--json", plan_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(plan_path.read_text())
+    rows = []
+    for p in doc["patterns"]:
+        rule, anchor = _pattern(p)
+        row = {"pattern": rule, "anchor": anchor, "status": "tuned", "baseline": "torch", "fact_ms": 1.05,
+               "baseline_ms": 1.01, "config": None, "winner": "torch"}
+        if rule == "gemm_swiglu":
+            row.update({"winner": "test_swiglu", "config": {"epilogue": "bias_silu_mul"}, "fact_ms": 0.5,
+                        "problem": {"epilogue": "bias_silu_mul"}})
+        rows.append(row)
+    assert [r["pattern"] for r in rows].count("gemm_swiglu") == 1, rows
+    report = {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
+    r, out = compose(tmp_path, plan_path, report, "swiglu", model=SWIGLU_FIXTURE)
+    assert r.returncode == 0, r.stderr
+    source = (out / "model_new.py").read_text()
+    assert "_up = torch.addmm(" in source and "torch.ops.fact.gemm_test_swiglu(" in source, source
+    assert "torch.ops.aten.silu" not in source
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [a["epilogue"] for a in manifest["accepted"]] == ["bias_silu_mul"]
+    register_reference_ops(out / "manifest.json")
+    composed = load_model_new(out)
+    torch.manual_seed(0)
+    original = composed.Model(*composed.get_init_inputs())
+    model_new = composed.ModelNew(*composed.get_init_inputs())
+    model_new.load_state_dict(original.state_dict(), strict=True)
+    for _ in range(3):
+        x = torch.randn(4, 8, 16)
+        torch.testing.assert_close(model_new(x), original(x), atol=1e-5, rtol=1e-5)

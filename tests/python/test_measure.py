@@ -186,6 +186,36 @@ def test_reference_applies_epilogue():
     assert torch.allclose(verify.reference(p2, ops2), manual2)
 
 
+def test_swiglu_operands_reference_and_pytorch_path():
+    """bias_silu_mul verifies the whole SwiGLU subgraph: the reference is built from A, B, B_up and both
+    biases in float64, U is computed by PyTorch (as the composed module does) into the residual slot."""
+    torch = pytest.importorskip("torch")
+    from fact.realize.measure_worker import torch_epilogue_gemm
+    p = cpu_problem(batch=1, layout_a="row", layout_b="col", epilogue="bias_silu_mul")
+    assert p.swiglu and p.has_residual and p.has_bias and p.activation == "silu"
+    ops = verify.make_operands(p, "cpu")
+    assert ops.up_b.shape == ops.b.shape == (1, 56, 40) and ops.up_b.stride() == ops.b.stride()
+    assert ops.up_bias.shape == (40,) and not torch.equal(ops.up_b, ops.b)
+    assert bool(torch.isnan(ops.residual).all())  # U is not there until PyTorch computes it
+    verify.prepare_residual_slot(p, ops)
+    u = ops.a[0].double() @ ops.up_b[0].double() + ops.up_bias.double()
+    assert torch.allclose(ops.residual[0].double(), u, rtol=1e-5, atol=1e-5)
+    gate = ops.a[0].double() @ ops.b[0].double() + ops.bias.double()
+    ref = verify.reference(p, ops)
+    assert torch.allclose(ref[0], torch.nn.functional.silu(gate) * u)
+    tol = verify.tolerance(p.numerics, p.k)
+    assert verify.compare(torch_epilogue_gemm(p, ops), ref, tol).passed
+    # What the kernel computes from the prepared U passes; adding U (the residual epilogue) does not.
+    kernel = torch.nn.functional.silu(ops.a @ ops.b + ops.bias) * ops.residual
+    assert verify.compare(kernel, ref, tol).passed
+    assert not verify.compare(torch.nn.functional.silu(ops.a @ ops.b + ops.bias) + ops.residual, ref, tol).passed
+    # The up weights and U count toward the bytes that rotate through L2.
+    assert verify.bytes_per_set(p) == 4 * ((24 * 56 + 56 * 40 + 24 * 40) + 40 + 24 * 40 + 56 * 40 + 40)
+    snapshot = verify.inputs_snapshot(ops)
+    ops.up_b_storage.add_(1.0)
+    assert not verify.inputs_unchanged(ops, snapshot)
+
+
 def fill_d(ops, values):
     ops.d.copy_(values.to(ops.d.dtype))
 

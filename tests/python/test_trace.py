@@ -37,6 +37,7 @@ EXPECTED_OPS = {
     "llama3_block": {"aten.linear.default": 7, "aten.scaled_dot_product_attention.default": 1,
                      "aten.rsqrt.default": 2, "aten.silu.default": 1, "aten.cat.default": 2,
                      "aten.expand.default": 2},
+    "swiglu_mlp": {"aten.linear.default": 3, "aten.sigmoid.default": 1, "aten.mul.Tensor": 2},
 }
 EXPECTED_OUTPUT_SHAPES = {
     "square_matmul_2048": [2048, 2048],
@@ -47,6 +48,7 @@ EXPECTED_OUTPUT_SHAPES = {
     "batched_matmul": [128, 128, 512],
     "minigpt_block": [128, 512, 768],
     "llama3_block": [2, 2048, 4096],
+    "swiglu_mlp": [4, 2048, 2048],
 }
 
 

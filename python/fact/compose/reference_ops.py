@@ -1,7 +1,8 @@
 """CPU reference implementations of torch.ops.fact.gemm_<id>, so a composed module runs without a GPU.
 
 Each op computes what the CUTLASS wrapper computes (templates/cutlass/op_wrapper_op.cpp.in):
-act(a @ b + bias) + residual, with b the [K, N] operand (a Linear weight arrives as weight.t()).
+act(a @ b + bias) + residual, with b the [K, N] operand (a Linear weight arrives as weight.t());
+for bias_silu_mul (SwiGLU) silu(a @ b + bias) * residual, the residual slot holding the up projection U.
 The epilogue of each op comes from the composed module's manifest.json.
 """
 import json
@@ -20,7 +21,10 @@ _ACTIVATIONS = {
     "bias_silu": torch.nn.functional.silu,
     "bias_gelu_erf": lambda x: torch.nn.functional.gelu(x),
     "bias_gelu_tanh": lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3)))),
+    "bias_silu_mul": torch.nn.functional.silu,
 }
+# How the residual slot joins the activated GEMM: added, or multiplied (SwiGLU's U).
+_MULTIPLIES_RESIDUAL = {"bias_silu_mul"}
 
 _libraries = []      # torch.library.Library objects must stay alive for their registrations to hold
 _registered = {}     # op name -> epilogue
@@ -28,6 +32,7 @@ _registered = {}     # op name -> epilogue
 
 def _reference(epilogue):
     act = _ACTIVATIONS[epilogue]
+    multiplies = epilogue in _MULTIPLIES_RESIDUAL
 
     def gemm(a, b, bias, residual):
         d = torch.matmul(a, b)
@@ -35,7 +40,9 @@ def _reference(epilogue):
             d = d + bias
         d = act(d)
         if residual is not None:
-            d = d + residual.reshape(d.shape)
+            d = d * residual.reshape(d.shape) if multiplies else d + residual.reshape(d.shape)
+        elif multiplies:
+            raise ValueError(f"epilogue {epilogue} multiplies by the residual slot (U), but none was passed")
         return d.contiguous()
 
     return gemm

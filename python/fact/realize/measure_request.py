@@ -13,7 +13,8 @@ from .kernel_abi import KERNEL_ID_PATTERN
 LAYOUTS = ("row", "col")
 DTYPES = ("float32", "bfloat16", "float16")
 NUMERICS = ("fp32", "3xtf32", "tf32", "bf16", "fp16")
-EPILOGUES = ("none", "bias", "bias_relu", "bias_silu", "bias_gelu_erf", "bias_gelu_tanh", "bias_residual")
+EPILOGUES = ("none", "bias", "bias_relu", "bias_silu", "bias_gelu_erf", "bias_gelu_tanh", "bias_residual",
+             "bias_silu_mul")
 # Which numerics modes an operand dtype admits: fp32 tensors can be multiplied in full fp32,
 # in 3xTF32 (fp32-accurate on tensor cores) or in TF32; bf16/fp16 tensors only in their own type.
 NUMERICS_FOR_DTYPE = {"float32": ("fp32", "3xtf32", "tf32"), "bfloat16": ("bf16",), "float16": ("fp16",)}
@@ -48,13 +49,21 @@ class GemmProblem:
 
     @property
     def has_residual(self) -> bool:
-        return self.epilogue == "bias_residual"
+        """Whether the kernel reads a tensor shaped like D through the residual slot (a residual, or U)."""
+        return self.epilogue in ("bias_residual", "bias_silu_mul")
+
+    @property
+    def swiglu(self) -> bool:
+        """silu(A @ B + bias) * U, with U = A @ B_up + bias_up (SwiGLU's up projection) computed first."""
+        return self.epilogue == "bias_silu_mul"
 
     @property
     def activation(self) -> str:
         """The activation after the bias: none, relu, silu, gelu_erf or gelu_tanh."""
         if self.epilogue in ("none", "bias", "bias_residual"):
             return "none"
+        if self.swiglu:
+            return "silu"
         return self.epilogue[len("bias_"):]
 
 

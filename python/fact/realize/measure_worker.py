@@ -85,13 +85,18 @@ def gemm_args(problem: GemmProblem, ops: verify.Operands, stream_ptr: int) -> Fa
 
 
 def torch_epilogue_gemm(problem: GemmProblem, ops: verify.Operands):
-    """What PyTorch eager runs for this problem: matmul (addmm when unbatched with bias) + epilogue ops."""
+    """What PyTorch eager runs for this problem: matmul (addmm when unbatched with bias) + epilogue ops;
+    for SwiGLU the whole subgraph, silu(gate GEMM) * up GEMM, both GEMMs included."""
     import torch
     if problem.batch == 1:
         a, b = ops.a[0], ops.b[0]
         residual = ops.residual[0] if ops.residual is not None else None
     else:
         a, b, residual = ops.a, ops.b, ops.residual
+    if problem.swiglu:
+        gate = verify.up_projection(a, b, ops.bias)  # the same addmm form as the up projection
+        up = verify.up_projection(a, ops.up_b[0] if problem.batch == 1 else ops.up_b, ops.up_bias)
+        return (verify.apply_activation(gate, "silu") * up).view(problem.batch, problem.m, problem.n)
     if ops.bias is not None and problem.batch == 1:
         out = torch.addmm(ops.bias, a, b)
     else:
@@ -123,7 +128,10 @@ class Worker:
     # -- baseline -------------------------------------------------------------------------------
     def baseline(self) -> dict:
         torch, p = self.torch, self.problem
-        out = {"name": "torch.matmul (cuBLAS)" + ("" if p.epilogue == "none" else " + PyTorch epilogue ops"),
+        name = "torch.matmul (cuBLAS)" + ("" if p.epilogue == "none" else " + PyTorch epilogue ops")
+        if p.swiglu:
+            name = "torch silu(addmm) * addmm (cuBLAS gate and up GEMMs + PyTorch epilogue ops)"
+        out = {"name": name,
                "precision": precision_of(p.numerics), "status": "ok", "message": None}
         worst = verify.Check(True, 0.0, 0.0, 0.0, None)
         fp32_errs = []
@@ -151,10 +159,10 @@ class Worker:
         previous = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("highest")
         try:
-            up = verify.Operands(ops.a_storage.float(), ops.b_storage.float(), ops.a.float(), ops.b.float(),
-                                 ops.bias.float() if ops.bias is not None else None,
-                                 ops.residual.float() if ops.residual is not None else None,
-                                 None, None, ops.lda, ops.ldb)
+            f32 = lambda t: t.float() if t is not None else None  # noqa: E731
+            up = verify.Operands(f32(ops.a_storage), f32(ops.b_storage), f32(ops.a), f32(ops.b), f32(ops.bias),
+                                 f32(ops.residual), None, None, ops.lda, ops.ldb,
+                                 f32(ops.up_b_storage), f32(ops.up_b), f32(ops.up_bias))
             res = torch_epilogue_gemm(p, up).double()
             return float(torch.linalg.vector_norm(res - ref) / torch.linalg.vector_norm(ref))
         finally:
@@ -185,6 +193,7 @@ class Worker:
         worst = None
         for trial in range(self.request.trials):
             ops = verify.make_operands(p, self.device)
+            verify.prepare_residual_slot(p, ops)  # SwiGLU: U by PyTorch, as the composed module runs it
             args = gemm_args(p, ops, stream_ptr)
             code = lib.can_implement(args)
             if code != 0:
@@ -228,7 +237,11 @@ class Worker:
         run = lib.run_fn()
         bad = []
 
+        # SwiGLU's FACT time includes the up projection that feeds the kernel its U.
+        prepare = (lambda i: verify.prepare_residual_slot(p, self.sets[i])) if p.swiglu else (lambda i: None)
+
         def launch(i: int) -> None:
+            prepare(i)
             if run(refs[i]) != 0 and not bad:
                 bad.append(i)
 

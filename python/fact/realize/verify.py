@@ -67,6 +67,11 @@ class Operands:
     d: object           # view [batch, M, N] row-major inside d_buffer
     lda: int
     ldb: int
+    # SwiGLU (bias_silu_mul) only: the up projection's weight (laid out like b) and bias; the residual slot
+    # holds U = a @ up_b + up_bias, which prepare_residual_slot computes with PyTorch before each run.
+    up_b_storage: object = None
+    up_b: object = None
+    up_bias: object = None
 
 
 def make_operands(problem: GemmProblem, device, generator=None) -> Operands:
@@ -86,18 +91,46 @@ def make_operands(problem: GemmProblem, device, generator=None) -> Operands:
         a_storage = randn(p.batch, p.k, p.m)
         a, lda = a_storage.transpose(1, 2), p.m
     scale_b = 1.0 / math.sqrt(p.k)
-    if p.layout_b == "row":
-        b_storage = randn(p.batch, p.k, p.n, scale=scale_b)
-        b, ldb = b_storage, p.n
-    else:
-        b_storage = randn(p.batch, p.n, p.k, scale=scale_b)
-        b, ldb = b_storage.transpose(1, 2), p.k
+
+    def weight():
+        if p.layout_b == "row":
+            storage = randn(p.batch, p.k, p.n, scale=scale_b)
+            return storage, storage, p.n
+        storage = randn(p.batch, p.n, p.k, scale=scale_b)
+        return storage, storage.transpose(1, 2), p.k
+
+    b_storage, b, ldb = weight()
     bias = randn(p.n, scale=0.5) if p.has_bias else None
-    residual = randn(p.batch, p.m, p.n) if p.has_residual else None
+    up_b_storage = up_b = up_bias = None
+    if p.swiglu:
+        up_b_storage, up_b, _ = weight()
+        up_bias = randn(p.n, scale=0.5)
+        residual = torch.full((p.batch, p.m, p.n), float("nan"), device=device, dtype=dt)  # U, computed later
+    else:
+        residual = randn(p.batch, p.m, p.n) if p.has_residual else None
     numel = p.batch * p.m * p.n
     d_buffer = torch.full((numel + 2 * GUARD_ELEMENTS,), float("nan"), device=device, dtype=dt)
     d = d_buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + numel].view(p.batch, p.m, p.n)
-    return Operands(a_storage, b_storage, a, b, bias, residual, d_buffer, d, lda, ldb)
+    return Operands(a_storage, b_storage, a, b, bias, residual, d_buffer, d, lda, ldb, up_b_storage, up_b, up_bias)
+
+
+def up_projection(a, up_b, up_bias, out=None):
+    """U = a @ up_b + up_bias as PyTorch eager runs a Linear (addmm when unbatched), optionally into `out`."""
+    import torch
+    if a.dim() == 2:
+        return torch.addmm(up_bias, a, up_b, out=out)
+    return torch.baddbmm(up_bias, a, up_b, out=out)
+
+
+def prepare_residual_slot(problem: GemmProblem, ops: Operands) -> None:
+    """SwiGLU: fills the residual slot with U, computed by PyTorch in the current matmul precision, as the
+    composed module does before the FACT kernel. Other epilogues: nothing to do."""
+    if not problem.swiglu:
+        return
+    if problem.batch == 1:
+        up_projection(ops.a[0], ops.up_b[0], ops.up_bias, out=ops.residual[0])
+    else:
+        up_projection(ops.a, ops.up_b, ops.up_bias, out=ops.residual)
 
 
 def bytes_per_set(problem: GemmProblem) -> int:
@@ -105,6 +138,7 @@ def bytes_per_set(problem: GemmProblem) -> int:
     elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
     n = p.batch * (p.m * p.k + p.k * p.n + p.m * p.n) + (p.n if p.has_bias else 0)
     n += p.batch * p.m * p.n if p.has_residual else 0
+    n += p.batch * p.k * p.n + p.n if p.swiglu else 0
     return n * elem
 
 
@@ -128,12 +162,15 @@ def apply_activation(x, activation: str):
 
 
 def reference(problem: GemmProblem, ops: Operands):
-    """epilogue(A @ B) in float64 on the operands' device: act(A@B + bias) [+ residual]."""
+    """epilogue(A @ B) in float64 on the operands' device: act(A@B + bias) [+ residual]; for SwiGLU the
+    whole matched subgraph, silu(A@B + bias) * (A@B_up + bias_up), from the inputs (not from the computed U)."""
     import torch
     out = torch.matmul(ops.a.double(), ops.b.double())
     if ops.bias is not None:
         out = out + ops.bias.double()
     out = apply_activation(out, problem.activation)
+    if problem.swiglu:
+        return out * (torch.matmul(ops.a.double(), ops.up_b.double()) + ops.up_bias.double())
     if ops.residual is not None:
         out = out + ops.residual.double()
     return out
@@ -181,11 +218,15 @@ def compare(out, ref, tol: float, d_buffer=None) -> Check:
     return Check(True, rel, max_abs, vs_peak, None)
 
 
+def _inputs(ops: Operands) -> list:
+    return [t for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual, ops.up_b_storage, ops.up_bias)
+            if t is not None]
+
+
 def inputs_snapshot(ops: Operands) -> list:
-    return [t.clone() for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual) if t is not None]
+    return [t.clone() for t in _inputs(ops)]
 
 
 def inputs_unchanged(ops: Operands, snapshot: list) -> bool:
     import torch
-    now = [t for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual) if t is not None]
-    return all(torch.equal(x, y) for x, y in zip(now, snapshot))
+    return all(torch.equal(x, y) for x, y in zip(_inputs(ops), snapshot))
