@@ -155,9 +155,9 @@ def ncu_summary(argv) -> dict:
     cmd = [ncu, "--csv", "--metrics", metrics, "--kernel-name", "regex:^(?!.*(elementwise|reduce|distribution)).*",
            "--launch-count", "1", sys.executable, "-m", "fact.agent.verify_rowwise", *argv, "--launch-once"]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        return {"ncu": "timed out after 180 s"}
+        return {"ncu": "timed out after 60 s"}
     rows = [line for line in r.stdout.splitlines() if line.startswith('"')]
     summary = {}
     for line in rows[1:]:
