@@ -12,6 +12,7 @@
 #include "discover/arch_spec.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
+#include "discover/user_registry.h"
 #include "discover/tracer.h"
 #include "ir/ir_io.h"
 
@@ -31,7 +32,8 @@ struct DiscoverOptions {
 
 void run_discover(const DiscoverOptions& o) {
   const ir::OpTable& ops = ir::OpTable::builtin();
-  auto registry = o.rules_dir.empty() ? discover::PatternRegistry::builtin() : discover::PatternRegistry::load(o.rules_dir);
+  // Without --rules: data/rules plus the patterns the agent verified and registered ($FACT_REGISTRY).
+  auto registry = o.rules_dir.empty() ? discover::builtin_and_user_rules() : discover::PatternRegistry::load(o.rules_dir);
   auto arch = discover::ArchSpec::builtin(o.arch);
 
   ir::Graph graph;
@@ -67,7 +69,7 @@ const bool registered = cli::register_command("discover", [](CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
   cmd->add_option("--json", opts->json_out, "write the plan as JSON here (input of `fact tune`)");
   cmd->add_option("--ir", opts->ir_out, "also keep the traced IR here");
-  cmd->add_option("--rules", opts->rules_dir, "pattern registry folder (default: data/rules)");
+  cmd->add_option("--rules", opts->rules_dir, "pattern registry folder (default: data/rules and the user registry, $FACT_REGISTRY)");
   cmd->callback([opts] { run_discover(*opts); });
 });
 

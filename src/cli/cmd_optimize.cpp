@@ -36,6 +36,11 @@ struct OptimizeOptions {
   std::string tune_report;  // reuse this tune report instead of tuning
   bool no_compile = false;
   bool no_max_autotune = false;
+  // --agent llm: after discovery, the LLM agent generates, verifies and registers kernels for uncovered
+  // row-wise fragments (fact agent), and discovery runs again to pick them up. builtin: unchanged pipeline.
+  std::string agent = "builtin";
+  std::string endpoint, llm_model, api_key_env = "OPENAI_API_KEY";
+  int max_rounds = 8;
 };
 
 // Runs one stage; its output streams to a log in the output folder, its last lines to the user on failure.
@@ -126,10 +131,25 @@ void run_optimize(const OptimizeOptions& o) {
   if (!stage(1, "discover: trace, match, rank", discover_args, out / "discover.log", steps, true))
     throw Error("discovery failed for " + o.model + "; nothing else was run");
 
+  if (o.agent == "llm") {
+    std::vector<std::string> agent_args = {"agent", plan.string(), "--agent", "llm", "--endpoint", o.endpoint, "--model",
+                                           o.llm_model, "--api-key-env", o.api_key_env, "--max-rounds",
+                                           std::to_string(o.max_rounds), "--out", (out / "agent").string()};
+    stage(1, "agent: generate, verify and register kernels for uncovered fragments (LLM)", agent_args,
+          out / "agent.log", steps, true);
+    auto agent_report = out / "agent" / "agent.json";
+    if (fs::exists(agent_report) && !read_json_file(agent_report, "agent report")["registered"].empty() &&
+        !stage(1, "discover again: the plan with the newly registered patterns", discover_args, out / "discover2.log",
+               steps, true))
+      throw Error("discovery with the newly registered patterns failed; see " + (out / "discover2.log").string());
+  }
+
   bool gpu = has_cuda_gpu();
   std::string numerics = read_json_file(plan, "plan file").at("numerics");
   json report = {{"format", "fact-optimize-report"}, {"version", 2}, {"model", o.model}, {"arch", o.arch},
                  {"numerics", numerics}, {"gpu", gpu}};
+  if (o.agent == "llm" && fs::exists(out / "agent" / "agent.json"))
+    report["agent"] = read_json_file(out / "agent" / "agent.json", "agent report");
   json e2e_first = nullptr, e2e_final = nullptr;
   std::string fallback;
   json tune_json;
@@ -223,7 +243,17 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_flag("--no-compile-baselines", o->no_compile, "do not time torch.compile (default and max-autotune)");
   cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") (slow to compile)");
-  cmd->callback([o] { run_optimize(*o); });
+  cmd->add_option("--agent", o->agent, "builtin (default, no network) or llm (generates kernels for uncovered fragments)")
+      ->check(CLI::IsMember({"builtin", "llm"}));
+  cmd->add_option("--endpoint", o->endpoint, "OpenAI-compatible base URL (with --agent llm)");
+  cmd->add_option("--model", o->llm_model, "model name at the endpoint (with --agent llm)");
+  cmd->add_option("--api-key-env", o->api_key_env, "environment variable holding the API key (never logged)");
+  cmd->add_option("--max-rounds", o->max_rounds, "LLM rounds per generated kernel")->check(CLI::Range(1, 64));
+  cmd->callback([o] {
+    if (o->agent == "llm" && (o->endpoint.empty() || o->llm_model.empty()))
+      throw Error("--agent llm needs --endpoint URL and --model NAME (an OpenAI-compatible Chat Completions endpoint)");
+    run_optimize(*o);
+  });
 });
 
 }  // namespace

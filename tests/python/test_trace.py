@@ -34,12 +34,15 @@ EXPECTED_OPS = {
     "minigpt_block": {"aten.linear.default": 4, "aten.layer_norm.default": 2, "aten.masked_fill.Scalar": 1,
                       "aten.softmax.int": 1, "aten.matmul.default": 2, "aten.split.Tensor": 1, "getitem": 3,
                       "aten.tanh.default": 1},
+    "swish_absmax_rows": {"aten.sigmoid.default": 1, "aten.mul.Tensor": 2, "aten.abs.default": 1,
+                          "aten.amax.default": 1, "aten.add.Tensor": 1, "aten.div.Tensor": 1},
     "llama3_block": {"aten.linear.default": 7, "aten.scaled_dot_product_attention.default": 1,
                      "aten.rsqrt.default": 2, "aten.silu.default": 1, "aten.cat.default": 2,
                      "aten.expand.default": 2},
     "swiglu_mlp": {"aten.linear.default": 3, "aten.sigmoid.default": 1, "aten.mul.Tensor": 2},
 }
 EXPECTED_OUTPUT_SHAPES = {
+    "swish_absmax_rows": [16384, 4096],
     "square_matmul_2048": [2048, 2048],
     "square_matmul_4096": [4096, 4096],
     "square_matmul_8192": [8192, 8192],

@@ -84,6 +84,21 @@ class FactAttentionArgs(ctypes.Structure):
     ]
 
 
+FACT_ROWWISE_MAX_INPUTS = 4
+
+
+class FactRowwiseArgs(ctypes.Structure):
+    """Arguments of a generated row-wise chain kernel: fact_<id>_run(const FactRowwiseArgs*)."""
+    _fields_ = [
+        ("rows", ctypes.c_int64), ("cols", ctypes.c_int64),
+        ("num_inputs", ctypes.c_int32),
+        ("inputs", ctypes.c_void_p * FACT_ROWWISE_MAX_INPUTS),
+        ("input_row_stride", ctypes.c_int64 * FACT_ROWWISE_MAX_INPUTS),
+        ("output", ctypes.c_void_p), ("output_row_stride", ctypes.c_int64),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 class KernelLoadError(Exception):
     """The library could not be opened or lacks one of the four exported functions."""
 

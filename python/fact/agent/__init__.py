@@ -1,0 +1,1 @@
+"""The agent's PyTorch boundary: the verification harness for generated kernels."""

@@ -1,0 +1,57 @@
+"""Replays a row-wise fragment (fact-rowwise-fragment JSON, written by src/agent/rowwise_fragment.cpp) with
+PyTorch's ATen ops: in float64 as the reference, in the kernel's dtype as the baseline to time."""
+from __future__ import annotations
+
+import math
+
+
+def decode_arg(arg, env):
+    """One IR-encoded argument (docs/ir-format.md) as a Python value; refs come from `env`."""
+    import torch
+    if isinstance(arg, dict):
+        if "ref" in arg:
+            return env[arg["ref"]]
+        if "float" in arg:
+            return float(arg["float"])
+        if "dtype" in arg:
+            return getattr(torch, arg["dtype"])
+        raise ValueError(f"argument {arg} cannot be replayed in a row-wise fragment")
+    if isinstance(arg, list):
+        return [decode_arg(a, env) for a in arg]
+    return arg
+
+
+def aten_op(name: str):
+    import torch
+    parts = name.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        raise ValueError(f"op {name!r} is not an aten.<op>.<overload> name")
+    return getattr(getattr(torch.ops.aten, parts[1]), parts[2])
+
+
+def replay(fragment: dict, inputs: list):
+    """Runs the fragment's nodes on `inputs` (tensors in fragment['inputs'] order); returns the output."""
+    env = {spec["name"]: t for spec, t in zip(fragment["inputs"], inputs)}
+    for node in fragment["nodes"]:
+        args = [decode_arg(a, env) for a in node["args"]]
+        kwargs = {k: decode_arg(v, env) for k, v in node.get("kwargs", {}).items()}
+        env[node["name"]] = aten_op(node["op"])(*args, **kwargs)
+    return env[fragment["output"]]
+
+
+def bytes_moved(fragment: dict, rows: int, element_bytes: int) -> int:
+    """Minimum DRAM traffic: every input once (a broadcast row once) and the output once."""
+    cols = fragment["cols"]
+    n = sum(cols if s["broadcast"] else rows * cols for s in fragment["inputs"]) + rows * cols
+    return n * element_bytes
+
+
+def relative_errors(out, ref) -> dict:
+    """Max |err| / max |ref| and the relative Frobenius error, in float64."""
+    err = (out.double() - ref).abs()
+    max_ref = float(ref.abs().max())
+    fro = float(err.norm()) / max(float(ref.norm()), 1e-300)
+    flat = int(err.argmax())
+    return {"max_abs_err": float(err.max()), "max_ref": max_ref, "max_rel_err": float(err.max()) / max(max_ref, 1e-300),
+            "rel_fro_err": fro, "worst_element": [flat // ref.shape[-1], flat % ref.shape[-1]],
+            "finite": bool(math.isfinite(float(err.max())))}

@@ -1,0 +1,219 @@
+#include "agent/rowwise_fragment.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+
+namespace fact::agent {
+using nlohmann::json;
+
+namespace {
+
+bool rowwise_category(ir::OpCategory c) {
+  return c == ir::OpCategory::Elementwise || c == ir::OpCategory::Reduction || c == ir::OpCategory::Softmax ||
+         c == ir::OpCategory::Normalization;
+}
+
+json tensor_json(const ir::TensorMeta& t) { return {{"shape", t.shape}, {"dtype", t.dtype}}; }
+
+json node_json(const ir::Node& n) {
+  json outs = json::array();
+  for (const auto& o : n.outputs) outs.push_back(tensor_json(o));
+  return {{"name", n.name}, {"op", n.op}, {"args", n.args}, {"kwargs", n.kwargs}, {"outputs", outs}};
+}
+
+// A literal as a pattern argument: numbers compare by value as they are; anything else (strings would read
+// as node references, objects as argument constraints) is wrapped in {"const": v}.
+json pattern_literal(const json& v) {
+  if (v.is_number() || v.is_boolean()) return v;
+  if (v.is_array()) {
+    bool plain = std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number() || e.is_boolean(); });
+    if (plain) return v;
+  }
+  return {{"const", v}};
+}
+
+}  // namespace
+
+RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const ir::OpTable& ops,
+                                      const std::vector<std::string>& names, const std::set<std::string>& covered) {
+  if (names.empty()) throw Error("the fragment names no nodes; list the graph nodes to fuse");
+  std::set<std::string> inside(names.begin(), names.end());
+  if (inside.size() != names.size()) throw Error("the fragment lists a node twice");
+  RowwiseFragment f;
+  for (const auto& n : graph.nodes)
+    if (inside.count(n.name)) f.nodes.push_back(n.name);
+  for (const auto& name : names) {
+    const ir::Node* n = graph.find(name);
+    if (!n) throw Error(fmt::format("node '{}' is not in the graph", name));
+    if (n->kind != ir::NodeKind::Op) throw Error(fmt::format("node '{}' is a {}, not an op", name, ir::to_string(n->kind)));
+    if (covered.count(name)) throw Error(fmt::format("node '{}' is already covered by a rule of the plan", name));
+    const ir::OpInfo* info = ops.find(n->op);
+    if (!info || !rowwise_category(info->category))
+      throw Error(fmt::format("node '{}' ({}) is not an elementwise, reduction, softmax or normalization op", name, n->op));
+    if (n->outputs.size() != 1) throw Error(fmt::format("node '{}' has {} results; a row-wise kernel takes one", name, n->outputs.size()));
+  }
+  // Exactly one value may leave the fragment.
+  for (const auto& name : f.nodes) {
+    const auto& users = graph.users(name);
+    bool leaves = std::any_of(users.begin(), users.end(), [&](const std::string& u) { return !inside.count(u); });
+    if (leaves) {
+      if (!f.output.empty())
+        throw Error(fmt::format("both '{}' and '{}' are used outside the fragment; it must have one output", f.output, name));
+      f.output = name;
+    }
+  }
+  if (f.output.empty()) throw Error("no node of the fragment is used outside it, so it computes nothing the graph needs");
+  const ir::TensorMeta& out = graph.at(f.output).out();
+  if (out.rank() < 1 || out.shape.back() < 1) throw Error(fmt::format("output '{}' has no last dimension", f.output));
+  if (out.dtype != "float32" && out.dtype != "bfloat16" && out.dtype != "float16")
+    throw Error(fmt::format("output '{}' is {}; row-wise kernels take float32, bfloat16 or float16", f.output, out.dtype));
+  f.cols = out.shape.back();
+  f.rows = out.numel() / f.cols;
+  f.dtype = out.dtype;
+  auto per_row = [&](const ir::TensorMeta& t) {
+    return t.rank() == out.rank() && t.shape.back() == 1 && t.numel() == f.rows;
+  };
+  std::set<std::string> seen_inputs;
+  for (const auto& name : f.nodes) {
+    const ir::Node& n = graph.at(name);
+    const ir::TensorMeta& t = n.out();
+    if (t.shape != out.shape && !per_row(t))
+      throw Error(fmt::format("node '{}' has shape [{}]; inside a row-wise fragment every value is [{}] or one per row",
+                              name, fmt::join(t.shape, ","), fmt::join(out.shape, ",")));
+    for (const auto& r : ir::referenced_names(n)) {
+      if (inside.count(r) || seen_inputs.count(r)) continue;
+      const ir::Node& src = graph.at(r);
+      if (src.outputs.empty()) continue;
+      const ir::TensorMeta& in = src.out();
+      bool like_out = in.shape == out.shape;
+      bool row = in.rank() == 1 && in.shape[0] == f.cols;
+      if (!like_out && !row)
+        throw Error(fmt::format("input '{}' of node '{}' has shape [{}]; outside inputs must be [{}] or [{}]", r, name,
+                                fmt::join(in.shape, ","), fmt::join(out.shape, ","), f.cols));
+      if (in.dtype != f.dtype)
+        throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
+      seen_inputs.insert(r);
+      f.inputs.push_back(r);
+      f.broadcast.push_back(row && !like_out);
+    }
+  }
+  if (f.inputs.empty()) throw Error("the fragment reads no tensor from outside");
+  if (static_cast<int>(f.inputs.size()) > kRowwiseMaxInputs)
+    throw Error(fmt::format("the fragment reads {} outside tensors; the row-wise ABI takes at most {}", f.inputs.size(), kRowwiseMaxInputs));
+  // Connected: walking edges inside the fragment from the output reaches every node.
+  std::set<std::string> reached = {f.output};
+  std::vector<std::string> stack = {f.output};
+  while (!stack.empty()) {
+    std::string cur = stack.back();
+    stack.pop_back();
+    std::vector<std::string> next = ir::referenced_names(graph.at(cur));
+    for (const auto& u : graph.users(cur)) next.push_back(u);
+    for (const auto& m : next)
+      if (inside.count(m) && reached.insert(m).second) stack.push_back(m);
+  }
+  if (reached.size() != inside.size()) throw Error("the fragment's nodes are not connected; propose one chain at a time");
+  return f;
+}
+
+std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan, const ir::OpTable& ops) {
+  std::set<std::string> covered;
+  for (const auto& e : plan.entries) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
+  std::set<std::string> free;
+  for (const auto& n : plan.graph.nodes) {
+    const ir::OpInfo* info = n.kind == ir::NodeKind::Op ? ops.find(n.op) : nullptr;
+    if (info && rowwise_category(info->category) && !covered.count(n.name)) free.insert(n.name);
+  }
+  std::vector<RowwiseFragment> out;
+  std::set<std::string> done;
+  for (const auto& n : plan.graph.nodes) {
+    if (!free.count(n.name) || done.count(n.name)) continue;
+    std::vector<std::string> group, stack = {n.name};
+    done.insert(n.name);
+    while (!stack.empty()) {
+      std::string cur = stack.back();
+      stack.pop_back();
+      group.push_back(cur);
+      std::vector<std::string> next = ir::referenced_names(plan.graph.at(cur));
+      for (const auto& u : plan.graph.users(cur)) next.push_back(u);
+      for (const auto& m : next)
+        if (free.count(m) && done.insert(m).second) stack.push_back(m);
+    }
+    if (group.size() < 2) continue;  // one op alone gains nothing from fusion
+    try {
+      out.push_back(make_rowwise_fragment(plan.graph, ops, group, covered));
+    } catch (const Error&) {
+      // Not a row-wise chain as a whole; the LLM may still propose a part of it.
+    }
+  }
+  return out;
+}
+
+json fragment_rule(const ir::Graph& graph, const RowwiseFragment& f, const std::string& name, const std::string& arch,
+                   const std::string& description) {
+  std::map<std::string, std::string> var;
+  for (size_t i = 0; i < f.inputs.size(); ++i) var[f.inputs[i]] = fmt::format("$in{}", i);
+  std::set<std::string> inside(f.nodes.begin(), f.nodes.end());
+  auto arg = [&](const json& a, auto&& self) -> json {
+    if (ir::is_ref(a)) {
+      const std::string& r = ir::ref_name(a);
+      if (inside.count(r)) return r;
+      if (var.count(r)) return var.at(r);
+      throw Error(fmt::format("fragment argument '{}' is neither inside nor a listed input", r));
+    }
+    if (a.is_array() && std::any_of(a.begin(), a.end(), [](const json& e) { return ir::is_ref(e); })) {
+      json out = json::array();
+      for (const auto& e : a) out.push_back(self(e, self));
+      return out;
+    }
+    return pattern_literal(a);
+  };
+  json nodes = json::array();
+  for (const auto& name_ : f.nodes) {
+    const ir::Node& n = graph.at(name_);
+    json args = json::array();
+    for (const auto& a : n.args) args.push_back(arg(a, arg));
+    json node = {{"id", n.name}, {"op", n.op}, {"args", args}};
+    if (!n.kwargs.empty()) {
+      json kw = json::object();
+      for (const auto& [k, v] : n.kwargs.items()) kw[k] = arg(v, arg);
+      node["kwargs"] = kw;
+    }
+    nodes.push_back(node);
+  }
+  json constraints = json::array();
+  // The kernel was verified at this row length; other lengths need a new verification.
+  constraints.push_back(fmt::format("cols == {}", f.cols));
+  json operands = json::object();
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    std::string v = var.at(f.inputs[i]);
+    operands[fmt::format("in{}", i)] = v;
+    constraints.push_back(f.broadcast[i] ? fmt::format("{}.rank == 1 and numel({}) == cols", v, v)
+                                         : fmt::format("numel({}) == rows * cols and {}.shape[-1] == cols", v, v));
+  }
+  return {{"name", name},
+          {"description", description},
+          {"family", "rowwise"},
+          {"dtypes", {f.dtype}},
+          {"archs", {arch}},
+          {"priority", 0},
+          {"pattern", {{"nodes", nodes}, {"output", f.output}}},
+          {"dims", {{"cols", fmt::format("@{}.shape[-1]", f.output)}, {"rows", fmt::format("numel(@{}) // cols", f.output)}}},
+          {"constraints", constraints},
+          {"kernel", {{"family", "rowwise"}, {"kind", "generated"}, {"abi", "FactRowwiseArgs"}, {"registry_entry", name},
+                      {"operands", operands}}}};
+}
+
+json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
+  json nodes = json::array(), inputs = json::array();
+  for (const auto& n : f.nodes) nodes.push_back(node_json(graph.at(n)));
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    inputs.push_back({{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}});
+  return {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},
+          {"output", f.output}, {"rows", f.rows}, {"cols", f.cols}, {"dtype", f.dtype}};
+}
+
+}  // namespace fact::agent

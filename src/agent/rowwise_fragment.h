@@ -1,0 +1,47 @@
+#pragma once
+// A row-wise op chain no rule covers: a connected set of elementwise / last-dim reduction nodes with one
+// value leaving it, every tensor in it shaped like the output ([..., cols]) or one value per row
+// ([..., 1]), and its outside inputs either like the output or one row ([cols], broadcast). Such a chain
+// is what a generated kernel with the FactRowwiseArgs ABI (src/realize/kernel_abi.h) can realize.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "discover/plan.h"
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace fact::agent {
+
+struct RowwiseFragment {
+  std::vector<std::string> nodes;    // graph order
+  std::string output;                // the node whose value leaves the fragment
+  std::vector<std::string> inputs;   // outside tensor values, in order of first use ($in0, $in1, ...)
+  std::vector<bool> broadcast;       // parallel to inputs: true for a [cols] row shared by every row
+  int64_t rows = 0, cols = 0;
+  std::string dtype;                 // of the output
+};
+
+inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in kernel_abi.h
+
+// Checks that `nodes` form a row-wise fragment of `graph` outside `covered`; throws Error naming the node
+// and the reason (these messages go back to the LLM when it proposes a bad fragment).
+RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const ir::OpTable& ops,
+                                      const std::vector<std::string>& nodes, const std::set<std::string>& covered);
+
+// The plan's uncovered op nodes grouped into maximal connected row-wise candidates (those that pass
+// make_rowwise_fragment), in graph order.
+std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan, const ir::OpTable& ops);
+
+// The fragment as a rule in data/rules format (docs/rule-format.md): the nodes become the pattern,
+// outside values become $in0.., literals stay literals; family "rowwise", kernel.registry_entry = name.
+nlohmann::json fragment_rule(const ir::Graph& graph, const RowwiseFragment& f, const std::string& name,
+                             const std::string& arch, const std::string& description);
+
+// What the verification harness replays in float64: the fragment's IR nodes, inputs, shapes.
+nlohmann::json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f);
+
+}  // namespace fact::agent
