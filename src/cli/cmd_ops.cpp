@@ -1,6 +1,7 @@
 // `fact ops build REPORT.json... --out DIR [--compile]`: the tuned winners as PyTorch custom ops
-// (torch.ops.fact.gemm_<id>). Writes the op library folder; --compile hands it to the Python builder,
-// which needs the GPU machine's torch (a CUDA build) and links DIR/libfact_ops.so.
+// (torch.ops.fact.gemm_<id>; torch.ops.fact.<config id> for the normalization and attention families). Writes
+// the op library folder; --compile hands it to the Python builder, which needs the GPU machine's torch (a CUDA
+// build) and links DIR/libfact_ops.so.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "realize/kernel_family.h"
 #include "realize/op_library.h"
 
 namespace fs = std::filesystem;
@@ -61,10 +63,13 @@ void run_ops_build(const OpsBuildOptions& o) {
     std::string tuned;
     for (const auto& t : e.tuned_for) {
       const auto& p = t["problem"];
-      tuned += fmt::format("{}{} {}x{}x{}", tuned.empty() ? "" : ", ", t.value("pattern", "?"), p.value("m", 0),
-                           p.value("n", 0), p.value("k", 0));
+      std::string shape = e.family == "gemm" ? fmt::format("{}x{}x{}", p.value("m", 0), p.value("n", 0), p.value("k", 0))
+                                             : e.family;
+      tuned += fmt::format("{}{} {}", tuned.empty() ? "" : ", ", t.value("pattern", "?"), shape);
     }
-    std::cout << fmt::format("{:<30} {:<44} {}\n", "fact::gemm_" + e.config.id(), e.config.summary(), tuned);
+    std::string summary = e.family == "gemm" ? e.config.summary()
+                                             : realize::kernel_family_named(e.family)->candidate_from_config(e.family_config).summary;
+    std::cout << fmt::format("{:<30} {:<44} {}\n", "fact::" + e.op_name(), summary.substr(0, 44), tuned);
   }
   std::cout << fmt::format("Op library with {} op(s) written to {} (manifest {})\n", folder.op_names.size(),
                            folder.dir.string(), folder.manifest.string());

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "compose/family_call.h"
 #include "compose/python_expr.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -27,17 +28,6 @@ std::string shape_list(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// The graph node a rule operand variable ("$a") of the kernel block was bound to; nullptr if none.
-const ir::Node* operand_node(const discover::Match& m, const ir::Graph& g, const char* operand) {
-  const json ops = m.kernel.value("operands", json::object());
-  if (!ops.contains(operand) || !ops[operand].is_string()) return nullptr;
-  std::string v = ops[operand];
-  auto it = m.inputs.find(v);
-  if (it == m.inputs.end() && !v.empty() && v[0] == '$') it = m.inputs.find(v.substr(1));
-  if (it == m.inputs.end() || it->second.empty()) return nullptr;
-  return g.find(it->second);
-}
-
 int64_t dim(const discover::Match& m, const char* name, int64_t fallback) {
   auto it = m.dims.find(name);
   return it == m.dims.end() ? fallback : it->second;
@@ -49,12 +39,12 @@ int64_t dim(const discover::Match& m, const char* name, int64_t fallback) {
 std::string gemm_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
                       const std::string& out) {
   std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
-  const ir::Node* a = operand_node(m, g, "a");
-  const ir::Node* b = operand_node(m, g, "b");
+  const ir::Node* a = match_operand(m, g, "a");
+  const ir::Node* b = match_operand(m, g, "b");
   if (!a || !b || a->outputs.empty() || b->outputs.empty())
     throw Error(where + ": the rule's kernel block names no bound tensors for operands a and b; fix the rule file");
-  const ir::Node* bias = operand_node(m, g, "bias");
-  const ir::Node* residual = operand_node(m, g, "residual");
+  const ir::Node* bias = match_operand(m, g, "bias");
+  const ir::Node* residual = match_operand(m, g, "residual");
   const auto& anchor = g.at(m.anchor).out();
   int64_t n = dim(m, "N", anchor.shape.back());
   int64_t k = dim(m, "K", a->out().shape.back());
@@ -70,10 +60,10 @@ std::string gemm_call(const discover::Match& m, const PatternVerdict& v, const i
   else if (v.epilogue != "none") bias_expr = fmt::format("{}.new_zeros({})", var(a->name), n);  // the epilogue reads a bias
   std::string residual_expr = "None";
   std::string prelude;
-  if (const ir::Node* up_b = operand_node(m, g, "up_b")) {
+  if (const ir::Node* up_b = match_operand(m, g, "up_b")) {
     // SwiGLU: the up projection runs first as PyTorch's GEMM (what a Linear runs), and its result U rides in
     // the residual slot, where the kernel's epilogue multiplies silu(gate) by it.
-    const ir::Node* up_bias = operand_node(m, g, "up_bias");
+    const ir::Node* up_bias = match_operand(m, g, "up_bias");
     std::string up_b_expr = var(up_b->name) + (b_layout == "nk" ? ".t()" : "");
     std::string up = up_bias ? fmt::format("torch.addmm({}, {}, {})", var(up_bias->name) +
                                                (up_bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n)),
@@ -97,7 +87,9 @@ std::string pattern_summary(const discover::Plan& plan, const std::vector<Patter
   std::string s;
   for (const auto& v : verdicts) {
     const auto& m = plan.entries[v.entry].match;
-    s += v.accepted ? fmt::format("#   {} at {}: FACT op torch.ops.fact.{} (epilogue {})\n", m.rule, m.anchor, v.op_name, v.epilogue)
+    s += v.accepted && v.family != "gemm"
+             ? fmt::format("#   {} at {}: FACT op torch.ops.fact.{} ({})\n", m.rule, m.anchor, v.op_name, v.family)
+         : v.accepted ? fmt::format("#   {} at {}: FACT op torch.ops.fact.{} (epilogue {})\n", m.rule, m.anchor, v.op_name, v.epilogue)
                     : fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, v.reason);
   }
   if (s.empty()) s = "#   (none: the plan has no entries, so forward is PyTorch's graph replayed)\n";
@@ -150,7 +142,8 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         if (auto it = covered_by.find(node.name); it != covered_by.end()) {
           const auto& m = plan.entries[it->second->entry].match;
           if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
-          body += gemm_call(m, *it->second, g, var, out);
+          body += it->second->family == "gemm" ? gemm_call(m, *it->second, g, var, out)
+                                               : family_call(m, *it->second, g, var, out);
           break;
         }
         if (auto it = rejected_at.find(node.name); it != rejected_at.end())
@@ -201,7 +194,7 @@ json kernels_of(const ComposeSources& sources, const std::vector<std::string>& o
   for (const auto& op : m.value("ops", json::array())) {
     if (std::find(ops.begin(), ops.end(), op.value("name", "")) == ops.end()) continue;
     json k = json::object();
-    for (const char* key : {"name", "config_id", "summary", "config", "numerics", "arch", "gencode", "epilogue",
+    for (const char* key : {"name", "family", "config_id", "summary", "config", "numerics", "arch", "gencode", "epilogue",
                             "element_in", "element_out", "cutlass_version", "nvcc_version"})
       k[key] = op.value(key, json(nullptr));
     kernels.push_back(k);
@@ -226,7 +219,10 @@ json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerd
     json base = {{"pattern", m.rule}, {"anchor", m.anchor}, {"nodes", m.nodes}};
     if (v.accepted) {
       base["op"] = v.op_name;
+      base["family"] = v.family;
       base["epilogue"] = v.epilogue;
+      // The reference ops (reference_ops.py) read a family op's kind from its config.
+      if (v.family != "gemm") base["config"] = v.row.value("config", json(nullptr));
       base["b_layout"] = m.attrs.count("b_layout") ? m.attrs.at("b_layout") : json("kn");
       for (const char* k : {"winner", "fact_ms", "baseline_ms", "speedup", "rel_err", "library", "status"})
         base[k] = v.row.value(k, json(nullptr));

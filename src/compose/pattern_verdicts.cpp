@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "compose/tune_report_edit.h"
 #include "realize/gemm_workload.h"
+#include "realize/kernel_family.h"
 
 namespace fact::compose {
 namespace {
@@ -81,7 +83,8 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
                        : "PyTorch kept: the tune report has no measured FACT and PyTorch times for this pattern";
       continue;
     }
-    if (!realize::is_gemm_family(m)) {
+    const realize::KernelFamily* family = realize::is_gemm_family(m) ? nullptr : realize::kernel_family_for(m);
+    if (!realize::is_gemm_family(m) && !family) {
       v.reason = "PyTorch kept: family '" + m.family + "' has no composer yet";
       continue;
     }
@@ -89,8 +92,17 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
       v.reason = "PyTorch kept: covered node '" + n + "' is also read outside the pattern";
       continue;
     }
+    if (family && !row.contains("problem")) {
+      v.reason = "PyTorch kept: the tune report's row has no \"problem\" (the composer reads eps, scale and causal "
+                 "from it); tune again";
+      continue;
+    }
     v.accepted = true;
-    v.op_name = "gemm_" + row["winner"].get<std::string>();
+    v.family = family ? family->name() : "gemm";
+    json named = row;  // the match says which family, whatever the row says
+    named["family"] = v.family;
+    v.op_name = winning_op(named);
+    if (family) continue;  // no GEMM epilogue
     v.epilogue = row.contains("problem") ? row["problem"].value("epilogue", "") : "";
     if (v.epilogue.empty()) v.epilogue = row["config"].value("epilogue", "none");
   }

@@ -8,7 +8,9 @@ std::string winning_op(const json& row) {
   if (!row.is_object() || !row.contains("config") || !row["config"].is_object() || !row.contains("winner") ||
       !row["winner"].is_string())
     return "";
-  return "gemm_" + row["winner"].get<std::string>();
+  // GEMM ops are gemm_<config id>; the other families' config ids carry their own prefix (norm_, attn_).
+  std::string family = row.value("family", std::string("gemm"));
+  return (family == "gemm" ? "gemm_" : "") + row["winner"].get<std::string>();
 }
 
 json reject_winners(const json& report, const std::set<std::string>& ops, const std::string& status,

@@ -188,32 +188,41 @@ GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
   return out;
 }
 
+std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
+  const auto& in = names_of(c.element_in);
+  const auto& out = names_of(c.element_out);
+  return render_template_file("cutlass/op_wrapper_op.cpp.in", {
+      {"config_id", c.id()},
+      {"summary", c.summary()},
+      {"numerics", to_string(c.numerics)},
+      {"torch_dtype_in", in.torch_dtype},
+      {"dtype_in", to_string(c.element_in)},
+      {"torch_dtype_out", out.torch_dtype},
+      {"dtype_out", to_string(c.element_out)},
+      {"has_bias", boolean(has_bias(c.epilogue))},
+      {"has_residual", boolean(has_residual(c.epilogue))},
+      {"a_row_major", boolean(c.layout_a == MatrixLayout::row)},
+      {"b_row_major", boolean(c.layout_b == MatrixLayout::row)},
+      {"d_row_major", boolean(c.layout_d == MatrixLayout::row)},
+  });
+}
+
+GeneratedSource op_library_source(const std::vector<std::string>& op_fragments) {
+  if (op_fragments.empty()) throw Error("op wrapper: no ops given; pass at least one");
+  std::string ops;
+  for (const auto& f : op_fragments) ops += f + "\n";
+  GeneratedSource src;
+  src.template_name = "cutlass/op_wrapper.cpp.in";
+  src.text = render_template_file(src.template_name, {{"op_count", std::to_string(op_fragments.size())}, {"ops", ops}});
+  return src;
+}
+
 GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs) {
   if (configs.empty()) throw Error("op wrapper: no kernel configs given; pass at least one");
-  std::string ops;
-  for (const auto& c : configs) {
-    const auto& in = names_of(c.element_in);
-    const auto& out = names_of(c.element_out);
-    ops += render_template_file("cutlass/op_wrapper_op.cpp.in", {
-        {"config_id", c.id()},
-        {"summary", c.summary()},
-        {"numerics", to_string(c.numerics)},
-        {"torch_dtype_in", in.torch_dtype},
-        {"dtype_in", to_string(c.element_in)},
-        {"torch_dtype_out", out.torch_dtype},
-        {"dtype_out", to_string(c.element_out)},
-        {"has_bias", boolean(has_bias(c.epilogue))},
-        {"has_residual", boolean(has_residual(c.epilogue))},
-        {"a_row_major", boolean(c.layout_a == MatrixLayout::row)},
-        {"b_row_major", boolean(c.layout_b == MatrixLayout::row)},
-        {"d_row_major", boolean(c.layout_d == MatrixLayout::row)},
-    });
-    ops += "\n";
-  }
-  GeneratedSource src;
+  std::vector<std::string> fragments;
+  for (const auto& c : configs) fragments.push_back(gemm_op_wrapper_fragment(c));
+  GeneratedSource src = op_library_source(fragments);
   src.config_id = configs.size() == 1 ? configs[0].id() : "";
-  src.template_name = "cutlass/op_wrapper.cpp.in";
-  src.text = render_template_file(src.template_name, {{"op_count", std::to_string(configs.size())}, {"ops", ops}});
   return src;
 }
 

@@ -26,5 +26,10 @@ GeneratedSource generate_gemm_kernel(const GemmConfig& config);
 // One C++ file defining fact::gemm_<id>(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor
 // for each config, with CUDA and Meta implementations.
 GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs);
+// One GEMM op's wrapper code (templates/cutlass/op_wrapper_op.cpp.in), without the file's preamble.
+std::string gemm_op_wrapper_fragment(const GemmConfig& config);
+// The op library's ops.cpp: the preamble of templates/cutlass/op_wrapper.cpp.in (torch includes, kernel_abi.h,
+// shared helpers), then each op's wrapper code (GEMM fragments, or a KernelFamily's op_wrapper text).
+GeneratedSource op_library_source(const std::vector<std::string>& op_fragments);
 
 }  // namespace fact::realize

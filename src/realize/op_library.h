@@ -1,7 +1,9 @@
 #pragma once
-// The op library: tuned winners as PyTorch custom ops (torch.ops.fact.gemm_<id>) in one folder that
-// python -m fact.realize.op_library_build compiles into a single libfact_ops.so. This side only
-// writes sources and the manifest (no GPU, no torch); the manifest is the build's only input.
+// The op library: tuned winners as PyTorch custom ops in one folder that python -m
+// fact.realize.op_library_build compiles into a single libfact_ops.so: GEMMs as torch.ops.fact.gemm_<id>,
+// the other kernel families (normalization, attention; kernel_family.h) as torch.ops.fact.<config id>, each
+// rendered from its family's templates. This side only writes sources and the manifest (no GPU, no torch);
+// the manifest is the build's only input.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,15 +16,22 @@ namespace fact::realize {
 
 // One op: a winning config and every tuned problem it won (a config can win several).
 struct OpLibraryEntry {
-  GemmConfig config;
+  std::string family = "gemm";  // "gemm", or the name of a KernelFamily (the report row's "family")
+  GemmConfig config;            // family "gemm"
+  nlohmann::json family_config; // other families: the config as the family writes it
+  std::string family_config_id; // and its id (norm_..., attn_...)
   // Per winning report row: report, pattern, anchor, problem (GemmProblem JSON), workload key,
   // fact_ms, baseline_ms, speedup, rel_err.
   std::vector<nlohmann::json> tuned_for;
+
+  std::string config_id() const { return family == "gemm" ? config.id() : family_config_id; }
+  // The op in torch.ops.fact: gemm_<id> for GEMMs; a family config id already names its family.
+  std::string op_name() const { return family == "gemm" ? "gemm_" + config.id() : family_config_id; }
 };
 
 // The winners of `fact tune --report` JSON files: rows whose "config" is non-null, merged by config id
 // in first-seen order. Throws Error naming the file (and row) when it is not a tune report, when a
-// row's config or problem does not parse, or when no row of any file has a winner.
+// row's config or problem does not parse, names an unknown family, or when no row of any file has a winner.
 std::vector<OpLibraryEntry> op_library_entries(const std::vector<std::filesystem::path>& reports);
 // The same for one report already read; `where` names it in errors. Returns no entries when no row won.
 void add_op_library_entries(const nlohmann::json& report, const std::string& where,
@@ -36,7 +45,7 @@ nlohmann::json op_library_manifest(const std::vector<OpLibraryEntry>& entries);
 struct OpLibraryFolder {
   std::filesystem::path dir;
   std::filesystem::path manifest;
-  std::vector<std::string> op_names;  // "gemm_<id>", in manifest order
+  std::vector<std::string> op_names;  // "gemm_<id>" / "<family config id>", in manifest order
 };
 
 // Writes DIR/kernels/<id>.cu, DIR/ops.cpp, DIR/include/kernel_abi.h and DIR/manifest.json. Kernels

@@ -151,3 +151,42 @@ TEST(ComposeGating, ReportHasE2eFieldsPatternsAndTables) {
   EXPECT_NE(md.find("## Patterns"), std::string::npos);
   EXPECT_NE(md.find("](chart.png)"), std::string::npos);
 }
+
+// Normalization and attention winners are composed like GEMMs: their op is the family's config id, and the
+// gates (faster than PyTorch, op missing at load time) drop them the same way.
+TEST(ComposeGating, FamilyWinnersAreAcceptedUnderTheirConfigIdAndDroppedLikeGemms) {
+  auto plan = minigpt_plan();
+  json rows = json::array();
+  for (const auto& e : plan.entries) {
+    const auto& m = e.match;
+    if (m.family == "gemm") continue;
+    std::string id = (m.family == "attention" ? "attn_" : "norm_") + m.anchor;
+    rows.push_back({{"pattern", m.rule}, {"anchor", m.anchor}, {"family", m.family}, {"status", "tuned"},
+                    {"baseline", "torch"}, {"fact_ms", 0.5}, {"baseline_ms", 1.0}, {"winner", id},
+                    {"config", {{"family", m.family}}}, {"problem", {{"eps", 1e-5}, {"scale", 0.1}, {"causal", true}}}});
+  }
+  json report = {{"format", "fact-tune-report"}, {"version", 1}, {"rows", rows}};
+  ASSERT_EQ(rows.size(), 3u);  // 2 LayerNorms + the written-out attention
+  EXPECT_EQ(fact::compose::winning_op(rows[0]), rows[0]["winner"].get<std::string>());
+  auto v = fact::compose::pattern_verdicts(plan, report, "r.json");
+  ASSERT_EQ(accepted_count(v), 3u);
+  for (const auto& x : v) {
+    if (!x.accepted) continue;
+    EXPECT_EQ(x.op_name, x.row["winner"].get<std::string>());
+    EXPECT_EQ(x.family, x.row["family"].get<std::string>());
+  }
+  // An op missing at load time keeps PyTorch's op for its pattern only.
+  json dropped = fact::compose::reject_winners(report, {rows[1]["winner"].get<std::string>()}, "op_missing",
+                                               "op missing");
+  EXPECT_EQ(dropped["rows"][1]["rejected_op"], rows[1]["winner"]);
+  EXPECT_EQ(accepted_count(fact::compose::pattern_verdicts(plan, dropped, "r.json")), 2u);
+  // A family row without its problem (the composer reads eps / scale / causal from it) is not composed.
+  json no_problem = report;
+  no_problem["rows"][0].erase("problem");
+  auto nv = fact::compose::pattern_verdicts(plan, no_problem, "r.json");
+  EXPECT_EQ(accepted_count(nv), 2u);
+  // A slower family kernel is rejected like a GEMM.
+  json slow = report;
+  for (auto& r : slow["rows"]) r["fact_ms"] = 1.5;
+  EXPECT_EQ(accepted_count(fact::compose::pattern_verdicts(plan, slow, "r.json")), 0u);
+}

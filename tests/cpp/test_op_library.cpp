@@ -5,13 +5,20 @@
 #include "gemm_test_configs.h"
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "core/process.h"
+#include "discover/arch_spec.h"
+#include "discover/pattern_registry.h"
+#include "discover/plan.h"
+#include "ir/ir_io.h"
 #include "realize/gemm_problem.h"
+#include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
 #include "realize/op_library.h"
 
@@ -64,14 +71,114 @@ TEST(OpLibrary, TakesWinnersMergesRepeatsAndSkipsRowsWithoutConfig) {
   EXPECT_EQ(entries[1].tuned_for[0]["problem"]["epilogue"], "bias");
 }
 
-TEST(OpLibrary, SkipsWinnersOfOtherKernelFamilies) {
+// The MiniGPT plan's LayerNorm and attention matches as `fact tune` reports their winners: the family's problem
+// and its top-ranked config.
+json family_rows() {
+  const auto& ops = fact::ir::OpTable::builtin();
+  static const auto registry = fact::discover::PatternRegistry::builtin();
+  auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/minigpt_block.json", ops);
+  auto plan = fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "tf32");
+  json rows = json::array();
+  for (const auto& e : plan.entries) {
+    const KernelFamily* family = kernel_family_for(e.match);
+    if (!family) continue;
+    json problem = family->problem_from_match(e.match, plan.graph, Numerics::tf32, Arch::sm90);
+    FamilyCandidate c = family->candidates(problem, 1).at(0);
+    rows.push_back({{"pattern", e.match.rule}, {"anchor", e.match.anchor}, {"family", family->name()},
+                    {"status", "tuned"}, {"problem", problem}, {"config", c.config}, {"winner", c.config_id},
+                    {"workload", {{"cutlass_version", "4.2.1"}, {"nvcc_version", "13.0"}}},
+                    {"fact_ms", 0.05}, {"baseline_ms", 0.06}, {"speedup", 1.2}});
+  }
+  return rows;
+}
+
+// Normalization and attention winners go through the KernelFamily seam into the same library as GEMMs: the kernel
+// rendered from the family's template, the family's op wrapper in ops.cpp, a manifest entry with the family's
+// schema, config, numerics and nvcc command.
+TEST(OpLibrary, FamilyWinnersJoinTheLibraryThroughTheFamilySeam) {
   auto a = sm90_bf16();
-  json norm = {{"pattern", "layer_norm"}, {"anchor", "layer_norm"}, {"family", "normalization"}, {"status", "tuned"},
-               {"problem", {{"kind", "layer_norm"}}}, {"config", {{"family", "normalization"}, {"kind", "layer_norm"}}}};
-  auto r = write_report("families", report({norm, row("matmul", &a, Numerics::bf16, true, Epilogue::none)}));
-  auto entries = op_library_entries({r});
-  ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0].config.id(), a.id());
+  json rows = family_rows();
+  ASSERT_EQ(rows.size(), 3u);  // 2 LayerNorms (one config: same problem) + attention
+  rows.push_back(row("matmul", &a, Numerics::bf16, true, Epilogue::none));
+  std::vector<OpLibraryEntry> entries;
+  add_op_library_entries(report(rows), "r.json", entries);
+  ASSERT_EQ(entries.size(), 3u);
+  std::map<std::string, const OpLibraryEntry*> by_family;
+  for (const auto& e : entries) by_family[e.family] = &e;
+  ASSERT_EQ(by_family.size(), 3u);
+  EXPECT_EQ(by_family["normalization"]->tuned_for.size(), 2u);  // both LayerNorms won with one config
+  json attention_row, norm_row;
+  for (const auto& r : rows) {  // the op is the winner the tuner named
+    std::string f = r.value("family", "gemm");
+    if (f != "gemm") EXPECT_EQ(by_family[f]->op_name(), r["winner"]);
+    if (f == "attention") attention_row = r;
+    if (f == "normalization") norm_row = r;
+  }
+  EXPECT_EQ(by_family["gemm"]->op_name(), "gemm_" + a.id());
+
+  fs::path dir = fs::temp_directory_path() / "fact_test_op_library_families";
+  fs::remove_all(dir);
+  auto folder = write_op_library(entries, dir);
+  std::string ops = read(dir / "ops.cpp");
+  EXPECT_TRUE(contains(ops, "#include <torch/library.h>"));
+  json m = fact::read_json_file(folder.manifest, "manifest");
+  ASSERT_EQ(m["ops"].size(), 3u);
+  for (const json& op : m["ops"]) {
+    std::string id = op["config_id"], name = op["name"];
+    EXPECT_EQ(op["op"], "fact::" + name);
+    EXPECT_TRUE(contains(ops, "m.def(\"" + op["schema"].get<std::string>() + "\")")) << name;
+    EXPECT_TRUE(contains(ops, "m.impl(\"" + name + "\", &fact_ops::" + name + "_cuda)")) << name;
+    EXPECT_TRUE(contains(read(dir / "kernels" / (id + ".cu")), "fact_" + id + "_run")) << name;
+    EXPECT_EQ(op["kernel_source"], "kernels/" + id + ".cu");
+    EXPECT_EQ(op["cutlass_version"], "4.2.1");
+    auto args = op["nvcc_args"].get<std::vector<std::string>>();
+    EXPECT_NE(std::find(args.begin(), args.end(), "-gencode=arch=compute_90a,code=sm_90a"), args.end()) << name;
+    EXPECT_NE(std::find(args.begin(), args.end(), "-I{fact_include}"), args.end()) << name;
+    EXPECT_NE(std::find(args.begin(), args.end(), "-c"), args.end()) << name;
+    if (op["family"] == "gemm") continue;
+    EXPECT_EQ(name, id);  // a family's config id already names its family (norm_..., attn_...)
+    EXPECT_EQ(op["tuned_for"][0]["problem"], op["family"] == "attention" ? attention_row["problem"] : norm_row["problem"]);
+    if (op["family"] == "normalization") {
+      EXPECT_TRUE(contains(id, "norm_"));
+      EXPECT_EQ(op["schema"], id + "(Tensor x, Tensor? residual, Tensor? weight, Tensor? bias, float eps) -> Tensor");
+      EXPECT_EQ(op["numerics"], "fp32");
+      EXPECT_EQ(op["template"], "cute/norm_fwd.cu.in");
+      EXPECT_EQ(op["op_template"], "cute/norm_op.cpp.in");
+      EXPECT_EQ(op["config"]["kind"], "layer_norm");
+      EXPECT_EQ(op["tuned_for"].size(), 2u);
+    } else {
+      EXPECT_EQ(op["family"], "attention");
+      EXPECT_TRUE(contains(id, "attn_"));
+      EXPECT_EQ(op["schema"], id + "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor");
+      EXPECT_EQ(op["numerics"], "tf32");
+      EXPECT_EQ(op["config"]["head_dim"], 96);
+      EXPECT_EQ(op["template"], "cute/attention_fwd.cu.in");
+    }
+  }
+}
+
+TEST(OpLibrary, FamilyRowsThatDoNotParseAreErrorsNamingTheRow) {
+  json rows = family_rows();
+  auto expect_error = [](json r, const std::string& needle) {
+    std::vector<OpLibraryEntry> entries;
+    try {
+      add_op_library_entries(report({r}), "r.json", entries);
+      ADD_FAILURE() << "accepted " << r.dump().substr(0, 200);
+    } catch (const fact::Error& e) {
+      EXPECT_TRUE(contains(e.what(), needle)) << e.what();
+    }
+  };
+  json bad_config = rows[0];
+  bad_config["config"] = {{"family", "normalization"}, {"kind", "layer_norm"}};
+  expect_error(bad_config, "rows[0].config");
+  json unknown = rows[0];
+  unknown["family"] = "convolution";
+  expect_error(unknown, "rows[0].family");
+  json bad_problem;
+  for (const auto& r : rows)
+    if (r["family"] == "attention") bad_problem = r;
+  bad_problem["problem"].erase("scale");
+  expect_error(bad_problem, "rows[0].problem");
 }
 
 TEST(OpLibrary, ReportsWithoutWinnersOrOfTheWrongShapeAreErrors) {
@@ -177,12 +284,39 @@ TEST(OpLibrary, WritesKernelsOpsAndManifest) {
 TEST(OpLibrary, ConfigTheGeneratorRejectsLeavesTheFolderUntouched) {
   auto bad = sm90_bf16();
   bad.alignment_d = 16;  // 32-byte vectors: wider than any operand allows
-  std::vector<OpLibraryEntry> entries{{bad, {json{{"problem", json::object()}}}}};
+  OpLibraryEntry entry;
+  entry.config = bad;
+  entry.tuned_for = {json{{"problem", json::object()}}};
+  std::vector<OpLibraryEntry> entries{entry};
   fs::path dir = fs::temp_directory_path() / "fact_test_op_library_rejected";
   fs::remove_all(dir);
   EXPECT_THROW(write_op_library(entries, dir), fact::Error);
   EXPECT_FALSE(fs::exists(dir / "manifest.json"));
   EXPECT_THROW(write_op_library({}, dir), fact::Error);
+}
+
+// ops.cpp as the builder compiles it (preamble, GEMM and family wrappers in one file, kernel_abi.h from the
+// folder's include/) parses against the venv's torch headers; the GPU machine compiles and links it.
+TEST(OpLibrary, OpsCppWithFamilyOpsParsesAgainstTorchHeaders) {
+  auto where = fact::run_process({fact::python_exe(), "-c",
+                                  "import importlib.util, os; s = importlib.util.find_spec('torch'); "
+                                  "print(os.path.dirname(s.origin) if s else '')"});
+  std::string torch_dir = where.out.substr(0, where.out.find('\n'));
+  if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
+    GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  auto a = sm80_3xtf32_bias();
+  json rows = family_rows();
+  rows.push_back(row("linear_bias", &a, Numerics::x3tf32, false, Epilogue::bias));
+  std::vector<OpLibraryEntry> entries;
+  add_op_library_entries(report(rows), "r.json", entries);
+  fs::path dir = fs::temp_directory_path() / "fact_test_op_library_parse";
+  fs::remove_all(dir);
+  write_op_library(entries, dir);
+  fs::path inc = fs::path(torch_dir) / "include";
+  auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
+                              "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
+                              "-I" + (dir / "include").string(), (dir / "ops.cpp").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,64 @@ def test_ops_and_link_commands(tmp_path):
     for op in lib.ops:
         assert str(tmp_path / op.kernel_object) in link
     assert "-ltorch_cuda" in link and "-lcudart" in link and "-Wl,-rpath,/t/lib" in link
+
+
+# Winners of the normalization and attention families as `fact tune` reports them (the MiniGPT shapes in tf32).
+NORM_CONFIG = {"family": "normalization", "kind": "layer_norm", "element": "float32", "arch": "sm90",
+               "has_weight": True, "has_bias": True, "has_residual": False, "store_sum": False,
+               "threads_per_row": 128, "rows_per_cta": 1, "vector_elems": 4, "vectors_per_thread": 2}
+NORM_PROBLEM = {"kind": "layer_norm", "rows": 65536, "cols": 768, "x_row_stride": 768, "residual_row_stride": 0,
+                "has_weight": True, "has_bias": True, "has_residual": False, "store_sum": False, "eps": 1e-5,
+                "element": "float32", "numerics": "fp32", "arch": "sm90"}
+ATTENTION_CONFIG = {"family": "attention", "arch": "sm90", "element": "float32", "numerics": "tf32",
+                    "head_dim": 96, "block_m": 128, "block_n": 64, "warps": 4}
+ATTENTION_PROBLEM = {"batch": 128, "heads": 8, "heads_kv": 8, "seq_q": 512, "seq_k": 512, "head_dim": 96,
+                     "causal": True, "scale": 96 ** -0.5, "q_strides": [1179648, 96, 2304],
+                     "k_strides": [1179648, 96, 2304], "v_strides": [1179648, 96, 2304], "element": "float32",
+                     "numerics": "tf32", "arch": "sm90"}
+
+
+def test_fact_ops_build_writes_family_ops_the_builder_reads(tmp_path):
+    """`fact ops build` on a report with a LayerNorm, an attention and a GEMM winner: one folder whose manifest
+    the builder parses (family ops named by their config id), with each family's kernel and wrapper."""
+    fact_bin = REPO_ROOT / "build" / "fact"
+    if not fact_bin.is_file():
+        pytest.skip(f"fact binary not built at {fact_bin}")
+    rows = [{"pattern": "layer_norm", "anchor": "layer_norm", "family": "normalization", "status": "tuned",
+             "config": NORM_CONFIG, "problem": NORM_PROBLEM, "winner": "norm_x", "fact_ms": 0.1, "baseline_ms": 0.2},
+            {"pattern": "sdpa_attention_manual", "anchor": "matmul_1", "family": "attention", "status": "tuned",
+             "config": ATTENTION_CONFIG, "problem": ATTENTION_PROBLEM, "winner": "attn_x", "fact_ms": 1.0,
+             "baseline_ms": 4.0}]
+    report = tmp_path / "tune.json"
+    report.write_text(json.dumps({"format": "fact-tune-report", "version": 1, "rows": rows}))
+    out = tmp_path / "ops"
+    r = subprocess.run([str(fact_bin), "ops", "build", str(report), "--out", str(out)], capture_output=True,
+                       text=True, cwd=REPO_ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lib = olb.load_manifest(out)
+    assert [op.family for op in lib.ops] == ["normalization", "attention"]
+    norm, attn = lib.ops
+    assert norm.name.startswith("norm_") and norm.name == norm.config_id
+    assert attn.name.startswith("attn_") and attn.numerics == "tf32" and norm.numerics == "fp32"
+    assert f"fact::{attn.name}" in r.stdout and "sm90 attention tf32 d96" in r.stdout
+    ops_cpp = (out / "ops.cpp").read_text()
+    for op in lib.ops:
+        assert f"fact_{op.config_id}_run" in (out / op.kernel_source).read_text()
+        assert f'm.impl("{op.name}", &fact_ops::{op.name}_cuda)' in ops_cpp
+        cmd = olb.kernel_command(lib, op, Path("/opt/cutlass"), "nvcc")
+        assert "-gencode=arch=compute_90a,code=sm_90a" in cmd and "-c" in cmd and not any("{" in a for a in cmd)
+    assert str(out / attn.kernel_object) in olb.link_command(lib, olb.TorchBuildFlags((), (), True), "g++")
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda o: o.update(family="convolution"), "ops[0].family"),
+    (lambda o: o.update(family="normalization"), "ops[0].name"),  # a family op is named by its config id
+])
+def test_family_manifest_errors_name_the_field(tmp_path, edit, needle):
+    m = manifest()
+    edit(m["ops"][0])
+    with pytest.raises(olb.ManifestError, match=re.escape(needle)):
+        olb.load_manifest(write_library(tmp_path, m))
 
 
 def test_trim_diagnostics_keeps_error_lines():

@@ -1,9 +1,12 @@
-"""CPU reference implementations of torch.ops.fact.gemm_<id>, so a composed module runs without a GPU.
+"""CPU reference implementations of the torch.ops.fact ops, so a composed module runs without a GPU.
 
-Each op computes what the CUTLASS wrapper computes (templates/cutlass/op_wrapper_op.cpp.in):
+GEMM ops (gemm_<id>) compute what the CUTLASS wrapper computes (templates/cutlass/op_wrapper_op.cpp.in):
 act(a @ b + bias) + residual, with b the [K, N] operand (a Linear weight arrives as weight.t());
 for bias_silu_mul (SwiGLU) silu(a @ b + bias) * residual, the residual slot holding the up projection U.
 The epilogue of each op comes from the composed module's manifest.json.
+Normalization ops (norm_<id>, templates/cute/norm_op.cpp.in) and attention ops (attn_<id>,
+templates/cute/attention_op.cpp.in) are computed in float64 and rounded once to the input's dtype, with the
+kernel ABI's semantics (src/realize/kernel_abi.h); their kind comes from the manifest entry's config.
 """
 import json
 import math
@@ -12,6 +15,8 @@ from pathlib import Path
 import torch
 
 SCHEMA = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor"
+NORM_SCHEMA = "(Tensor x, Tensor? residual, Tensor? weight, Tensor? bias, float eps) -> {}"
+ATTENTION_SCHEMA = "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor"
 
 _ACTIVATIONS = {
     "none": lambda x: x,
@@ -48,6 +53,56 @@ def _reference(epilogue):
     return gemm
 
 
+def _norm_reference(kind, store_sum):
+    if kind not in ("layer_norm", "rms_norm"):
+        raise ValueError(f"normalization kind '{kind}' has no reference implementation; known: layer_norm, rms_norm")
+
+    def norm(x, residual, weight, bias, eps):
+        # s = x + residual rounded to x's dtype (as PyTorch's add, and the kernel), then normalized in float64.
+        s = x if residual is None else x + residual
+        d = s.double()
+        if kind == "layer_norm":
+            y = (d - d.mean(-1, keepdim=True)) * torch.rsqrt(d.var(-1, unbiased=False, keepdim=True) + eps)
+        else:
+            y = d * torch.rsqrt(d.pow(2).mean(-1, keepdim=True) + eps)
+        if weight is not None:
+            y = y * weight.double()
+        if bias is not None:
+            y = y + bias.double()
+        y = y.to(x.dtype)
+        return (y, s.contiguous()) if store_sum else y
+
+    return norm
+
+
+def _attention(q, k, v, scale, causal):
+    # Grouped-query attention: K/V head j serves query heads j * group ... (j + 1) * group - 1.
+    group = q.shape[1] // k.shape[1]
+    kd, vd = (t.double().repeat_interleave(group, dim=1) for t in (k, v))
+    s = torch.matmul(q.double(), kd.transpose(-2, -1)) * scale
+    if causal:  # bottom-right aligned, as the kernel: key j is masked for query i when j > i + (seq_k - seq_q)
+        seq_q, seq_k = q.shape[2], k.shape[2]
+        i = torch.arange(seq_q).unsqueeze(1)
+        j = torch.arange(seq_k).unsqueeze(0)
+        s = s.masked_fill(j > i + (seq_k - seq_q), float("-inf"))
+    o = torch.matmul(torch.softmax(s, dim=-1), vd).to(q.dtype)
+    # As the op: the [B, H, T, D] view of a [B, T, H, D] tensor.
+    return o.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+def _family_reference(entry):
+    """(schema, implementation, key) of a normalization or attention op's manifest entry."""
+    family, config = entry["family"], entry.get("config") or {}
+    if family == "normalization":
+        kind, store_sum = config.get("kind"), bool(config.get("store_sum", False))
+        return (NORM_SCHEMA.format("(Tensor, Tensor)" if store_sum else "Tensor"), _norm_reference(kind, store_sum),
+                f"normalization {kind}{' +sum' if store_sum else ''}")
+    if family == "attention":
+        return ATTENTION_SCHEMA, _attention, "attention"
+    raise ValueError(f"op {entry['op']}: family '{family}' has no reference implementation; "
+                     f"known: gemm, normalization, attention")
+
+
 def register_reference_ops(manifest):
     """Registers a CPU kernel for every accepted op of a composed module's manifest (a path or the loaded
     dict). Returns the op names. Raises ValueError naming the op when an epilogue is unknown or when the
@@ -60,7 +115,22 @@ def register_reference_ops(manifest):
                          "written by `fact compose`")
     names = []
     for entry in manifest.get("accepted", []):
-        name, epilogue = entry["op"], entry.get("epilogue") or "none"
+        name = entry["op"]
+        if entry.get("family", "gemm") != "gemm":
+            schema, impl, key = _family_reference(entry)
+            if name in _registered:
+                if _registered[name] != key:
+                    raise ValueError(f"op {name} is already registered as '{_registered[name]}', not '{key}'")
+                names.append(name)
+                continue
+            lib = torch.library.Library("fact", "FRAGMENT")
+            lib.define(name + schema)
+            lib.impl(name, impl, "CPU")
+            _libraries.append(lib)
+            _registered[name] = key
+            names.append(name)
+            continue
+        epilogue = entry.get("epilogue") or "none"
         if epilogue not in _ACTIVATIONS:
             raise ValueError(f"op {name}: epilogue '{epilogue}' has no reference implementation; "
                              f"known: {sorted(_ACTIVATIONS)}")

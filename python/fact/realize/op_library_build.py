@@ -2,7 +2,8 @@
 
     python -m fact.realize.op_library_build DIR [--jobs N]
 
-Reads DIR/manifest.json (format "fact-op-library", version 1), compiles every kernels/<id>.cu with
+Reads DIR/manifest.json (format "fact-op-library", version 1), compiles every kernels/<id>.cu (GEMM,
+normalization and attention kernels alike) with
 nvcc using the manifest's command line (it is src/realize/nvcc_command.cpp's, with machine paths as
 placeholders) and ops.cpp with this torch's include paths and C++ ABI flag, all in parallel, links
 them into DIR/libfact_ops.so, then loads it with torch.ops.load_library and checks that every op of the
@@ -29,6 +30,7 @@ from .kernel_abi import FACT_KERNEL_ABI_VERSION, KERNEL_ID_PATTERN
 MANIFEST_FORMAT = "fact-op-library"
 MANIFEST_VERSION = 1
 PLACEHOLDERS = ("{cutlass_dir}", "{fact_include}", "{source}", "{output}")
+FAMILIES = ("gemm", "normalization", "attention")  # the kernel families whose ops ops.cpp can hold
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NEEDS_CUDA_TORCH = 0, 1, 2, 3
 
@@ -47,7 +49,7 @@ class NeedsCudaTorch(Exception):
 
 @dataclass(frozen=True)
 class OpSpec:
-    name: str                 # gemm_<id>, the op in torch.ops.fact
+    name: str                 # the op in torch.ops.fact: gemm_<id>, or a family's config id (norm_<h>, attn_<h>)
     config_id: str
     summary: str
     numerics: str
@@ -58,6 +60,7 @@ class OpSpec:
     nvcc_args: tuple[str, ...]
     tuned_for: tuple[dict, ...]
     config: dict = field(default_factory=dict)
+    family: str = "gemm"      # gemm, normalization, attention
 
 
 @dataclass(frozen=True)
@@ -121,9 +124,14 @@ def parse_manifest(obj, directory: Path, where: str = "manifest") -> OpLibrary:
         cid = _field(o, "config_id", str, w)
         if not KERNEL_ID_PATTERN.match(cid):
             raise ManifestError(f"{w}.config_id: {cid!r} is not a C identifier fragment ([A-Za-z0-9_]+)")
+        family = o.get("family", "gemm")
+        if family not in FAMILIES:
+            raise ManifestError(f"{w}.family: {family!r} is not one of {', '.join(FAMILIES)}")
         name = _field(o, "name", str, w)
-        if name != f"gemm_{cid}":
-            raise ManifestError(f"{w}.name: {name!r}, expected 'gemm_{cid}' (ops.cpp defines that name)")
+        # GEMM ops are gemm_<id>; a family's config id already names its family (norm_..., attn_...).
+        expected = f"gemm_{cid}" if family == "gemm" else cid
+        if name != expected:
+            raise ManifestError(f"{w}.name: {name!r}, expected {expected!r} (ops.cpp defines that name)")
         if name in seen:
             raise ManifestError(f"{w}.name: {name!r} appears twice")
         seen.add(name)
@@ -133,9 +141,9 @@ def parse_manifest(obj, directory: Path, where: str = "manifest") -> OpLibrary:
         tuned = _field(o, "tuned_for", list, w)
         for j, t in enumerate(tuned):
             if not isinstance(t, dict) or not isinstance(t.get("problem"), dict):
-                raise ManifestError(f"{w}.tuned_for[{j}].problem: missing (the GEMM problem JSON the op won)")
+                raise ManifestError(f"{w}.tuned_for[{j}].problem: missing (the problem JSON the op won)")
         ops.append(OpSpec(
-            name=name, config_id=cid, summary=o.get("summary", ""),
+            name=name, config_id=cid, summary=o.get("summary", ""), family=family,
             numerics=_field(o, "numerics", str, w),
             has_bias=bool(o.get("has_bias", False)), has_residual=bool(o.get("has_residual", False)),
             kernel_source=_relative_path(_field(o, "kernel_source", str, w), f"{w}.kernel_source"),

@@ -1,0 +1,71 @@
+#include "compose/family_call.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace fact::compose {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kIndent = "        ";
+
+// A scalar of the tuned problem (the row the verdict accepted); the kernel was verified with it.
+json problem_field(const PatternVerdict& v, const char* key, bool boolean, const std::string& where) {
+  json value = v.row.is_object() && v.row.contains("problem") && v.row["problem"].is_object()
+                   ? v.row["problem"].value(key, json(nullptr))
+                   : json(nullptr);
+  if (boolean ? !value.is_boolean() : !value.is_number())
+    throw Error(fmt::format("{}: the tune report's problem has no {} \"{}\"; tune the pattern again", where,
+                            boolean ? "boolean" : "number", key));
+  return value;
+}
+
+}  // namespace
+
+const ir::Node* match_operand(const discover::Match& m, const ir::Graph& g, const char* operand) {
+  const json ops = m.kernel.value("operands", json::object());
+  if (!ops.contains(operand) || !ops[operand].is_string()) return nullptr;
+  std::string v = ops[operand];
+  auto it = m.inputs.find(v);
+  if (it == m.inputs.end() && !v.empty() && v[0] == '$') it = m.inputs.find(v.substr(1));
+  if (it == m.inputs.end() || it->second.empty()) return nullptr;
+  return g.find(it->second);
+}
+
+std::string family_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
+                        const std::string& out) {
+  std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+  auto tensor = [&](const char* operand, bool required) -> std::string {
+    const ir::Node* n = match_operand(m, g, operand);
+    if (!n || n->outputs.empty()) {
+      if (required)
+        throw Error(fmt::format("{}: the rule's kernel block binds no tensor for operand {}; fix the rule file", where,
+                                operand));
+      return "None";
+    }
+    return var(n->name);
+  };
+  std::string call;
+  if (v.family == "normalization") {
+    // (x, residual, weight, bias, eps); a config that also writes x + residual returns (y, sum), and y is the anchor.
+    bool store_sum = v.row.contains("config") && v.row["config"].value("store_sum", false);
+    call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {}){}", v.op_name, tensor("x", true),
+                       tensor("residual", false), tensor("weight", false), tensor("bias", false),
+                       python_float(problem_field(v, "eps", false, where).get<double>()), store_sum ? "[0]" : "");
+  } else if (v.family == "attention") {
+    // q, k, v as the module's views (read in place through their strides; for grouped-query attention the rule
+    // binds K/V before their expand, so heads_kv < heads). O is the [B, H, T, D] view of a [B, T, H, D] tensor,
+    // so the module's following transpose(1, 2).contiguous() copies nothing.
+    call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {})", v.op_name, tensor("q", true), tensor("k", true),
+                       tensor("v", true), python_float(problem_field(v, "scale", false, where).get<double>()),
+                       problem_field(v, "causal", true, where).get<bool>() ? "True" : "False");
+  } else {
+    throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
+  }
+  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{} = {}  # {}\n", kIndent, m.rule, m.nodes.size(),
+                     v.op_name, kIndent, out, call, m.anchor);
+}
+
+}  // namespace fact::compose

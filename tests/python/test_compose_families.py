@@ -1,0 +1,177 @@
+"""The composer with non-GEMM family ops: the MiniGPT block (2 LayerNorms + written-out causal attention) and the
+Llama-3 block (2 RMSNorms + SDPA with grouped-query K/V), both from bench/problems/ at small sizes, are traced,
+planned, given a tune report in which the normalization and attention patterns (and the GEMMs) won, and composed.
+The composed forward must call torch.ops.fact.norm_* / attn_* with the matched tensors (attention: the module's
+q/k/v views, for GQA the un-expanded K/V) and, with the CPU reference ops, equal the original module. The composed
+folder, copied elsewhere, still runs without the fact package (FACT_REFERENCE_OPS=1)."""
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
+PROBLEMS = REPO_ROOT / "bench" / "problems" / "level3"
+
+pytestmark = pytest.mark.skipif(not FACT_BIN.is_file(), reason=f"fact binary not found at {FACT_BIN} (build it)")
+
+from fact.compose.reference_ops import register_reference_ops  # noqa: E402
+
+# The problems' size constants, made small (head dim 16 in both; Llama keeps 4 query heads per KV head).
+SMALL = {
+    "minigpt_block": {"BATCH, SEQ_LEN, N_EMBD, N_HEAD": "2, 16, 64, 4"},
+    "llama3_block": {"BATCH, SEQ_LEN": "2, 16", "HIDDEN, N_HEADS, N_KV_HEADS, INTERMEDIATE": "128, 8, 2, 256"},
+}
+GEMM_EPILOGUE = {"gemm": "none", "gemm_bias_gelu_tanh": "bias_gelu_tanh", "gemm_bias_residual": "bias_residual",
+                 "gemm_swiglu": "bias_silu_mul"}
+
+
+def fact(*args):
+    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+
+
+def small_problem(name, folder):
+    text = (PROBLEMS / f"{name}.py").read_text()
+    for names, values in SMALL[name].items():
+        text, n = re.subn(rf"^{re.escape(names)} = .*$", f"{names} = {values}", text, flags=re.M)
+        assert n == 1, f"{name}.py has no line '{names} = ...'; update SMALL in this test"
+    path = folder / f"{name}_small.py"
+    path.write_text(text)
+    return path
+
+
+def family_row(p, tag):
+    """A winning row as `fact tune` writes it for a normalization or attention pattern (config fields the
+    composer and the reference ops read; the problem's scalars from the match)."""
+    kernel, attrs, dims = p["kernel"], p.get("attrs", {}), p["dims"]
+    if p["family"] == "normalization":
+        config = {"family": "normalization", "kind": kernel["kind"], "store_sum": False}
+        problem = {"kind": kernel["kind"], "eps": attrs["eps"], "rows": dims["rows"], "cols": dims["cols"]}
+        winner = f"norm_{tag}{p['rank']}"
+    else:
+        config = {"family": "attention", "head_dim": dims["head_dim"]}
+        scale = attrs.get("scale")
+        problem = {"scale": 1.0 / math.sqrt(dims["head_dim"]) if scale is None else scale,
+                   "causal": bool(dims["causal"]), "heads": dims["heads"], "heads_kv": dims["heads_kv"]}
+        winner = f"attn_{tag}{p['rank']}"
+    return {"family": p["family"], "winner": winner, "config": config, "problem": problem}
+
+
+def report_accepting(plan_doc, families, tag):
+    """Op names carry `tag`: ops registered by one test module live in one process."""
+    rows = []
+    for p in plan_doc["patterns"]:
+        row = {"pattern": p["rule"], "anchor": p["anchor"], "status": "tuned", "baseline": "torch", "fact_ms": 1.05,
+               "baseline_ms": 1.01, "config": None, "winner": "torch"}
+        if p["family"] in families and p["family"] != "gemm":
+            row.update(family_row(p, tag), fact_ms=0.5)
+        elif p["family"] in families:
+            e = GEMM_EPILOGUE[p["rule"]]
+            row.update(winner=f"{tag}{p['rank']}", config={"epilogue": e}, problem={"epilogue": e}, fact_ms=0.5)
+        rows.append(row)
+    return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
+
+
+@pytest.fixture(scope="module", params=["minigpt_block", "llama3_block"])
+def composed(request, tmp_path_factory):
+    work = tmp_path_factory.mktemp(request.param)
+    model = small_problem(request.param, work)
+    r = fact("discover", model, "--json", work / "plan.json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((work / "plan.json").read_text())
+    report = report_accepting(doc, {"gemm", "normalization", "attention"}, request.param.split("_")[0])
+    (work / "tune.json").write_text(json.dumps(report))
+    r = fact("compose", work / "plan.json", work / "tune.json", "--model", model, "--out", work / "composed")
+    assert r.returncode == 0, r.stderr
+    return request.param, work, doc, report
+
+
+def load(out):
+    spec = importlib.util.spec_from_file_location(f"composed_{out.parent.name}", out / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_family_patterns_are_fact_calls_with_the_matched_inputs(composed):
+    name, work, doc, _ = composed
+    source = (work / "composed" / "model_new.py").read_text()
+    manifest = json.loads((work / "composed" / "manifest.json").read_text())
+    families = sorted(a["family"] for a in manifest["accepted"] if a["family"] != "gemm")
+    assert families == ["attention", "normalization", "normalization"], manifest["accepted"]
+    assert manifest["rejected"] == [], manifest["rejected"]
+    for a in manifest["accepted"]:
+        if a["family"] != "gemm":
+            assert a["config"]["family"] == a["family"] and f"torch.ops.fact.{a['op']}(" in source
+    calls = re.findall(r"= torch\.ops\.fact\.(attn_\w+|norm_\w+)\((.*)\)", source)
+    assert len(calls) == 3, source
+    attention = [args for op, args in calls if op.startswith("attn_")][0]
+    assert attention.endswith(f", {1 / math.sqrt(16)!r}, True"), attention
+    if name == "minigpt_block":
+        # The written-out attention and both LayerNorms (with weight, bias and eps) are gone from forward.
+        for op in ("softmax", "masked_fill", "layer_norm", "matmul"):
+            assert f"torch.ops.aten.{op}." not in source, op
+        assert all(args.endswith(", 1e-05") for op, args in calls if op.startswith("norm_"))
+        assert all(args.count("None") == 1 for op, args in calls if op.startswith("norm_"))  # no residual
+    else:
+        # SDPA and its K/V repeat (unsqueeze/expand/reshape) are gone: the op reads the 2 KV heads in place.
+        for op in ("scaled_dot_product_attention", "expand", "rsqrt"):
+            assert f"torch.ops.aten.{op}." not in source, op
+        assert all(args.count("None") == 2 for op, args in calls if op.startswith("norm_"))  # RMSNorm: no bias
+
+
+def test_composed_with_reference_ops_equals_the_original(composed):
+    _, work, _, _ = composed
+    out = work / "composed"
+    register_reference_ops(out / "manifest.json")
+    m = load(out)
+    torch.manual_seed(0)
+    original = m.Model(*m.get_init_inputs())
+    new = m.ModelNew(*m.get_init_inputs())
+    new.load_state_dict(original.state_dict(), strict=True)
+    with torch.no_grad():
+        for _ in range(3):
+            x = m.get_inputs()
+            torch.testing.assert_close(new(*x), original(*x), atol=1e-5, rtol=1e-5)
+
+
+def test_attention_reference_returns_the_strided_view_the_kernel_returns(composed):
+    _, work, _, _ = composed
+    names = register_reference_ops(work / "composed" / "manifest.json")
+    attn = getattr(torch.ops.fact, [n for n in names if n.startswith("attn_")][0])
+    q, k, v = torch.randn(2, 8, 5, 16), torch.randn(2, 2, 5, 16), torch.randn(2, 2, 5, 16)
+    o = attn(q, k, v, 0.25, True)
+    assert o.shape == (2, 8, 5, 16) and o.transpose(1, 2).is_contiguous()
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q, k.repeat_interleave(4, 1), v.repeat_interleave(4, 1), is_causal=True, scale=0.25)
+    torch.testing.assert_close(o, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_copied_folder_runs_without_fact_on_reference_ops(composed, tmp_path):
+    _, work, _, _ = composed
+    folder = tmp_path / "elsewhere"
+    shutil.copytree(work / "composed", folder)
+    check = ("import importlib.util, torch\n"
+             "assert importlib.util.find_spec('fact') is None\n"
+             "import model_new as m\n"
+             "torch.manual_seed(0)\n"
+             "a = m.Model(*m.get_init_inputs()); b = m.ModelNew(*m.get_init_inputs())\n"
+             "b.load_state_dict(a.state_dict(), strict=True)\n"
+             "x = m.get_inputs()\n"
+             "print('MAXDIFF', float((b(*x) - a(*x)).abs().max()))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACT_REFERENCE_OPS")}
+    r = subprocess.run([sys.executable, "-c", check], cwd=folder, env=dict(env, FACT_REFERENCE_OPS="1"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout.split("MAXDIFF")[1]) < 1e-5
+    r = subprocess.run([sys.executable, "-c", check], cwd=folder, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode != 0 and "libfact_ops.so is not in" in r.stderr
