@@ -23,7 +23,8 @@ PROBLEMS = sorted(PROBLEMS_DIR.glob("level*/*.py"))
 TRACED_OPS_FILE = REPO_ROOT / "docs" / "traced-ops.txt"
 ERROR_PREFIX = "fact-trace: error: "
 
-# Op counts each problem's graph must contain (at least these ops, exactly these many times).
+# Op counts some problems' graphs must contain (these ops, exactly these many times); every other problem
+# (bench/problems grows with the suite) is checked for a well-formed IR and its output shape on meta.
 EXPECTED_OPS = {
     "square_matmul_2048": {"aten.matmul.default": 1},
     "square_matmul_4096": {"aten.matmul.default": 1},
@@ -92,8 +93,9 @@ def meta_instance(problem_path: Path):
     return problem, model, inputs
 
 
-def test_problem_set_is_complete():
-    assert {p.stem for p in PROBLEMS} == set(EXPECTED_OPS)
+def test_problem_set_holds_the_checked_problems_and_unique_names():
+    assert set(EXPECTED_OPS) <= {p.stem for p in PROBLEMS}
+    assert len({p.stem for p in PROBLEMS}) == len(PROBLEMS), "traced IRs are keyed by file stem"
 
 
 @pytest.mark.parametrize("problem_path", PROBLEMS, ids=lambda p: p.stem)
@@ -144,12 +146,13 @@ def test_problem_traces_to_valid_ir(problem_path, traced):
         assert ref in seen
 
     ops = Counter(n["op"] for n in nodes if n["kind"] == "op")
-    for op, count in EXPECTED_OPS[problem_path.stem].items():
+    for op, count in EXPECTED_OPS.get(problem_path.stem, {}).items():
         assert ops[op] == count, f"{op}: expected {count}, traced {ops[op]}"
 
     (result_ref,) = ir["outputs"]
     result_node = nodes[names.index(result_ref["ref"])]
-    shape = EXPECTED_OUTPUT_SHAPES[problem_path.stem]
+    with torch.no_grad():
+        shape = EXPECTED_OUTPUT_SHAPES.get(problem_path.stem) or list(model(*inputs).shape)
     assert result_node["outputs"][0]["shape"] == shape
     expected_strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
     assert result_node["outputs"][0]["strides"] == expected_strides

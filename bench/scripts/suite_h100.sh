@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The problem suite on the device: `fact bench` over bench/problems (or one level folder) inside one
+# 10-minute call, resumable over several calls.
+# Usage (device): bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+#   Carry .devbin, .cutlass and, from the second call on, .bench-state holding the previous call's
+#   suite.tgz: a problem finished there is skipped, an unfinished one runs again, and the tuning
+#   database inside it keeps every measured kernel.
+# Returns in $OUT: suite.tgz (the whole suite folder, without binaries), suite.json, suite.md, suite.png, suite.log.
+set -uo pipefail
+source bench/scripts/device_env.sh
+dir=${1:-bench/problems}
+numerics=${2:-tf32}
+top=${3:-1}
+budget=${SUITE_BUDGET_S:-400}   # no problem starts after this many seconds
+hard=${SUITE_HARD_S:-510}       # then the run is stopped, leaving time to pack the results
+suite="$OUT/suite"
+if [ -f .bench-state/suite.tgz ]; then
+  tar -xzf .bench-state/suite.tgz -C "$OUT" && echo "resuming from .bench-state/suite.tgz"
+fi
+mkdir -p "$suite"
+nvidia-smi -L
+
+# fact bench and every process it starts share one session, so the hard stop reaches all of them.
+setsid "$FACT_BIN" bench "$dir" --out "$suite" --numerics "$numerics" --top "$top" --resume \
+  --db "$suite/tuning.sqlite" --time-budget "$budget" > "$OUT/suite.stdout" 2> "$OUT/suite.log" &
+sid=$!
+for ((t = 0; t < hard; t += 5)); do kill -0 "$sid" 2>/dev/null || break; sleep 5; done
+if kill -0 "$sid" 2>/dev/null; then
+  echo "hard stop at ${hard} s: unfinished problems run again in the next call"
+  pkill -TERM -s "$sid"; sleep 3; pkill -KILL -s "$sid"
+fi
+wait "$sid" 2>/dev/null
+rc=$?
+# Without a finished run the report is the one rewritten after each problem; --report-only redraws it all.
+"$FACT_BIN" bench "$dir" --out "$suite" --numerics "$numerics" --top "$top" --report-only >> "$OUT/suite.stdout" 2>> "$OUT/suite.log"
+tar -C "$OUT" --exclude='*.so' --exclude='*.o' --exclude='*.cubin' --exclude='tune-work' -czf "$OUT/suite.tgz" suite
+cp "$suite"/suite.json "$suite"/suite.md "$OUT"/ 2>/dev/null
+cp "$suite"/suite.png "$OUT"/ 2>/dev/null || echo "no chart (matplotlib missing on the device?); redraw here with --report-only"
+rm -rf "$suite"
+cat "$OUT/suite.stdout"
+grep -E '^\[[0-9]+/[0-9]+\]' "$OUT/suite.log" | tail -n 60
+echo "fact bench exit: $rc"

@@ -1,0 +1,1 @@
+"""Chart of a `fact bench` suite (the suite runner itself is C++: src/bench/)."""
