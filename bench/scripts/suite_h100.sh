@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The problem suite on the device: `fact bench` over bench/problems (or one level folder) inside one
 # 10-minute call, resumable over several calls.
-# Usage (device): bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+# Usage (device): [MAX_AUTOTUNE=1] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state holding the previous call's
 #   suite.tgz: a problem finished there is skipped, an unfinished one runs again, and the tuning
 #   database inside it keeps every measured kernel.
@@ -18,11 +18,16 @@ if [ -f .bench-state/suite.tgz ]; then
   tar -xzf .bench-state/suite.tgz -C "$OUT" && echo "resuming from .bench-state/suite.tgz"
 fi
 mkdir -p "$suite"
+# Kernels tuned by earlier device calls (e.g. e2e_h100.sh's database saved in .devcache/) are reused.
+if [ ! -f "$suite/tuning.sqlite" ] && [ -f .devcache/tuning.sqlite ]; then cp .devcache/tuning.sqlite "$suite/tuning.sqlite"; fi
+# torch.compile max-autotune takes minutes per model: left out unless MAX_AUTOTUNE=1 (reported as not run).
+extra=()
+[ "${MAX_AUTOTUNE:-0}" = 1 ] || extra+=(--no-max-autotune)
 nvidia-smi -L
 
 # fact bench and every process it starts share one session, so the hard stop reaches all of them.
 setsid "$FACT_BIN" bench "$dir" --out "$suite" --numerics "$numerics" --top "$top" --resume \
-  --db "$suite/tuning.sqlite" --time-budget "$budget" > "$OUT/suite.stdout" 2> "$OUT/suite.log" &
+  --db "$suite/tuning.sqlite" --time-budget "$budget" "${extra[@]}" > "$OUT/suite.stdout" 2> "$OUT/suite.log" &
 sid=$!
 for ((t = 0; t < hard; t += 5)); do kill -0 "$sid" 2>/dev/null || break; sleep 5; done
 if kill -0 "$sid" 2>/dev/null; then

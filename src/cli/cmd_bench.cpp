@@ -31,6 +31,7 @@ struct BenchOptions {
   int top = 2;
   bool resume = false;
   bool report_only = false;
+  bool no_max_autotune = false;
   int time_budget_s = 0;
   int problem_timeout_s = 1800;
 };
@@ -58,6 +59,8 @@ void run_bench(const BenchOptions& o) {
     SuiteRunOptions ro;
     ro.out = out;
     ro.optimize_command = {fs::read_symlink("/proc/self/exe").string(), "optimize"};
+    // max-autotune compiles for minutes per model: a suite may leave that baseline out (reported as not run).
+    if (o.no_max_autotune) ro.optimize_command.push_back("--no-max-autotune");
     ro.arch = o.arch;
     ro.numerics = o.numerics;
     ro.top = o.top;
@@ -105,6 +108,7 @@ const bool registered = cli::register_command("bench", [](CLI::App& app) {
   cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU)")->check(CLI::Range(1, 64));
   cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
   cmd->add_flag("--resume", o->resume, "skip problems whose finished result (same file, same settings) is in --out");
+  cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") per problem");
   cmd->add_flag("--report-only", o->report_only, "run nothing: report the finished results already in --out");
   cmd->add_option("--db", o->db, "tuning database shared by all workers (default $FACT_TUNING_DB or ~/.cache/fact)");
   cmd->add_option("--time-budget", o->time_budget_s, "seconds after which no new problem starts (0: none)")
