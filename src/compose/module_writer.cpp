@@ -172,6 +172,12 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   if (results.size() == 1) body += fmt::format("{}return {}\n", kIndent, results[0]);
   else body += fmt::format("{}return ({}{})\n", kIndent, fmt::join(results, ", "), results.empty() ? "" : ",");
 
+  // With no FACT op accepted the original forward runs as written: replaying its ATen graph op by op can only
+  // add Python dispatch time, and the composed module must never be slower than the original.
+  if (covered_by.empty())
+    body = fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return super().forward({})\n",
+                       kIndent, kIndent, fmt::join(params, ", "));
+
   return realize::render_template_file("compose/model_new.py.in",
                                        {{"source_file", g.source_path},
                                         {"module_class", g.module_class},
