@@ -4,12 +4,14 @@
 // the real template is not in the tree.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "core/process.h"
 #include "discover/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
@@ -19,6 +21,7 @@
 #include "realize/attention_problem.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
+#include "realize/nvcc_command.h"
 
 namespace fs = std::filesystem;
 using namespace fact::realize;
@@ -136,19 +139,40 @@ TEST(AttentionCodegen, OpWrapperAllocatesBthdAndReturnsTheTransposedView) {
   EXPECT_TRUE(contains(w.text, "TORCH_LIBRARY_IMPL(fact, Meta, m)"));
 }
 
-TEST(AttentionFamily, WithoutTheKernelTemplateTheTunerReportsNoCandidate) {
-  if (fs::exists(fact::templates_dir() / "cute" / "attention_fwd.cu.in"))
-    GTEST_SKIP() << "the attention template is in the tree: this checks the report before it lands";
+TEST(AttentionCodegen, RealTemplateRendersEveryConfigOfTheMiniGptSpaceInEveryMode) {
   auto t = traced("minigpt_block.json");
-  const KernelFamily& f = *kernel_family_named("attention");
-  auto problem = f.problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::tf32, Arch::sm90);
-  fs::path dir = fs::temp_directory_path() / "fact_test_attention_tune";
-  fs::remove_all(dir);
-  auto db = fact::TuningDb::open(dir / "tuning.sqlite");
-  FamilyTuneOptions o;
-  o.measure = false;
-  auto out = tune_family(f, "sdpa_attention_manual", problem, db, o);
-  EXPECT_EQ(out.status, "no_candidate");
-  EXPECT_TRUE(contains(out.message, "attention_fwd.cu.in")) << out.message;
-  EXPECT_TRUE(out.winner_config.is_null());
+  for (Numerics n : {Numerics::tf32, Numerics::fp32, Numerics::bf16, Numerics::fp16}) {
+    AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, Arch::sm90);
+    auto space = enumerate_attention_configs(p, 100);
+    ASSERT_FALSE(space.ranked.empty()) << to_string(n);
+    for (const auto& c : space.ranked) {
+      auto src = generate_attention_kernel(c);
+      EXPECT_FALSE(contains(src.text, "{{")) << c.summary();
+      EXPECT_TRUE(contains(src.text, "constexpr int kHeadDim = 96;")) << c.summary();
+      EXPECT_TRUE(contains(src.text, "constexpr char kNumerics[] = \"" + to_string(p.numerics) + "\";")) << c.summary();
+      EXPECT_TRUE(contains(src.text, "int fact_" + c.id() + "_run(const FactAttentionArgs* args)")) << c.summary();
+    }
+  }
 }
+
+namespace {
+void expect_attention_compiles(Numerics n, Arch arch, const std::string& name) {
+  auto t = traced("minigpt_block.json");
+  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, arch);
+  AttentionConfig c = enumerate_attention_configs(p, 1).ranked.at(0);
+  auto src = generate_attention_kernel(c);
+  fs::path dir = fs::temp_directory_path() / "fact_test_nvcc";
+  fs::create_directories(dir);
+  fs::path cu = dir / (name + ".cu"), so = dir / (name + ".so");
+  fact::write_file_atomic(cu, src.text);
+  fact::ProcessOptions o;
+  o.timeout = std::chrono::seconds(600);
+  auto r = fact::run_process(nvcc_command(c.arch, cu, so, fact::cutlass_dir()), o);
+  EXPECT_EQ(r.exit_code, 0) << c.summary() << "\n" << r.err.substr(0, 6000);
+  EXPECT_TRUE(fs::exists(so));
+}
+}  // namespace
+
+// The real kernel, one mode per arch: fp32 in/out with TF32 MMAs on sm_90a, bf16 on sm_80.
+TEST(AttentionCodegenNvcc, Sm90aTf32Compiles) { expect_attention_compiles(Numerics::tf32, Arch::sm90, "sm90_tf32_attention"); }
+TEST(AttentionCodegenNvcc, Sm80Bf16Compiles) { expect_attention_compiles(Numerics::bf16, Arch::sm80, "sm80_bf16_attention"); }
