@@ -52,13 +52,21 @@ def test_the_set_is_large_and_spans_the_levels():
     assert len(GEMM_ONLY) >= 10
 
 
+UNCOVERED_BY_DESIGN = {"level2/swish_absmax_rows"}  # bench/scripts/agent_h100.sh, docs/agent.md
+
+
 @pytest.mark.parametrize("problem", ALL, ids=key)
 def test_problem_traces_and_its_plan_is_stable(problem, traced, tmp_path):
     r, plan_path, ir_path = traced[key(problem)]
     assert r.returncode == 0, f"{problem}: {r.stderr[-2000:]}"
     plan = json.loads(plan_path.read_text())
     assert plan["ir"]["source"]["path"].endswith(str(problem.relative_to(REPO_ROOT)))
-    assert plan["patterns"], f"{problem}: no pattern matched at all; the set is meant to exercise the registry"
+    if key(problem) in UNCOVERED_BY_DESIGN:
+        # The agent's demonstration problem: no built-in rule covers it, so FACT keeps PyTorch's ops (or the
+        # LLM agent adds a pattern for it); the plan must say so, not invent a match.
+        assert plan["patterns"] == [] and plan["uncovered_ops"], f"{problem}: a rule now covers it"
+    else:
+        assert plan["patterns"], f"{problem}: no pattern matched at all; the set is meant to exercise the registry"
     # Matching the kept IR again gives the same plan: discovery is deterministic given the trace.
     again = tmp_path / "again.json"
     r2 = discover(ir_path, again)
