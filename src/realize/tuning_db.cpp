@@ -3,9 +3,11 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -325,7 +327,15 @@ TuningDb TuningDb::open(const fs::path& path) {
   }
 
   // WAL lets readers (`fact db list`) run while a tuner writes; only set once the file is known to be ours.
-  exec(raw, db.path_, "PRAGMA journal_mode = WAL", "switching to WAL");
+  // Switching to WAL needs an exclusive lock, and SQLite answers BUSY at once (no busy handler) while another
+  // process opens the same new file: retry for up to the busy timeout, as a shared bench database needs.
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);;) {
+    int wal = sqlite3_exec(raw, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if (wal == SQLITE_OK) break;
+    if ((wal != SQLITE_BUSY && wal != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+      throw_sqlite(raw, db.path_, "switching to WAL");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   // NORMAL is safe under WAL (a power cut may lose the last commit, never corrupt) and spares an fsync per write.
   exec(raw, db.path_, "PRAGMA synchronous = NORMAL", "setting synchronous");
   exec(raw, db.path_, "PRAGMA foreign_keys = ON", "enabling foreign keys");
