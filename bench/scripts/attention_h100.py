@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
+from fact.realize.kernel_abi import FactAttentionArgs  # noqa: E402
 from fact.realize.timing import time_launches  # noqa: E402
 
 TEMPLATE = ROOT / "templates/cute/attention_fwd.cu.in"
@@ -40,13 +41,6 @@ SMEM_LIMIT = 227 * 1024
 # Relative error vs float64 a kernel may have in each mode: a few units of the operand rounding (TF32 and
 # fp16 keep 10 mantissa bits, bf16 7); 3xtf32 promises fp32 accuracy.
 TOLERANCE = {"tf32": 2e-3, "bf16": 1.6e-2, "fp16": 2e-3, "3xtf32": 1e-6}
-
-
-class FactAttentionArgs(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_int64) for n in ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim")] + [
-        f for t in "qkvo" for f in ((t, ctypes.c_void_p), (f"{t}_batch_stride", ctypes.c_int64),
-                                    (f"{t}_head_stride", ctypes.c_int64), (f"{t}_row_stride", ctypes.c_int64))
-    ] + [("scale", ctypes.c_float), ("causal", ctypes.c_int), ("stream", ctypes.c_void_p)]
 
 
 def configs(numerics: str, head_dim: int):
