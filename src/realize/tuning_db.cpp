@@ -1,13 +1,14 @@
 #include "realize/tuning_db.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -132,6 +133,29 @@ class Transaction {
   sqlite3* db_;
   const fs::path& path_;
   bool committed_ = false;
+};
+
+// An exclusive flock on the database's folder, held while one process opens (and maybe sets up) the file. The
+// folder, not the file: closing any descriptor of the database file would drop SQLite's own POSIX locks on it.
+class SetupLock {
+ public:
+  explicit SetupLock(const fs::path& db_path) {
+    fs::path folder = db_path.has_parent_path() ? db_path.parent_path() : fs::path(".");
+    fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    // A folder we cannot open or lock (some network file systems) leaves opening unserialized, as SQLite alone has it.
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~SetupLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+  }
+  SetupLock(const SetupLock&) = delete;
+  SetupLock& operator=(const SetupLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 std::string trimmed(const std::string& s) {
@@ -295,6 +319,12 @@ TuningDb TuningDb::open(const fs::path& path) {
     throw Error("tuning database path '" + path.string() + "' is a folder; pass a file path such as " +
                 (path / "tuning.sqlite").string());
 
+  // Opening is serialized among processes: a file that is new or still in rollback mode is set up (schema,
+  // WAL switch) by one of them while the others wait. Unserialized, a connection that read the header before
+  // another process switched the file to WAL can never take the exclusive lock the switch needs, and a reader
+  // can see the schema's tables a moment before the application id that marks them as FACT's.
+  SetupLock setup_lock(path);
+
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   TuningDb db(path, raw);  // owns raw from here, even when open failed
@@ -327,14 +357,13 @@ TuningDb TuningDb::open(const fs::path& path) {
   }
 
   // WAL lets readers (`fact db list`) run while a tuner writes; only set once the file is known to be ours.
-  // Switching to WAL needs an exclusive lock, and SQLite answers BUSY at once (no busy handler) while another
-  // process opens the same new file: retry for up to the busy timeout, as a shared bench database needs.
-  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);;) {
-    int wal = sqlite3_exec(raw, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
-    if (wal == SQLITE_OK) break;
-    if ((wal != SQLITE_BUSY && wal != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
-      throw_sqlite(raw, db.path_, "switching to WAL");
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The pragma answers the mode in force: anything but "wal" means the switch did not happen.
+  {
+    Statement s(raw, db.path_, "PRAGMA journal_mode = WAL");
+    std::string mode = s.step() ? s.text(0) : "";
+    if (mode != "wal")
+      throw Error("tuning database '" + path.string() + "': switching to WAL failed (journal mode stays '" + mode +
+                  "'); another program may hold the file open, retry when it finishes or pass --db PATH");
   }
   // NORMAL is safe under WAL (a power cut may lose the last commit, never corrupt) and spares an fsync per write.
   exec(raw, db.path_, "PRAGMA synchronous = NORMAL", "setting synchronous");
@@ -342,11 +371,9 @@ TuningDb TuningDb::open(const fs::path& path) {
 
   if (app != kApplicationId) {
     Transaction t(raw, db.path_);
-    if (application_id() != kApplicationId) {  // another process may have created it while we waited
-      exec(raw, db.path_, kSchemaSql, "creating the schema");
-      exec(raw, db.path_, fmt::format("INSERT INTO fact_schema (version) VALUES ({})", kSchemaVersion), "creating the schema");
-      exec(raw, db.path_, fmt::format("PRAGMA application_id = {}", kApplicationId), "marking the file as FACT's");
-    }
+    exec(raw, db.path_, kSchemaSql, "creating the schema");
+    exec(raw, db.path_, fmt::format("INSERT INTO fact_schema (version) VALUES ({})", kSchemaVersion), "creating the schema");
+    exec(raw, db.path_, fmt::format("PRAGMA application_id = {}", kApplicationId), "marking the file as FACT's");
     t.commit();
   }
 
