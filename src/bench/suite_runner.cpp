@@ -89,6 +89,7 @@ std::vector<ProblemResult> run_suite(const std::vector<SuiteProblem>& problems, 
     else todo.push_back(i);
   }
 
+  const bool shared_gpus = !o.gpus.empty() && o.jobs > static_cast<int>(o.gpus.size());
   std::atomic<size_t> next{0};
   auto worker = [&](int w) {
     std::string gpu = o.gpus.empty() ? "" : o.gpus[w % o.gpus.size()];
@@ -117,6 +118,9 @@ std::vector<ProblemResult> run_suite(const std::vector<SuiteProblem>& problems, 
       ProcessOptions po;
       po.env = o.env;
       if (!gpu.empty()) po.env["CUDA_VISIBLE_DEVICES"] = gpu;
+      // Workers sharing a GPU take turns on it: FACT's GPU processes hold this file's flock while they run
+      // (python/fact/gpu_lock.py), so a timing never overlaps another problem's kernels.
+      if (!gpu.empty() && shared_gpus) po.env["FACT_GPU_LOCK"] = fs::absolute(o.out / (".gpu" + gpu + ".lock")).string();
       po.timeout = o.problem_timeout;
       auto t0 = Clock::now();
       ProcessResult pr;

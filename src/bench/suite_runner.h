@@ -1,6 +1,7 @@
 #pragma once
-// Runs `fact optimize` on every problem of a suite, one worker per GPU, each problem in its own output
-// folder, skipping problems whose finished result is already there when resuming.
+// Runs `fact optimize` on every problem of a suite, one worker per GPU by default, each problem in its own
+// output folder, skipping problems whose finished result is already there when resuming. More workers than
+// GPUs overlap the problems' CPU work (tracing, nvcc); their GPU work is serialized by a lock per GPU.
 #include <chrono>
 #include <filesystem>
 #include <functional>

@@ -43,7 +43,8 @@ void run_bench(const BenchOptions& o) {
   std::cerr << fmt::format("fact bench: {} problems in {}; {} worker(s), {}\n", problems.size(), o.dir, jobs,
                            gpus.empty() ? "no GPU visible" : fmt::format("GPUs {}", fmt::join(gpus, ",")));
   if (!gpus.empty() && jobs > static_cast<int>(gpus.size()))
-    std::cerr << fmt::format("  warning: {} workers share {} GPU(s): their timings disturb each other\n", jobs, gpus.size());
+    std::cerr << fmt::format("  {} workers share {} GPU(s): builds overlap, GPU work takes turns (one lock per GPU)\n",
+                             jobs, gpus.size());
 
   SuiteInfo info{o.dir, o.arch, o.numerics, o.top, jobs, gpus};
   fs::path out(o.out);
@@ -105,7 +106,7 @@ const bool registered = cli::register_command("bench", [](CLI::App& app) {
   cmd->add_option("--arch", o->arch, "target architecture")->check(CLI::IsMember({"sm80", "sm90"}));
   cmd->add_option("--numerics", o->numerics, "numerics mode for every problem (default: each problem's own)")
       ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
-  cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU)")->check(CLI::Range(1, 64));
+  cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU); more than the GPUs overlap builds, GPU work takes turns")->check(CLI::Range(1, 64));
   cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
   cmd->add_flag("--resume", o->resume, "skip problems whose finished result (same file, same settings) is in --out");
   cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") per problem");

@@ -233,6 +233,7 @@ TEST(BenchGpus, VisibleDevicesList) {
 
 // A stand-in for `fact optimize`: logs each call (with its CUDA_VISIBLE_DEVICES), then acts as the problem
 // file says: "# fake_e2e: JSON" writes report.json + that e2e.json, "# fake_crash" exits 1 with no report.
+// It also leaves the GPU lock it was given (FACT_GPU_LOCK) in gpu_lock.txt.
 class BenchResume : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -243,6 +244,7 @@ class BenchResume : public ::testing::Test {
                 "grep -q '^# fake_crash' \"$problem\" && { echo 'boom: crashed' >&2; exit 1; }\n"
                 "grep -q '^# fake_sleep' \"$problem\" && sleep 2\n"
                 "mkdir -p \"$out\"\n"
+                "echo \"$FACT_GPU_LOCK\" > \"$out/gpu_lock.txt\"\n"
                 "grep '^# fake_e2e: ' \"$problem\" | sed 's/^# fake_e2e: //' > \"$out/e2e.json\"\n"
                 "echo '{\"numerics\": \"tf32\", \"gpu\": true, \"steps\": []}' > \"$out/report.json\"\n");
     fs::permissions(fake, fs::perms::owner_all);
@@ -332,4 +334,27 @@ TEST_F(BenchResume, NoProblemStartsAfterTheTimeBudget) {
     EXPECT_NE(rs[i].reason.find("--resume"), std::string::npos);
   }
   EXPECT_EQ(call_log().size(), 1u);
+}
+
+TEST_F(BenchResume, WorkersSharingAGpuAreGivenItsLockAndOthersAreNot) {
+  auto problems = find_problems(suite);
+  auto lock_of = [&](const char* level, const char* name) {
+    std::string text = fact::read_text_file(opts.out / level / name / "gpu_lock.txt", "lock");
+    return text.substr(0, text.find('\n'));
+  };
+  std::ostringstream log;
+  opts.gpus = {"0", "1"};
+  opts.jobs = 2;  // one worker per GPU: nothing to share
+  run_suite(problems, opts, log);
+  EXPECT_EQ(lock_of("level1", "fast"), "");
+  EXPECT_EQ(lock_of("level1", "slow"), "");
+
+  opts.gpus = {"3"};
+  opts.jobs = 3;  // three workers on one GPU: all of them take turns on GPU 3's lock
+  run_suite(problems, opts, log);
+  std::string lock = lock_of("level1", "fast");
+  EXPECT_EQ(fs::path(lock).filename(), ".gpu3.lock");
+  EXPECT_TRUE(fs::path(lock).is_absolute()) << lock;
+  EXPECT_EQ(lock_of("level1", "slow"), lock);
+  call_log();
 }

@@ -23,6 +23,7 @@ import sys
 
 from fact.agent.fragment_replay import bytes_moved, relative_errors, replay
 from fact.realize.kernel_abi import FACT_ROWWISE_MAX_INPUTS, FactRowwiseArgs, status_name
+from fact.gpu_lock import child_env, holds_gpu
 
 # max|err| / max|ref| allowed, by dtype. A row-wise chain in fp32 rounds each op once (sigmoid, exp and
 # division ~1-2 ulp each, 2^-24 = 6e-8); 1e-5 leaves >10x margin yet catches a wrong constant, a
@@ -155,7 +156,7 @@ def ncu_summary(argv) -> dict:
     cmd = [ncu, "--csv", "--metrics", metrics, "--kernel-name", "regex:^(?!.*(elementwise|reduce|distribution)).*",
            "--launch-count", "1", sys.executable, "-m", "fact.agent.verify_rowwise", *argv, "--launch-once"]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env())
     except subprocess.TimeoutExpired:
         return {"ncu": "timed out after 60 s"}
     rows = [line for line in r.stdout.splitlines() if line.startswith('"')]
@@ -167,6 +168,7 @@ def ncu_summary(argv) -> dict:
     return {"ncu": summary or ("ncu gave no metrics: " + (r.stderr or r.stdout)[-400:])}
 
 
+@holds_gpu
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fragment", required=True)

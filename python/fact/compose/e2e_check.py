@@ -34,6 +34,8 @@ from pathlib import Path
 
 import torch
 
+from fact.gpu_lock import holds_gpu
+
 PRECISION = {"fp32": "highest", "3xtf32": "highest", "tf32": "high", "bf16": "highest", "fp16": "highest"}
 DTYPE = {"fp32": torch.float32, "3xtf32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
          "fp16": torch.float16}
@@ -115,6 +117,7 @@ def run_variant(name, make, inputs, ref, cuda: bool, iters: int) -> dict:
     return entry
 
 
+@holds_gpu
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fact.compose.e2e_check")
     ap.add_argument("composed", type=Path)

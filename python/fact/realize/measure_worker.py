@@ -22,6 +22,7 @@ import traceback
 from . import timing, verify
 from .kernel_abi import FactGemmArgs, KernelLibrary, KernelLoadError, status_name
 from .measure_request import GemmProblem, MeasureRequest, parse_request
+from fact.gpu_lock import holds_gpu
 
 EXIT_CONTEXT_LOST = 70
 
@@ -263,6 +264,7 @@ def first_line(e: BaseException) -> str:
     return type(e).__name__
 
 
+@holds_gpu
 def main(argv: list[str]) -> int:
     proto = Protocol()
     try:

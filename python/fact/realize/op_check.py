@@ -24,6 +24,7 @@ from . import timing, verify
 from .measure_request import GemmProblem, RequestError, parse_problem
 from .measure_worker import context_usable, environment, first_line, set_matmul_precision, torch_epilogue_gemm
 from .op_library_build import ManifestError, OpLibrary, OpSpec, load_manifest
+from fact.gpu_lock import holds_gpu
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_GPU = 0, 1, 2, 3
 # opcheck's autograd test needs inputs that require grad; these ops are forward-only.
@@ -228,6 +229,7 @@ def write_result(path: str | None, result: dict) -> None:
         Path(path).write_text(json.dumps(result, indent=1) + "\n")
 
 
+@holds_gpu
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fact.realize.op_check", description=__doc__.split("\n")[0])
     ap.add_argument("dir", help="op library folder, built by python -m fact.realize.op_library_build")
