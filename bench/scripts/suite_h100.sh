@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The problem suite on the device: `fact bench` over bench/problems (or one level folder) inside one
 # 10-minute call, resumable over several calls.
-# Usage (device): [MAX_AUTOTUNE=1] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+# Usage (device): [MAX_AUTOTUNE=1] [JOBS=n] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state holding the previous call's
 #   suite.tgz: a problem finished there is skipped, an unfinished one runs again, and the tuning
 #   database inside it keeps every measured kernel.
@@ -11,8 +11,11 @@ source bench/scripts/device_env.sh
 dir=${1:-bench/problems}
 numerics=${2:-tf32}
 top=${3:-1}
-budget=${SUITE_BUDGET_S:-400}   # no problem starts after this many seconds
-hard=${SUITE_HARD_S:-510}       # then the run is stopped, leaving time to pack the results
+# Four workers on the one GPU: their nvcc builds (most of a problem's minute) overlap, their GPU work
+# takes turns under fact bench's GPU lock, so timings stay undisturbed.
+jobs=${JOBS:-4}
+budget=${SUITE_BUDGET_S:-360}   # no problem starts after this many seconds (those running then still finish)
+hard=${SUITE_HARD_S:-540}       # then the run is stopped, leaving time to pack the results
 suite="$OUT/suite"
 if [ -f .bench-state/suite.tgz ]; then
   tar -xzf .bench-state/suite.tgz -C "$OUT" && echo "resuming from .bench-state/suite.tgz"
@@ -27,7 +30,7 @@ nvidia-smi -L
 
 # fact bench and every process it starts share one session, so the hard stop reaches all of them.
 setsid "$FACT_BIN" bench "$dir" --out "$suite" --numerics "$numerics" --top "$top" --resume \
-  --db "$suite/tuning.sqlite" --time-budget "$budget" "${extra[@]}" > "$OUT/suite.stdout" 2> "$OUT/suite.log" &
+  --db "$suite/tuning.sqlite" --time-budget "$budget" --jobs "$jobs" "${extra[@]}" > "$OUT/suite.stdout" 2> "$OUT/suite.log" &
 sid=$!
 for ((t = 0; t < hard; t += 5)); do kill -0 "$sid" 2>/dev/null || break; sleep 5; done
 if kill -0 "$sid" 2>/dev/null; then
