@@ -14,6 +14,7 @@
 #include "realize/gemm_tuner.h"
 #include "realize/family_tuner.h"
 #include "realize/gemm_workload.h"
+#include "realize/toolchain.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -52,7 +53,7 @@ void run_tune(const TuneCliOptions& o) {
   auto arch = realize::arch_from_string(plan.arch);
   auto db = TuningDb::open(o.db.empty() ? default_tuning_db_path() : fs::path(o.db));
 
-  realize::GemmTuneOptions to;
+  realize::TuneOptions to;
   to.top_n = o.top;
   to.jobs = o.jobs;
   to.force = o.force;
@@ -60,6 +61,7 @@ void run_tune(const TuneCliOptions& o) {
   to.work_dir = o.work_dir;
   to.log = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   to.on_build_progress = progress_bar;
+  to.device = realize::visible_gpu_name();
 
   json rows = json::array();
   int i = 0;

@@ -493,7 +493,7 @@ void TuningDb::set_winner(long long workload_id, const std::string& winner) {
 
 std::optional<Winner> TuningDb::get_winner(const WorkloadKey& key) {
   Statement s(db_, path_, R"sql(
-SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms
+SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name
 FROM workloads w LEFT JOIN candidates c ON c.workload_id = w.id AND c.config_id = w.winner
 WHERE w.key = ? AND w.winner IS NOT NULL)sql");
   s.bind(1, key.canonical());
@@ -502,6 +502,7 @@ WHERE w.key = ? AND w.winner IS NOT NULL)sql");
   w.workload_id = s.integer(0);
   w.config_id = s.text(1);
   w.baseline_ms = s.real(4);
+  w.device_name = s.text(5);
   if (w.config_id == kBaselineWinner) {
     w.time_ms = w.baseline_ms;
   } else {

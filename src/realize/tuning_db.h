@@ -75,6 +75,7 @@ struct Winner {
   nlohmann::json config;                // null for the baseline
   std::optional<double> time_ms;
   std::optional<double> baseline_ms;
+  std::string device_name;              // the GPU it was measured on ("" when not recorded)
 };
 
 nlohmann::json to_json(const WorkloadKey& key);

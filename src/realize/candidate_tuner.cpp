@@ -1,0 +1,248 @@
+#include "realize/candidate_tuner.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+#include "realize/toolchain.h"
+
+namespace fact::realize {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMeasureNoGpu = 3;  // the Python runner's exit code without a CUDA GPU
+
+template <class T>
+std::optional<T> opt(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<T>();
+}
+
+// The runner writes null for absent strings; nlohmann's value() would throw on those.
+std::string text(const json& j, const char* key, const std::string& fallback = "") {
+  return opt<std::string>(j, key).value_or(fallback);
+}
+
+BuildOptions build_options(const TuneOptions& o) {
+  BuildOptions b;
+  b.compiler_version = nvcc_version_text() + "\ncutlass " + cutlass_version();
+  b.workers = o.jobs;
+  b.on_progress = o.on_build_progress;
+  return b;
+}
+
+ProcessResult run_python_measure(const fs::path& request, const fs::path& result) {
+  ProcessOptions po;
+  po.env["PYTHONPATH"] = python_dir().string();
+  po.timeout = std::chrono::seconds(1800);
+  return run_process({python_exe(), "-m", "fact.realize.measure", request.string(), "-o", result.string(), "-q"}, po);
+}
+
+}  // namespace
+
+std::optional<double> TuneOutcome::speedup() const {
+  if (!baseline_ms || *baseline_ms <= 0) return std::nullopt;
+  if (winner == kBaselineWinner) return 1.0;
+  if (!fact_ms || *fact_ms <= 0) return std::nullopt;
+  return *baseline_ms / *fact_ms;
+}
+
+json TuneOutcome::to_json() const {
+  auto o = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"status", status},
+          {"message", message},
+          {"workload", fact::to_json(key)},
+          {"workload_id", workload_id},
+          {"winner", winner},
+          {"config", winner_config},
+          {"library", library.string()},
+          {"fact_ms", o(fact_ms)},
+          {"baseline", baseline_name},
+          {"baseline_ms", o(baseline_ms)},
+          {"speedup", o(speedup())},
+          {"rel_err", o(rel_err)},
+          {"baseline_rel_err", o(baseline_rel_err)},
+          {"fp32_reference_err", o(fp32_reference_err)},
+          {"candidates", candidates},
+          {"built", built},
+          {"verified", verified},
+          {"seconds", seconds}};
+}
+
+TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto say = [&](const std::string& line) {
+    if (o.log) o.log(line);
+  };
+  TuneOutcome out;
+  out.key = subject.key;
+
+  // Warm path: a decided winner is one indexed lookup plus a build-cache hit for its library. Timings
+  // do not carry across GPUs (an H100 and an H200 are both sm_90a), so a winner from another GPU is not.
+  auto w = o.force ? std::nullopt : db.get_winner(out.key);
+  if (w && !o.device.empty() && !w->device_name.empty() && w->device_name != o.device) {
+    say(fmt::format("the recorded winner was measured on {}, this GPU is {}: tuning again", w->device_name, o.device));
+    w.reset();
+  }
+  if (w) {
+    out.status = "cached";
+    out.workload_id = w->workload_id;
+    out.winner = w->config_id;
+    out.fact_ms = w->time_ms;
+    out.baseline_ms = w->baseline_ms;
+    if (w->config_id != kBaselineWinner) {
+      out.winner_config = w->config;
+      auto res = build_kernels({subject.rebuild(w->config)}, build_options(o));
+      if (!res[0].ok()) throw Error("the recorded winner " + w->config_id + " no longer builds: " + res[0].diagnostics);
+      out.library = res[0].library;
+    }
+    out.message = "winner reused from the tuning database " + db.path().string() +
+                  (w->device_name.empty() ? "" : " (measured on " + w->device_name + ")");
+    out.seconds = elapsed();
+    return out;
+  }
+
+  std::vector<TuneCandidate> ranked;
+  try {
+    std::string space_line;
+    ranked = subject.candidates(o.top_n, space_line);
+    if (!space_line.empty()) say(space_line);
+  } catch (const Error& e) {
+    out.status = "no_candidate";
+    out.message = e.what();
+    out.seconds = elapsed();
+    return out;
+  }
+
+  out.workload_id = db.upsert_workload(out.key, "");
+  std::map<std::string, CandidateRecord> records;
+  std::vector<BuildJob> jobs;
+  for (auto& c : ranked) {
+    CandidateRecord rec;
+    rec.config_id = c.config_id;
+    rec.config = c.config;
+    rec.status = c.job ? "generated" : "rejected";
+    rec.message = c.job ? "" : c.rejected;
+    if (c.job) jobs.push_back(*c.job);
+    records[rec.config_id] = rec;
+  }
+  out.candidates = static_cast<int>(records.size());
+  say(fmt::format("building {} candidates with nvcc", jobs.size()));
+  auto results = build_kernels(jobs, build_options(o));
+  BuiltLibraries libraries;
+  for (auto& r : results) {
+    auto& rec = records[r.id];
+    rec.status = r.ok() ? "built" : to_string(r.status);
+    rec.message = r.ok() ? "" : r.diagnostics;
+    if (r.ok()) libraries.emplace_back(r.id, r.library);
+  }
+  out.built = static_cast<int>(libraries.size());
+  auto save = [&] {
+    std::vector<CandidateRecord> all;
+    for (auto& [id, rec] : records) all.push_back(rec);
+    db.record_candidates(out.workload_id, all);
+  };
+
+  if (!o.measure || libraries.empty()) {
+    save();
+    out.status = libraries.empty() ? "no_candidate" : "built";
+    out.message = libraries.empty() ? "no candidate built; see `fact db show " + std::to_string(out.workload_id) + "`"
+                                    : "built only; measuring was not asked for";
+    out.seconds = elapsed();
+    return out;
+  }
+
+  // Measure on the GPU through the runner (a subprocess, so a crashing kernel stays contained).
+  fs::path work = o.work_dir.empty() ? fs::temp_directory_path() / "fact-tune" : o.work_dir;
+  fs::create_directories(work);
+  std::string stem = fmt::format("measure-{}", out.workload_id);
+  fs::path req_path = work / (stem + "-request.json"), res_path = work / (stem + "-result.json");
+  write_file_atomic(req_path, subject.measure_request(libraries).dump(1));
+  fs::remove(res_path);
+  say(fmt::format("measuring {} built candidates and the PyTorch baseline on the GPU", libraries.size()));
+  auto pr = o.measure_runner ? o.measure_runner(req_path, res_path) : run_python_measure(req_path, res_path);
+  if (pr.exit_code == kMeasureNoGpu) {
+    save();
+    out.status = "needs_gpu";
+    out.message = fmt::format("{} candidates built; measuring and verifying them needs a CUDA GPU", out.built);
+    out.seconds = elapsed();
+    return out;
+  }
+  if (pr.exit_code != 0 || !fs::exists(res_path))
+    throw Error(fmt::format("the measurement runner failed (exit {}): {}", pr.exit_code, pr.err.substr(0, 2000)));
+  json res = read_json_file(res_path, "measurement result");
+
+  BaselineRecord base;
+  base.name = text(res["baseline"], "name", "PyTorch");
+  base.time_ms = opt<double>(res["baseline"], "ms");
+  base.rel_err = opt<double>(res["baseline"], "rel_err");
+  base.max_abs_err = opt<double>(res["baseline"], "max_abs_err");
+  db.upsert_workload(out.key, text(res, "device"));
+  db.record_baseline(out.workload_id, base);
+  out.baseline_name = base.name;
+  out.baseline_ms = base.time_ms;
+  out.baseline_rel_err = base.rel_err;
+  out.fp32_reference_err = opt<double>(res, "fp32_reference_err");
+
+  std::string best;
+  double best_ms = 0;
+  for (auto& c : res["candidates"]) {
+    std::string id = c.at("id").get<std::string>();
+    if (!records.count(id)) throw Error("the measurement runner answered for '" + id + "', which was not asked for");
+    auto& rec = records[id];
+    rec.status = text(c, "status", "unknown");
+    rec.time_ms = opt<double>(c, "ms");
+    rec.rel_err = opt<double>(c, "rel_err");
+    rec.max_abs_err = opt<double>(c, "max_abs_err");
+    rec.message = text(c, "message");
+    if (rec.status == "ok" && subject.accuracy_shortfall) {
+      if (std::string why = subject.accuracy_shortfall(rec, out); !why.empty()) {
+        rec.status = "accuracy_failed";
+        rec.message = why;
+      }
+    }
+    if (rec.status == "ok" && rec.time_ms) {
+      ++out.verified;
+      if (best.empty() || *rec.time_ms < best_ms) {
+        best = rec.config_id;
+        best_ms = *rec.time_ms;
+      }
+    }
+  }
+  save();
+
+  // A FACT kernel wins only if it verified and beats PyTorch; otherwise PyTorch's ops stay.
+  if (!best.empty() && (!base.time_ms || best_ms < *base.time_ms * (1.0 - kWinMargin))) {
+    out.status = "tuned";
+    out.winner = best;
+    out.winner_config = records[best].config;
+    out.fact_ms = best_ms;
+    out.rel_err = records[best].rel_err;
+    for (auto& [id, lib] : libraries)
+      if (id == best) out.library = lib;
+  } else {
+    out.status = "baseline_kept";
+    out.winner = kBaselineWinner;
+    if (!best.empty()) {
+      out.fact_ms = best_ms;  // reported honestly even though it lost
+      out.rel_err = records[best].rel_err;
+      out.message = fmt::format("best FACT kernel {} took {:.4f} ms, {} {:.4f} ms (a win needs {:.0f}% less): "
+                                "PyTorch's op is kept", best, best_ms, base.name, base.time_ms.value_or(0),
+                                kWinMargin * 100);
+    } else {
+      out.message = "no candidate verified: PyTorch's op is kept";
+    }
+  }
+  db.set_winner(out.workload_id, out.winner);
+  out.seconds = elapsed();
+  return out;
+}
+
+}  // namespace fact::realize

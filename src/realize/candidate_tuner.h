@@ -1,0 +1,89 @@
+#pragma once
+// The auto-tuner's pipeline, one for GEMMs and every kernel family: ranked candidates -> parallel nvcc
+// (content-hash cache) -> the Python runner on the GPU (verify vs float64, time vs PyTorch's ops in the
+// same numerics) -> the winning rule (verified, and faster than PyTorch by a margin) -> tuning database.
+// A recorded winner is reused without measuring. What differs per kind of kernel is a TuneSubject.
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "realize/kernel_builder.h"
+#include "realize/tuning_db.h"
+
+namespace fact::realize {
+
+// Runs a measurement request file, writing the result file; the default runs
+// `python -m fact.realize.measure` (exit 3: no CUDA GPU). Tests put a stand-in here.
+using MeasureRunner = std::function<ProcessResult(const std::filesystem::path& request, const std::filesystem::path& result)>;
+
+struct TuneOptions {
+  int top_n = 8;                      // candidates built and measured
+  unsigned jobs = 0;                  // parallel compiles; 0: all cores
+  bool force = false;                 // ignore a recorded winner and tune again
+  bool measure = true;                // false: generate and build only (no GPU needed)
+  std::filesystem::path work_dir;     // measurement requests and results go here
+  std::function<void(const std::string&)> log;  // one line per step
+  BuildProgressFn on_build_progress;
+  MeasureRunner measure_runner;       // empty: the Python runner
+  // The GPU this run measures on (visible_gpu_name()); a winner recorded on another GPU is tuned again.
+  // "" (no GPU here): any recorded winner is reused, e.g. to build a GPU machine's winners on a CPU one.
+  std::string device;
+};
+
+struct TuneOutcome {
+  // tuned: measured now, a FACT kernel won; baseline_kept: measured, PyTorch was faster or no
+  // candidate verified; cached: winner read from the database; built: built, not measured (asked);
+  // needs_gpu: built, but measuring needs a CUDA GPU; no_candidate: no config can take the problem.
+  std::string status;
+  std::string message;
+  WorkloadKey key;
+  long long workload_id = 0;
+  std::string winner;                 // config id, kBaselineWinner, or empty
+  nlohmann::json winner_config;       // null unless a FACT kernel won
+  std::filesystem::path library;      // the winner's built library
+  std::optional<double> fact_ms, baseline_ms, rel_err, baseline_rel_err, fp32_reference_err;
+  std::string baseline_name;
+  int candidates = 0, built = 0, verified = 0;
+  double seconds = 0;
+  std::optional<double> speedup() const;
+  nlohmann::json to_json() const;
+};
+
+// One ranked candidate: its build job, or why it could not be generated.
+struct TuneCandidate {
+  std::string config_id;
+  nlohmann::json config;
+  std::optional<BuildJob> job;
+  std::string rejected;               // set when job is empty
+};
+
+using BuiltLibraries = std::vector<std::pair<std::string, std::filesystem::path>>;  // config id -> library
+
+// What one kind of kernel brings to the pipeline.
+struct TuneSubject {
+  WorkloadKey key;
+  // Ranked candidates (at most top_n), with a line describing the config space for the log. Throws Error
+  // when no config can take the problem (the outcome is then no_candidate with that message).
+  std::function<std::vector<TuneCandidate>(int top_n, std::string& space_line)> candidates;
+  // The recorded winner's build job (a warm tune rebuilds it from the cache).
+  std::function<BuildJob(const nlohmann::json& config)> rebuild;
+  // The runner's request for the built candidates.
+  std::function<nlohmann::json(const BuiltLibraries&)> measure_request;
+  // Optional: given a candidate the runner verified ("ok") and the outcome so far (baseline and
+  // fp32 reference errors filled in), returns why its accuracy falls short of the mode's promise, or "".
+  std::function<std::string(const CandidateRecord&, const TuneOutcome&)> accuracy_shortfall;
+};
+
+// A FACT kernel must beat PyTorch by more than timing noise (a few percent between runs) to be used,
+// so the composed module is never slower than the original.
+constexpr double kWinMargin = 0.03;
+
+TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& options);
+
+}  // namespace fact::realize

@@ -1,0 +1,221 @@
+// The shared tuning pipeline without a GPU: fake builds (cp) and a stand-in for the Python runner that
+// answers with chosen times and errors, so the winning rule, the accuracy hook, the warm path and every
+// early exit are checked against hand-picked numbers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "realize/candidate_tuner.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace fact;
+using namespace fact::realize;
+
+namespace {
+
+class CandidateTuner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("fact_test_candidate_tuner_" + std::to_string(getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    if (const char* v = std::getenv("FACT_KERNEL_CACHE")) saved_cache = v;
+    setenv("FACT_KERNEL_CACHE", (dir / "kernels").c_str(), 1);
+    db.emplace(TuningDb::open(dir / "tuning.sqlite"));
+    options.work_dir = dir / "work";
+    options.measure_runner = [this](const fs::path& request, const fs::path& result) {
+      ++runner_calls;
+      last_request = read_json_file(request, "request");
+      ProcessResult pr;
+      pr.exit_code = runner_exit;
+      if (runner_exit == 0) write_file_atomic(result, answer.dump());
+      return pr;
+    };
+  }
+  void TearDown() override {
+    db.reset();
+    fs::remove_all(dir);
+    if (saved_cache) setenv("FACT_KERNEL_CACHE", saved_cache->c_str(), 1);
+    else unsetenv("FACT_KERNEL_CACHE");
+  }
+
+  // Candidates a, b, c; `failing` ones get a compiler that fails.
+  TuneSubject subject(const std::string& pattern, std::vector<std::string> failing = {}) {
+    TuneSubject s;
+    s.key.pattern = pattern;
+    s.key.shape = {{"rows", 4096}};
+    s.key.dtype = "f32";
+    s.key.numerics = "fp32";
+    s.key.arch = "sm_90a";
+    auto job = [pattern, failing](const std::string& id) {
+      BuildJob j;
+      j.id = id;
+      j.source = "// kernel " + pattern + " " + id + "\n";
+      bool fail = std::find(failing.begin(), failing.end(), id) != failing.end();
+      j.command = fail ? std::vector<std::string>{"sh", "-c", "echo 'error: no' >&2; exit 2"}
+                       : std::vector<std::string>{"cp", "{source}", "{output}"};
+      return j;
+    };
+    s.candidates = [job](int top_n, std::string& line) {
+      std::vector<TuneCandidate> out;
+      for (std::string id : {"a", "b", "c"}) {
+        if (static_cast<int>(out.size()) == top_n) break;
+        TuneCandidate c;
+        c.config_id = id;
+        c.config = {{"tile", id}};
+        c.job = job(id);
+        out.push_back(c);
+      }
+      line = "3 configs";
+      return out;
+    };
+    s.rebuild = [job](const json& config) { return job(config.at("tile").get<std::string>()); };
+    s.measure_request = [](const BuiltLibraries& libs) {
+      json ids = json::array();
+      for (auto& [id, lib] : libs) ids.push_back(id);
+      return json{{"candidates", ids}};
+    };
+    return s;
+  }
+
+  static json candidate(const std::string& id, const std::string& status, double ms, double rel_err = 1e-7) {
+    return {{"id", id}, {"status", status}, {"ms", ms}, {"rel_err", rel_err}, {"message", nullptr}};
+  }
+
+  fs::path dir;
+  std::optional<std::string> saved_cache;
+  std::optional<TuningDb> db;
+  TuneOptions options;
+  json answer, last_request;
+  int runner_exit = 0, runner_calls = 0;
+};
+
+}  // namespace
+
+TEST_F(CandidateTuner, FastestVerifiedCandidateWinsAndIsReusedWithoutMeasuring) {
+  answer = {{"device", "NVIDIA H100"},
+            {"baseline", {{"name", "torch.layer_norm"}, {"ms", 1.0}, {"rel_err", 2e-7}}},
+            {"candidates", {candidate("a", "ok", 0.80), candidate("b", "ok", 0.60), candidate("c", "verify_failed", 0.1)}}};
+  auto s = subject("norm");
+  auto out = tune_candidates(s, *db, options);
+  EXPECT_EQ(out.status, "tuned");
+  EXPECT_EQ(out.winner, "b") << "c was faster but did not verify";
+  EXPECT_EQ(out.verified, 2);
+  EXPECT_EQ(out.built, 3);
+  EXPECT_DOUBLE_EQ(*out.fact_ms, 0.60);
+  EXPECT_DOUBLE_EQ(*out.speedup(), 1.0 / 0.60);
+  EXPECT_EQ(out.baseline_name, "torch.layer_norm");
+  EXPECT_TRUE(fs::exists(out.library));
+  EXPECT_EQ(last_request["candidates"].size(), 3u);
+
+  auto again = tune_candidates(s, *db, options);
+  EXPECT_EQ(again.status, "cached");
+  EXPECT_EQ(again.winner, "b");
+  EXPECT_EQ(again.winner_config, (json{{"tile", "b"}}));
+  EXPECT_TRUE(fs::exists(again.library));
+  EXPECT_EQ(runner_calls, 1) << "a recorded winner is not measured again";
+
+  options.device = "NVIDIA H100";
+  EXPECT_EQ(tune_candidates(s, *db, options).status, "cached") << "same GPU";
+  options.device = "NVIDIA H200";
+  EXPECT_EQ(tune_candidates(s, *db, options).status, "tuned") << "a winner timed on another GPU is tuned again";
+  EXPECT_EQ(runner_calls, 2);
+
+  options.device = "";
+  options.force = true;
+  tune_candidates(s, *db, options);
+  EXPECT_EQ(runner_calls, 3);
+}
+
+TEST_F(CandidateTuner, AWinNeedsMoreThanTheMarginOtherwisePyTorchIsKept) {
+  answer = {{"baseline", {{"name", "torch.matmul"}, {"ms", 1.0}}},
+            {"candidates", {candidate("a", "ok", 0.98), candidate("b", "ok", 0.99), candidate("c", "ok", 1.5)}}};
+  auto out = tune_candidates(subject("gemm_close"), *db, options);
+  EXPECT_EQ(out.status, "baseline_kept");
+  EXPECT_EQ(out.winner, kBaselineWinner);
+  EXPECT_DOUBLE_EQ(*out.fact_ms, 0.98) << "the losing kernel's time is still reported";
+  EXPECT_DOUBLE_EQ(*out.speedup(), 1.0);
+  EXPECT_NE(out.message.find("best FACT kernel a took 0.9800 ms, torch.matmul 1.0000 ms"), std::string::npos) << out.message;
+  EXPECT_TRUE(out.library.empty());
+  EXPECT_EQ(db->get_winner(out.key)->config_id, kBaselineWinner);
+
+  answer["candidates"] = {candidate("a", "ok", 0.969)};
+  options.force = true;
+  EXPECT_EQ(tune_candidates(subject("gemm_close"), *db, options).status, "tuned") << "3.1% faster is a win";
+}
+
+TEST_F(CandidateTuner, AccuracyHookDemotesACandidateAndTheNextBestWins) {
+  answer = {{"baseline", {{"ms", 1.0}, {"rel_err", 4e-7}}},
+            {"fp32_reference_err", 5e-7},
+            {"candidates", {candidate("a", "ok", 0.3, 2.3e-6), candidate("b", "ok", 0.5, 3e-7)}}};
+  auto s = subject("gemm_3x");
+  s.accuracy_shortfall = [](const CandidateRecord& rec, const TuneOutcome& so_far) -> std::string {
+    return *rec.rel_err > 2 * *so_far.fp32_reference_err ? "not fp32-accurate" : "";
+  };
+  auto out = tune_candidates(s, *db, options);
+  EXPECT_EQ(out.status, "tuned");
+  EXPECT_EQ(out.winner, "b");
+  EXPECT_EQ(out.verified, 1);
+  EXPECT_DOUBLE_EQ(*out.fp32_reference_err, 5e-7);
+  auto detail = db->show_workload(out.workload_id);
+  ASSERT_TRUE(detail);
+  bool seen = false;
+  for (auto& c : detail->candidates)
+    if (c.config_id == "a") {
+      seen = true;
+      EXPECT_EQ(c.status, "accuracy_failed");
+      EXPECT_EQ(c.message, "not fp32-accurate");
+    }
+  EXPECT_TRUE(seen);
+}
+
+TEST_F(CandidateTuner, WithoutAGpuOrWithoutMeasuringCandidatesAreBuiltAndRecorded) {
+  runner_exit = 3;
+  auto out = tune_candidates(subject("no_gpu"), *db, options);
+  EXPECT_EQ(out.status, "needs_gpu");
+  EXPECT_EQ(out.built, 3);
+  EXPECT_FALSE(db->get_winner(out.key)) << "nothing was decided";
+
+  options.measure = false;
+  auto built = tune_candidates(subject("build_only"), *db, options);
+  EXPECT_EQ(built.status, "built");
+  EXPECT_EQ(runner_calls, 1);
+}
+
+TEST_F(CandidateTuner, FailedBuildsAreRecordedAndNotMeasured) {
+  answer = {{"baseline", {{"ms", 1.0}}}, {"candidates", {candidate("b", "ok", 0.5)}}};
+  auto out = tune_candidates(subject("half_builds", {"a", "c"}), *db, options);
+  EXPECT_EQ(out.built, 1);
+  EXPECT_EQ(last_request["candidates"], json::array({"b"}));
+  EXPECT_EQ(out.winner, "b");
+
+  auto none = tune_candidates(subject("no_builds", {"a", "b", "c"}), *db, options);
+  EXPECT_EQ(none.status, "no_candidate");
+  EXPECT_NE(none.message.find("fact db show"), std::string::npos);
+}
+
+TEST_F(CandidateTuner, NoConfigAndABadRunnerAnswerAreClear) {
+  auto s = subject("no_config");
+  s.candidates = [](int, std::string&) -> std::vector<TuneCandidate> { throw Error("K=3 is not a multiple of 4"); };
+  auto out = tune_candidates(s, *db, options);
+  EXPECT_EQ(out.status, "no_candidate");
+  EXPECT_EQ(out.message, "K=3 is not a multiple of 4");
+
+  answer = {{"baseline", {{"ms", 1.0}}}, {"candidates", {candidate("zz", "ok", 0.5)}}};
+  try {
+    tune_candidates(subject("bad_answer"), *db, options);
+    FAIL() << "an answer for a candidate never asked for must not pass";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'zz'"), std::string::npos) << e.what();
+  }
+
+  runner_exit = 1;
+  EXPECT_THROW(tune_candidates(subject("runner_crash"), *db, options), Error);
+}
