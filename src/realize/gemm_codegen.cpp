@@ -23,23 +23,28 @@ constexpr ElementNames kElementNames[] = {
 struct EpilogueNames {
   Epilogue epilogue;
   const char* sm80_output_op;  // 2.x thread-level output operator template (Out, Count, Acc, Compute)
-  const char* sm90_activation; // activation of the 3.x fusion, empty for none
-  // 2.x broadcast epilogue (residual-slot epilogues): activation, then how the residual slot joins in.
-  const char* sm80_broadcast_activation = "";
+  const char* activation;      // CUTLASS's activation functor (3.x fusion, 2.x broadcast epilogue), empty for none
+  // 2.x broadcast epilogue (residual-slot epilogues): how the residual slot joins in.
   const char* sm80_broadcast_combine = "";
+  // FACT's activation for the fp32-accurate modes (templates/cutlass/fp32_activation.hpp.in), empty where
+  // CUTLASS's is exact or has none. Why: CUTLASS's GELU_taylor runs tanh.approx.f32, off fp32 by ~2^-11.
+  const char* fp32_activation = "";
 };
 constexpr EpilogueNames kEpilogueNames[] = {
     {Epilogue::none, "cutlass::epilogue::thread::LinearCombination", ""},
     {Epilogue::bias, "cutlass::epilogue::thread::LinearCombination", ""},
     {Epilogue::bias_relu, "cutlass::epilogue::thread::LinearCombinationRelu", "cutlass::epilogue::thread::ReLu"},
-    {Epilogue::bias_silu, "cutlass::epilogue::thread::LinearCombinationSilu", "cutlass::epilogue::thread::SiLu"},
-    {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU"},
-    // The sm80 template defines LinearCombinationGeluTanh (GELU_taylor), which CUTLASS lacks as an alias.
-    {Epilogue::bias_gelu_tanh, "LinearCombinationGeluTanh", "cutlass::epilogue::thread::GELU_taylor"},
+    {Epilogue::bias_silu, "cutlass::epilogue::thread::LinearCombinationSilu", "cutlass::epilogue::thread::SiLu", "",
+     "fact_act::Silu"},
+    {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU", "",
+     "fact_act::GeluErf"},
+    // CUTLASS has no LinearCombination alias for tanh-GELU: the sm80 template's LinearCombinationWith builds one.
+    {Epilogue::bias_gelu_tanh, "LinearCombinationWith<cutlass::epilogue::thread::GELU_taylor>::Op",
+     "cutlass::epilogue::thread::GELU_taylor", "", "fact_act::GeluTanh"},
     // 3.x: bias epilogue with the residual as C, beta = 1. 2.x: the broadcast kernel adds C.
-    {Epilogue::bias_residual, "", "", "cutlass::epilogue::thread::Identity", "cutlass::plus"},
+    {Epilogue::bias_residual, "", "cutlass::epilogue::thread::Identity", "cutlass::plus"},
     // 3.x: fact_evt::SiluMul (templates/cutlass/sm90_silu_mul_evt.hpp.in). 2.x: the broadcast kernel multiplies by C.
-    {Epilogue::bias_silu_mul, "", "", "cutlass::epilogue::thread::SiLu", "cutlass::multiplies"}};
+    {Epilogue::bias_silu_mul, "", "cutlass::epilogue::thread::SiLu", "cutlass::multiplies", "fact_act::Silu"}};
 
 const ElementNames& names_of(Element e) {
   for (const auto& n : kElementNames)
@@ -59,18 +64,43 @@ std::string layout_name(MatrixLayout l) {
 
 std::string boolean(bool b) { return b ? "true" : "false"; }
 
+// fp32 and 3xtf32 promise fp32's error against float64; tf32/bf16/fp16 round far more than any activation.
+bool fp32_accurate(Numerics n) { return n == Numerics::fp32 || n == Numerics::x3tf32; }
+
+// Whether the epilogue's activation is FACT's accurate one: fp32-accurate modes, where FACT has one.
+bool uses_fp32_activation(const GemmConfig& c) {
+  return fp32_accurate(c.numerics) && *names_of(c.epilogue).fp32_activation;
+}
+
+// The activation functor the epilogue applies (empty for epilogues without an activation).
+std::string activation_functor(const GemmConfig& c) {
+  return uses_fp32_activation(c) ? names_of(c.epilogue).fp32_activation : names_of(c.epilogue).activation;
+}
+
+// templates/cutlass/fp32_activation.hpp.in for the kernels whose epilogue uses one of its functors, else nothing.
+std::string fp32_activation_source(const GemmConfig& c) {
+  return uses_fp32_activation(c) ? render_template_file("cutlass/fp32_activation.hpp.in", {}) : "";
+}
+
 // The 3.x epilogue fusion: CUTLASS's fusion::* operation for this epilogue.
-std::string sm90_fusion_operation(Epilogue e) {
-  const auto& names = names_of(e);
+std::string sm90_fusion_operation(const GemmConfig& c) {
+  Epilogue e = c.epilogue;
   if (e == Epilogue::none)
     return "cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>";
   if (e == Epilogue::bias_silu_mul)
-    return "fact_evt::SiluMul<TileShape, ElementD, ElementCompute, ElementBias, ElementC>";
+    return fmt::format("fact_evt::SiluMul<TileShape, ElementD, ElementCompute, ElementBias, ElementC, {}>",
+                       activation_functor(c));
   if (e == Epilogue::bias || e == Epilogue::bias_residual)  // the residual is C with beta = 1
     return "cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, "
            "ElementCompute>";
   return fmt::format("cutlass::epilogue::fusion::LinCombPerColBiasEltAct<{}, ElementD, ElementCompute, "
-                     "ElementBias, ElementC, ElementCompute>", names.sm90_activation);
+                     "ElementBias, ElementC, ElementCompute>", activation_functor(c));
+}
+
+// The 2.x output operator (Out, Count, Acc, Compute) of gemm_sm80_universal.cu.in.
+std::string sm80_output_op(const GemmConfig& c) {
+  if (uses_fp32_activation(c)) return fmt::format("LinearCombinationWith<{}>::Op", activation_functor(c));
+  return names_of(c.epilogue).sm80_output_op;
 }
 
 // A large problem with the config's layouts and widest alignments: validity of the config by itself.
@@ -123,6 +153,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       {"epilogue", to_string(c.epilogue)},
       {"has_bias", boolean(has_bias(c.epilogue))},
       {"split_k_slices", std::to_string(c.split_k_slices)},
+      {"fp32_activation", fp32_activation_source(c)},
   };
   if (c.api == KernelApi::cutlass3_collective) {
     bool stream_k = c.tile_scheduler == TileScheduler::stream_k;
@@ -135,7 +166,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["nondeterministic_reduction"] = boolean(c.nondeterministic_reduction);
     v["has_residual"] = boolean(has_residual(c.epilogue));
     v["swizzle"] = std::to_string(c.swizzle);
-    v["fusion_operation"] = sm90_fusion_operation(c.epilogue);
+    v["fusion_operation"] = sm90_fusion_operation(c);
     v["silu_mul"] = boolean(c.epilogue == Epilogue::bias_silu_mul);
     v["fusion_callbacks"] = c.epilogue == Epilogue::bias_silu_mul
                                 ? render_template_file("cutlass/sm90_silu_mul_evt.hpp.in", {})
@@ -165,11 +196,11 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
         ? "cutlass::gemm::threadblock::ThreadblockSwizzleStreamK"
         : fmt::format("cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{}>", c.swizzle);
     if (has_residual(c.epilogue)) {  // gemm_sm80_broadcast.cu.in
-      v["activation_op"] = names_of(c.epilogue).sm80_broadcast_activation;
+      v["activation_op"] = activation_functor(c);
       v["combine_op"] = names_of(c.epilogue).sm80_broadcast_combine;
       return v;
     }
-    v["epilogue_output_op"] = names_of(c.epilogue).sm80_output_op;
+    v["epilogue_output_op"] = sm80_output_op(c);
     v["split_k_mode"] = c.split_k_mode == SplitKMode::none     ? "kNone"
                         : c.split_k_mode == SplitKMode::serial ? "kSerial"
                                                                : "kParallel";

@@ -1,5 +1,5 @@
 // Kernel and op-wrapper generation: template rendering, generated text per family and numerics mode,
-// the nvcc command line, and (tests named *Nvcc*) real nvcc compiles of six representative kernels.
+// the nvcc command line, and (tests named *Nvcc*) real nvcc compiles of seven representative kernels.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/error.h"
 #include "core/paths.h"
@@ -195,25 +196,34 @@ TEST(GemmCodegen, RejectsConfigsCutlassCannotTake) {
 }
 
 // Item of issue 4: every fused epilogue generates for sm80 and sm90 in every numerics mode, each with the
-// CUTLASS pieces that compute it (3.x fusion / visitor tree; 2.x output operator or broadcast epilogue).
+// pieces that compute it (3.x fusion / visitor tree; 2.x output operator or broadcast epilogue): CUTLASS's
+// activations in tf32/bf16/fp16, FACT's accurate ones (fp32_activation.hpp.in) in fp32/3xtf32.
 TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
   struct Pieces {
     Epilogue epilogue;
     std::vector<std::string> sm90, sm80;
+    std::vector<std::string> sm90_fp32 = {}, sm80_fp32 = {};  // fp32-accurate modes, where they differ
   };
   const std::vector<Pieces> epilogues = {
       {Epilogue::bias_relu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::ReLu"}, {"LinearCombinationRelu<"}},
-      {Epilogue::bias_silu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::SiLu"}, {"LinearCombinationSilu<"}},
-      {Epilogue::bias_gelu_erf, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU,"}, {"LinearCombinationGELU<"}},
+      {Epilogue::bias_silu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::SiLu"}, {"LinearCombinationSilu<"},
+       {"LinCombPerColBiasEltAct<fact_act::Silu"}, {"LinearCombinationWith<fact_act::Silu>::Op<"}},
+      {Epilogue::bias_gelu_erf, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU,"}, {"LinearCombinationGELU<"},
+       {"LinCombPerColBiasEltAct<fact_act::GeluErf,"}, {"LinearCombinationWith<fact_act::GeluErf>::Op<"}},
       {Epilogue::bias_gelu_tanh, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU_taylor"},
-       {"using EpilogueOutputOp = LinearCombinationGeluTanh<"}},
+       {"using EpilogueOutputOp = LinearCombinationWith<cutlass::epilogue::thread::GELU_taylor>::Op<"},
+       {"LinCombPerColBiasEltAct<fact_act::GeluTanh,"},
+       {"using EpilogueOutputOp = LinearCombinationWith<fact_act::GeluTanh>::Op<"}},
       {Epilogue::bias_residual, {"LinCombPerColBias<", "constexpr bool kHasResidual = true;"},
        {"LinearCombinationResidualBlock<", "cutlass::epilogue::thread::Identity, cutlass::plus,"}},
       {Epilogue::bias_silu_mul,
-       {"using FusionOperation = fact_evt::SiluMul<TileShape", "fusion::Sm90SrcFetch<ElementC>",
-        "constexpr bool kSiluMul = true;", "constexpr bool kHasResidual = true;"},
+       {"using FusionOperation = fact_evt::SiluMul<TileShape", "ElementC, cutlass::epilogue::thread::SiLu>;",
+        "fusion::Sm90SrcFetch<ElementC>", "constexpr bool kSiluMul = true;", "constexpr bool kHasResidual = true;"},
        {"LinearCombinationResidualBlock<", "cutlass::epilogue::thread::SiLu, cutlass::multiplies,",
-        "GemmWithFusedEpilogue<"}},
+        "GemmWithFusedEpilogue<"},
+       {"using FusionOperation = fact_evt::SiluMul<TileShape", "ElementC, fact_act::Silu>;",
+        "fusion::Sm90SrcFetch<ElementC>", "constexpr bool kSiluMul = true;"},
+       {"LinearCombinationResidualBlock<", "fact_act::Silu, cutlass::multiplies,", "GemmWithFusedEpilogue<"}},
   };
   int rendered = 0;
   for (Arch arch : {Arch::sm80, Arch::sm90})
@@ -222,18 +232,60 @@ TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
         auto p = GemmProblem::packed(4096, 1024, 1024, 1, n, arch, /*b_column=*/true, e.epilogue);
         std::vector<KernelApi> apis = {KernelApi::cutlass2_universal};
         if (arch == Arch::sm90 && n != Numerics::fp32) apis.push_back(KernelApi::cutlass3_collective);
+        bool accurate = n == Numerics::fp32 || n == Numerics::x3tf32;
         for (KernelApi api : apis) {
           GemmConfig c = top_config(p, api);
           SCOPED_TRACE(to_string(e.epilogue) + " " + c.summary());
           auto src = generate_gemm_kernel(c);
-          for (const auto& piece : api == KernelApi::cutlass3_collective ? e.sm90 : e.sm80)
+          bool sm90 = api == KernelApi::cutlass3_collective;
+          const auto& fp32_pieces = sm90 ? e.sm90_fp32 : e.sm80_fp32;
+          const auto& pieces = accurate && !fp32_pieces.empty() ? fp32_pieces : sm90 ? e.sm90 : e.sm80;
+          for (const auto& piece : pieces)
             EXPECT_TRUE(contains(src.text, piece)) << "missing " << piece << " in " << src.template_name;
+          // FACT's functors are in the kernel exactly when it uses them.
+          EXPECT_EQ(contains(src.text, "namespace fact_act {"), accurate && !fp32_pieces.empty());
           EXPECT_FALSE(contains(src.text, "{{"));
           EXPECT_TRUE(contains(src.text, "fact_" + c.id() + "_run("));
           ++rendered;
         }
       }
   EXPECT_EQ(rendered, 2 * 5 * 6 + 4 * 6);
+}
+
+// The fix for MiniGPT's MLP GEMM (65536x768 -> 3072, bias, tanh-GELU), whose 3xtf32 kernel missed fp32
+// accuracy through CUTLASS's tanh.approx.f32: every candidate of the fp32-accurate modes, on both archs and
+// both APIs, computes the activation with FACT's accurate functor and never names CUTLASS's GELU_taylor;
+// tf32 and bf16 candidates keep GELU_taylor and carry none of FACT's.
+TEST(GemmCodegen, FpAccurateModesComputeGeluTanhWithFactsFunctorFastModesKeepCutlass) {
+  for (Arch arch : {Arch::sm80, Arch::sm90})
+    for (Numerics n : {Numerics::x3tf32, Numerics::fp32, Numerics::tf32, Numerics::bf16}) {
+      auto p = GemmProblem::packed(65536, 3072, 768, 1, n, arch, /*b_column=*/true, Epilogue::bias_gelu_tanh);
+      bool accurate = n == Numerics::fp32 || n == Numerics::x3tf32;
+      auto space = enumerate_gemm_configs(p, {.top_n = 24});
+      ASSERT_FALSE(space.ranked.empty());
+      std::set<std::string> templates;
+      for (const auto& rc : space.ranked) {
+        auto src = generate_gemm_kernel(rc.config);
+        SCOPED_TRACE(rc.config.summary());
+        templates.insert(src.template_name);
+        EXPECT_EQ(contains(src.text, "cutlass::epilogue::thread::GELU_taylor"), !accurate);
+        EXPECT_EQ(contains(src.text, "fact_act::GeluTanh"), accurate);
+        EXPECT_EQ(contains(src.text, "return times_sigmoid(x, x * fmaf(kTwoBetaKappa, x * x, kTwoBeta));"), accurate);
+      }
+      if (arch == Arch::sm90 && n == Numerics::x3tf32)  // the kernel that ran 3.3 ms on the H100
+        EXPECT_TRUE(templates.count("cutlass/gemm_sm90_tf32_prepass.cu.in"));
+    }
+}
+
+// fp32-accurate kernels need IEEE expf/erfcf and divisions: no fast-math flag on the command line (nvcc 13
+// defines no macro under --use_fast_math, so the kernel source cannot refuse it itself).
+TEST(GemmCodegen, NvccCommandKeepsIeeeMath) {
+  for (const auto& c : {sm80_3xtf32(Epilogue::bias_gelu_tanh), sm90_bf16_cooperative()})
+    for (const auto& arg : nvcc_command(c, "k.cu", "k.so", "/cutlass")) {
+      EXPECT_FALSE(contains(arg, "fast_math") || contains(arg, "fast-math")) << arg;
+      EXPECT_FALSE(contains(arg, "prec-div=false") || contains(arg, "prec-sqrt=false") || contains(arg, "ftz=true"))
+          << arg;
+    }
 }
 
 TEST(GemmCodegen, SiluMulArgumentsFollowTheVisitorTree) {
@@ -332,7 +384,10 @@ TEST(GemmCodegen, NvccCommandNamesArchIncludesAndOutput) {
 }
 
 TEST(GemmCodegenNvcc, Sm90Bf16CooperativeTmaCompiles) { expect_compiles(sm90_bf16_cooperative(), "sm90_bf16_coop"); }
-TEST(GemmCodegenNvcc, Sm80ThreeTf32Compiles) { expect_compiles(sm80_3xtf32(), "sm80_3xtf32"); }
+// The 2.x 3xTF32 kernel with FACT's accurate tanh-GELU as its LinearCombinationGeneric activation.
+TEST(GemmCodegenNvcc, Sm80ThreeTf32BiasGeluTanhCompiles) {
+  expect_compiles(sm80_3xtf32(Epilogue::bias_gelu_tanh), "sm80_3xtf32_gelu_tanh");
+}
 // Compiles the sm90 3xTF32 pre-pass kernel as a shared library, then loads it (no GPU needed for the host
 // side) to check the ABI: describe, can_implement, and the workspace formula [A' | B' | CUTLASS's].
 TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
@@ -371,6 +426,13 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   a.d = fake((1 << 22) + 4);  // D must stay 16-byte aligned for TMA
   EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE);
   dlclose(lib);
+}
+// MiniGPT's MLP GEMM in 3xtf32 on the H100: the split pre-pass kernel with FACT's accurate tanh-GELU in
+// the 3.x visitor tree (Sm90Compute over fragments).
+TEST(GemmCodegenNvcc, Sm90ThreeTf32BiasGeluTanhCompiles) {
+  GemmConfig c = sm90_3xtf32_split();
+  c.epilogue = Epilogue::bias_gelu_tanh;
+  expect_compiles(c, "sm90_3xtf32_gelu_tanh");
 }
 TEST(GemmCodegenNvcc, Sm80SimtFp32ParallelSplitKCompiles) { expect_compiles(sm80_simt_split_k(), "sm80_simt_splitk"); }
 // SwiGLU's epilogue, one kernel per arch: the sm90 visitor tree and the sm80 broadcast epilogue.
