@@ -54,9 +54,9 @@ with tarfile.open(sys.argv[1]) as t:
             print(f"{m.name.split('/')[1]}: correct={e.get('correct')} eager={f('eager_ms')} compile={f('compile_default_ms')} "
                   f"max-autotune={f('compile_max_autotune_ms')} FACT={f('composed_ms')} ms; "
                   f"fallback={(e.get('fallback') or {}).get('reason')}; FACT ops: {', '.join(acc) or 'none'}")
-            # The non-GEMM families (LayerNorm/RMSNorm, attention): their op, or why PyTorch kept them.
+            # The non-GEMM families (LayerNorm/RMSNorm, attention, RoPE): their op, or why PyTorch kept them.
             for p in r.get("patterns", []):
-                if p.get("family") in ("normalization", "attention"):
+                if p.get("family") in ("normalization", "attention", "rope"):
                     print(f"  {p['family']:<13} {p['rule']}@{p['anchor']}: "
                           f"{('FACT op ' + str(p.get('op'))) if p.get('accepted') else 'PyTorch'}; {p.get('why')}")
 PY

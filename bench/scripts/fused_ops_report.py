@@ -1,5 +1,5 @@
 """Rows for bench/results/fused_h100.json (the schema of gemm_h100.json, see gemm_report.py) from the
-`fact tune --report` files of bench/scripts/fused_ops_h100.sh: one row per normalization / attention
+`fact tune --report` files of bench/scripts/fused_ops_h100.sh: one row per normalization / attention / rope
 pattern and numerics, FACT's best kernel vs the fastest PyTorch way in the same numerics, with the error
 of both against float64. With --merge, the rows replace same-keyed rows of an existing results file
 (problem, pattern, numerics, anchor) and every other row (e.g. the GEMM epilogue rows) is kept.

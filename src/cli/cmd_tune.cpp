@@ -1,5 +1,5 @@
 // `fact tune PLAN.json`: stage 2 for the plan's patterns of every realized family (GEMM; normalization,
-// attention through the KernelFamily seam). Each becomes tuned kernels (or stays with PyTorch, with the
+// attention, rope through the KernelFamily seam). Each becomes tuned kernels (or stays with PyTorch, with the
 // reason); results persist in the tuning database.
 #include <fmt/format.h>
 
@@ -138,7 +138,7 @@ void run_tune(const TuneCliOptions& o) {
 
 const bool registered = cli::register_command("tune", [](CLI::App& app) {
   auto o = std::make_shared<TuneCliOptions>();
-  auto* cmd = app.add_subcommand("tune", "Stage 2: generate, build, verify and time kernels for a plan's patterns (GEMM, normalization, attention)");
+  auto* cmd = app.add_subcommand("tune", "Stage 2: generate, build, verify and time kernels for a plan's patterns (GEMM, normalization, attention, rope)");
   cmd->alias("realize");
   cmd->add_option("plan", o->plan, "plan JSON written by `fact discover --json`")->required();
   cmd->add_option("--db", o->db, "tuning database (default $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite)");
@@ -148,8 +148,8 @@ const bool registered = cli::register_command("tune", [](CLI::App& app) {
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: all cores)");
   cmd->add_flag("--force", o->force, "tune again even if the database has a winner");
   cmd->add_flag("--build-only", o->build_only, "generate and compile, do not measure (no GPU needed)");
-  cmd->add_option("--family", o->families, "tune only patterns of these families (gemm, normalization, attention)")
-      ->check(CLI::IsMember({"gemm", "normalization", "attention"}));
+  cmd->add_option("--family", o->families, "tune only patterns of these families (gemm, normalization, attention, rope)")
+      ->check(CLI::IsMember({"gemm", "normalization", "attention", "rope"}));
   cmd->add_option("--report", o->report, "write the per-pattern results as JSON here");
   cmd->add_option("--work-dir", o->work_dir, "where measurement requests and results go");
   cmd->callback([o] { run_tune(*o); });

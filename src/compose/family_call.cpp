@@ -61,6 +61,11 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
     call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {})", v.op_name, tensor("q", true), tensor("k", true),
                        tensor("v", true), python_float(problem_field(v, "scale", false, where).get<double>()),
                        problem_field(v, "causal", true, where).get<bool>() ? "True" : "False");
+  } else if (v.family == "rope") {
+    // x as the module's view (read in place through its strides), cos/sin as the module's [seq, D] tables; the
+    // result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
+    call = fmt::format("torch.ops.fact.{}({}, {}, {})", v.op_name, tensor("x", true), tensor("cos", true),
+                       tensor("sin", true));
   } else {
     throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
   }

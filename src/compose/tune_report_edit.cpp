@@ -8,7 +8,7 @@ std::string winning_op(const json& row) {
   if (!row.is_object() || !row.contains("config") || !row["config"].is_object() || !row.contains("winner") ||
       !row["winner"].is_string())
     return "";
-  // GEMM ops are gemm_<config id>; the other families' config ids carry their own prefix (norm_, attn_).
+  // GEMM ops are gemm_<config id>; the other families' config ids carry their own prefix (norm_, attn_, rope_).
   std::string family = row.value("family", std::string("gemm"));
   return (family == "gemm" ? "gemm_" : "") + row["winner"].get<std::string>();
 }

@@ -218,6 +218,16 @@ class RuleMatcher {
       if (!garg || !ir::is_ref(*garg)) return {};
       return match_value(parg, ir::ref_name(*garg), s);
     }
+    if (parg.is_array()) {  // a list (cat's tensors): element by element, so it may hold pattern refs
+      if (!garg || !garg->is_array() || garg->size() != parg.size()) return {};
+      States states{s};
+      for (size_t i = 0; i < parg.size() && !states.empty(); ++i) {
+        States next;
+        for (const auto& st : states) append(next, match_arg(parg[i], &(*garg)[i], st));
+        states = std::move(next);
+      }
+      return states;
+    }
     if (!parg.is_object()) {  // a plain literal must be equal
       if (!garg) return {};
       return literal_equal(*garg, parg, 0) ? States{s} : States{};

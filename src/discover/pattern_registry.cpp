@@ -117,6 +117,10 @@ class PatternChecker {
 
   void check_arg(const Json& a, const std::string& at) {
     if (a.is_string()) return check_ref(a.get<std::string>(), at);
+    if (a.is_array()) {  // a list, matched element by element
+      for (size_t i = 0; i < a.size(); ++i) check_arg(a[i], at + "[" + std::to_string(i) + "]");
+      return;
+    }
     if (!a.is_object()) return;  // a plain literal: must equal
     for (const auto& [k, v] : a.items())
       if (!kArgKeys.count(k)) throw Error(at + " has unknown key '" + k + "'");

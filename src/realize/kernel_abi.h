@@ -1,4 +1,4 @@
-/* The C ABI every generated kernel (GEMM family, attention, normalization) exports, so the tuner can load a candidate library
+/* The C ABI every generated kernel (GEMM family, attention, normalization, rope) exports, so the tuner can load a candidate library
  * with ctypes (no torch headers in the hot compile) and the composer can wrap winners as torch ops.
  * Included by generated .cu files and mirrored by python/fact/realize/kernel_abi.py. Keep in sync. */
 #ifndef FACT_KERNEL_ABI_H
@@ -76,6 +76,28 @@ typedef struct FactNormArgs {
 /* Exported by each normalization kernel, with <id> its config id (no workspace):
  *   int         fact_<id>_can_implement(const FactNormArgs*);
  *   int         fact_<id>_run(const FactNormArgs*);
+ *   const char* fact_<id>_describe(void);
+ */
+
+/* Rotary position embedding, half-split (GPT-NeoX / Llama) form, over x [batch, heads, seq, head_dim]:
+ *   out[b, h, t, i] = x[i] * cos[b, h, t, i] - x[i + D/2] * sin[b, h, t, i]   for i <  D/2
+ *   out[b, h, t, i] = x[i] * cos[b, h, t, i] + x[i - D/2] * sin[b, h, t, i]   for i >= D/2
+ * (x * cos + rotate_half(x) * sin with rotate_half(x) = cat(-x[D/2:], x[:D/2])), computed in fp32.
+ * Every tensor is given by element strides for batch, head and row (the last dim is contiguous); cos and
+ * sin broadcast over a dim with stride 0 (a [seq, head_dim] table has batch and head strides 0), and x is
+ * read in place through the module's view (e.g. a projection's [B, T, H, D] seen as [B, H, T, D]). */
+typedef struct FactRopeArgs {
+  int64_t batch, heads, seq, head_dim;
+  const void* x;   int64_t x_batch_stride, x_head_stride, x_row_stride;
+  const void* cos; int64_t cos_batch_stride, cos_head_stride, cos_row_stride;
+  const void* sin; int64_t sin_batch_stride, sin_head_stride, sin_row_stride;
+  void* out;       int64_t out_batch_stride, out_head_stride, out_row_stride;
+  void* stream;    /* cudaStream_t */
+} FactRopeArgs;
+
+/* Exported by each rope kernel, with <id> its config id (no workspace):
+ *   int         fact_<id>_can_implement(const FactRopeArgs*);
+ *   int         fact_<id>_run(const FactRopeArgs*);
  *   const char* fact_<id>_describe(void);
  */
 

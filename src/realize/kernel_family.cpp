@@ -10,10 +10,13 @@
 #include "core/paths.h"
 #include "realize/attention_family.h"
 #include "realize/norm_family.h"
+#include "realize/rope_family.h"
 
 namespace fact::realize {
 
-std::vector<const KernelFamily*> kernel_families() { return {&normalization_family(), &attention_family()}; }
+std::vector<const KernelFamily*> kernel_families() {
+  return {&normalization_family(), &attention_family(), &rope_family()};
+}
 
 const KernelFamily* kernel_family_named(const std::string& name) {
   for (const auto* f : kernel_families())

@@ -1,5 +1,5 @@
 #pragma once
-// The seam for kernel families besides GEMM (normalization, attention). A family turns a rule match into
+// The seam for kernel families besides GEMM (normalization, attention, rope). A family turns a rule match into
 // a problem, enumerates and ranks configs, renders kernels and op wrappers from its template files, and
 // names the problem the Python runner verifies (float64 replay of the matched subgraph) and times against
 // PyTorch's ops. Problems and configs cross the seam as JSON, so one tuner, one tuning database and one
@@ -29,7 +29,7 @@ struct FamilyCandidate {
 class KernelFamily {
  public:
   virtual ~KernelFamily() = default;
-  // The rule family it realizes ("normalization", "attention"); also the runner's request.family.
+  // The rule family it realizes ("normalization", "attention", "rope"); also the runner's request.family.
   virtual std::string name() const = 0;
   // The problem of a match in a numerics mode. Throws Error naming the match and the reason when the
   // family cannot take it (then PyTorch keeps the pattern and the report says why).
@@ -53,7 +53,7 @@ class KernelFamily {
 // The family that realizes a match, or nullptr when no realizer exists for it (GEMM-family matches
 // have their own tuner and also give nullptr here).
 const KernelFamily* kernel_family_for(const discover::Match& match);
-// A family by name ("normalization", "attention"); nullptr when unknown.
+// A family by name ("normalization", "attention", "rope"); nullptr when unknown.
 const KernelFamily* kernel_family_named(const std::string& name);
 std::vector<const KernelFamily*> kernel_families();
 

@@ -78,7 +78,7 @@ void add_op_library_entries(const json& report, const std::string& where, std::v
     entry.family = row.contains("family") && row["family"].is_string() ? row["family"].get<std::string>() : "gemm";
     const KernelFamily* family = entry.family == "gemm" ? nullptr : kernel_family_named(entry.family);
     if (entry.family != "gemm" && !family)
-      throw Error(at + ".family: \"" + entry.family + "\" is no kernel family FACT knows (gemm, normalization, attention)" + fix);
+      throw Error(at + ".family: \"" + entry.family + "\" is no kernel family FACT knows (gemm, normalization, attention, rope)" + fix);
     if (!row["config"].is_object())
       throw Error(at + ".config: not an object (the winning " + entry.family + " config JSON, or null)" + fix);
     try {

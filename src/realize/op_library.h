@@ -1,7 +1,7 @@
 #pragma once
 // The op library: tuned winners as PyTorch custom ops in one folder that python -m
 // fact.realize.op_library_build compiles into a single libfact_ops.so: GEMMs as torch.ops.fact.gemm_<id>,
-// the other kernel families (normalization, attention; kernel_family.h) as torch.ops.fact.<config id>, each
+// the other kernel families (normalization, attention, rope; kernel_family.h) as torch.ops.fact.<config id>, each
 // rendered from its family's templates. This side only writes sources and the manifest (no GPU, no torch);
 // the manifest is the build's only input.
 #include <filesystem>
@@ -19,7 +19,7 @@ struct OpLibraryEntry {
   std::string family = "gemm";  // "gemm", or the name of a KernelFamily (the report row's "family")
   GemmConfig config;            // family "gemm"
   nlohmann::json family_config; // other families: the config as the family writes it
-  std::string family_config_id; // and its id (norm_..., attn_...)
+  std::string family_config_id; // and its id (norm_..., attn_..., rope_...)
   // Per winning report row: report, pattern, anchor, problem (GemmProblem JSON), workload key,
   // fact_ms, baseline_ms, speedup, rel_err.
   std::vector<nlohmann::json> tuned_for;

@@ -181,6 +181,36 @@ TEST(MatcherCore, LooksThroughViewsAndBindsLiterals) {
   EXPECT_EQ(ms[0].nodes, (std::vector<std::string>{"c", "s"}));
 }
 
+TEST(MatcherCore, ListArgumentsMatchElementByElement) {
+  // cat([neg(x), relu(x)], -1): a list of graph values; a literal list still compares as a literal.
+  GraphDoc d;
+  d.input("x", {2, 8});
+  d.op("n", "aten.neg.default", {ref_to("x")}, {2, 8});
+  d.op("r", "aten.relu.default", {ref_to("x")}, {2, 8});
+  d.op("c", "aten.cat.default", Json::array({Json::array({ref_to("n"), ref_to("r")}), -1}), {2, 16});
+  d.output("c");
+  auto cat_rule = [](Json parts) {
+    return rule("cat", {{{"id", "c"}, {"op", "aten.cat.default"}, {"args", {parts, {{"attr", "dim"}}}}},
+                        {{"id", "n"}, {"op", "aten.neg.default"}, {"args", {"$x"}}},
+                        {{"id", "r"}, {"op", "aten.relu.default"}, {"args", {"$x"}}}},
+                "c");
+  };
+  auto ms = matches(d, {cat_rule({"n", "r"})});
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].nodes, (std::vector<std::string>{"n", "r", "c"}));
+  EXPECT_EQ(ms[0].inputs.at("$x"), "x");
+  EXPECT_EQ(ms[0].attrs.at("dim"), -1);
+  EXPECT_TRUE(matches(d, {cat_rule({"r", "n"})}).empty());       // order matters
+  EXPECT_TRUE(matches(d, {cat_rule({"n", "r", "n"})}).empty());  // so does the length
+  Json literal = rule("lit", {{{"id", "c"}, {"op", "aten.cat.default"}, {"args", {{"$a", "$b"}, {{"in", {-1, 1}}}}}}},
+                      "c");
+  ASSERT_EQ(matches(d, {literal}).size(), 1u);
+  EXPECT_EQ(matches(d, {literal})[0].inputs.at("$b"), "r");
+  // A list naming no pattern node is a rule error, as a plain argument would be.
+  Json bad = cat_rule({"n", "nope"});
+  EXPECT_THROW(fact::discover::parse_rule(bad, "rules/x.json"), fact::Error);
+}
+
 TEST(MatcherCore, ResolveOverlapsKeepsTheBestDisjointSet) {
   auto mk = [](std::string rule, std::vector<std::string> nodes, int priority) {
     Match m;

@@ -233,6 +233,7 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
 }
 
 #include "realize/attention_codegen.h"
+#include "realize/rope_codegen.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   auto where = fact::run_process({fact::python_exe(), "-c",
@@ -252,7 +253,8 @@ TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   std::ofstream(dir / "ops.cpp") << "#include <optional>\n#include <ATen/ATen.h>\n#include <ATen/cuda/CUDAContext.h>\n"
                                     "#include <c10/cuda/CUDAGuard.h>\n#include <torch/library.h>\n#include \"kernel_abi.h\"\n"
                                  << generate_norm_op_wrapper(plain).text << generate_norm_op_wrapper(with_sum).text
-                                 << generate_attention_op_wrapper(AttentionConfig{}).text;
+                                 << generate_attention_op_wrapper(AttentionConfig{}).text
+                                 << generate_rope_op_wrapper(RopeConfig{}).text;
   fs::path inc = fs::path(torch_dir) / "include";
   auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
                               "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",

@@ -1,8 +1,10 @@
-"""The composer with non-GEMM family ops: the MiniGPT block (2 LayerNorms + written-out causal attention) and the
-Llama-3 block (2 RMSNorms + SDPA with grouped-query K/V), both from bench/problems/ at small sizes, are traced,
-planned, given a tune report in which the normalization and attention patterns (and the GEMMs) won, and composed.
-The composed forward must call torch.ops.fact.norm_* / attn_* with the matched tensors (attention: the module's
-q/k/v views, for GQA the un-expanded K/V) and, with the CPU reference ops, equal the original module. The composed
+"""The composer with non-GEMM family ops: the MiniGPT block (2 LayerNorms + written-out causal attention), the
+Llama-3 block (2 RMSNorms + rotary embeddings of q and k + SDPA with grouped-query K/V) and the small Llama block
+(rotate_half by chunk; K/V repeated by repeat_interleave before SDPA), all from bench/problems/
+at small sizes, are traced, planned, given a tune report in which the normalization, attention and rope patterns
+(and the GEMMs) won, and composed. The composed forward must call torch.ops.fact.norm_* / attn_* / rope_* with the
+matched tensors (attention: the module's q/k/v views, for GQA the un-expanded K/V; rope: the transposed q/k views
+and the [T, D] tables) and, with the CPU reference ops, equal the original module. The composed
 folder, copied elsewhere, still runs without the fact package (FACT_REFERENCE_OPS=1)."""
 import importlib.util
 import json
@@ -29,6 +31,13 @@ from fact.compose.reference_ops import register_reference_ops  # noqa: E402
 SMALL = {
     "minigpt_block": {"BATCH, SEQ_LEN, N_EMBD, N_HEAD": "2, 16, 64, 4"},
     "llama3_block": {"BATCH, SEQ_LEN": "2, 16", "HIDDEN, N_HEADS, N_KV_HEADS, INTERMEDIATE": "128, 8, 2, 256"},
+    "llama_block_small": {"BATCH, SEQ, HIDDEN, HEADS, KV_HEADS, INTERMEDIATE": "2, 16, 128, 8, 2, 256"},
+}
+# The non-GEMM families each problem's plan holds (sorted).
+FAMILIES = {
+    "minigpt_block": ["attention", "normalization", "normalization"],
+    "llama3_block": ["attention", "normalization", "normalization", "rope", "rope"],
+    "llama_block_small": ["attention", "normalization", "normalization", "rope", "rope"],
 }
 GEMM_EPILOGUE = {"gemm": "none", "gemm_bias_gelu_tanh": "bias_gelu_tanh", "gemm_bias_residual": "bias_residual",
                  "gemm_swiglu": "bias_silu_mul"}
@@ -56,6 +65,10 @@ def family_row(p, tag):
         config = {"family": "normalization", "kind": kernel["kind"], "store_sum": False}
         problem = {"kind": kernel["kind"], "eps": attrs["eps"], "rows": dims["rows"], "cols": dims["cols"]}
         winner = f"norm_{tag}{p['rank']}"
+    elif p["family"] == "rope":
+        config = {"family": "rope", "kind": "half_split", "head_dim": dims["head_dim"]}
+        problem = {"batch": dims["batch"], "heads": dims["heads"], "seq": dims["seq"], "head_dim": dims["head_dim"]}
+        winner = f"rope_{tag}{p['rank']}"
     else:
         config = {"family": "attention", "head_dim": dims["head_dim"]}
         scale = attrs.get("scale")
@@ -80,14 +93,15 @@ def report_accepting(plan_doc, families, tag):
     return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
 
 
-@pytest.fixture(scope="module", params=["minigpt_block", "llama3_block"])
+@pytest.fixture(scope="module", params=["minigpt_block", "llama3_block", "llama_block_small"])
 def composed(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(request.param)
     model = small_problem(request.param, work)
     r = fact("discover", model, "--json", work / "plan.json")
     assert r.returncode == 0, r.stderr
     doc = json.loads((work / "plan.json").read_text())
-    report = report_accepting(doc, {"gemm", "normalization", "attention"}, request.param.split("_")[0])
+    tag = {"minigpt_block": "minigpt", "llama3_block": "llama", "llama_block_small": "llamasmall"}[request.param]
+    report = report_accepting(doc, {"gemm", "normalization", "attention", "rope"}, tag)
     (work / "tune.json").write_text(json.dumps(report))
     r = fact("compose", work / "plan.json", work / "tune.json", "--model", model, "--out", work / "composed")
     assert r.returncode == 0, r.stderr
@@ -106,21 +120,37 @@ def test_family_patterns_are_fact_calls_with_the_matched_inputs(composed):
     source = (work / "composed" / "model_new.py").read_text()
     manifest = json.loads((work / "composed" / "manifest.json").read_text())
     families = sorted(a["family"] for a in manifest["accepted"] if a["family"] != "gemm")
-    assert families == ["attention", "normalization", "normalization"], manifest["accepted"]
+    assert families == FAMILIES[name], manifest["accepted"]
     assert manifest["rejected"] == [], manifest["rejected"]
     for a in manifest["accepted"]:
         if a["family"] != "gemm":
             assert a["config"]["family"] == a["family"] and f"torch.ops.fact.{a['op']}(" in source
-    calls = re.findall(r"= torch\.ops\.fact\.(attn_\w+|norm_\w+)\((.*)\)", source)
-    assert len(calls) == 3, source
-    attention = [args for op, args in calls if op.startswith("attn_")][0]
-    assert attention.endswith(f", {1 / math.sqrt(16)!r}, True"), attention
+    calls = re.findall(r"= torch\.ops\.fact\.(attn_\w+|norm_\w+|rope_\w+)\((.*)\)", source)
+    assert len(calls) == len(FAMILIES[name]), source
+    for op, args in calls:
+        if op.startswith("attn_"):
+            assert args.endswith(f", {1 / math.sqrt(16)!r}, True"), args
+    if "rope" in FAMILIES[name]:
+        # x * cos + rotate_half(x) * sin is one call on the transposed q/k view and the [T, D] tables; the tables'
+        # [:T] slices stay (q and k share them); the rotation itself (slices or chunk, neg, cat) is gone.
+        rope_calls = [args.split(", ") for op, args in calls if op.startswith("rope_")]
+        assert len(rope_calls) == 2 and rope_calls[0][1:] == rope_calls[1][1:], rope_calls
+        var_of = dict((node, var) for var, node in re.findall(r"^\s+(v\d+) = .*  # (\w+)$", source, flags=re.M))
+        assert [c[0] for c in rope_calls] == [var_of["transpose"], var_of["transpose_1"]], rope_calls
+        assert rope_calls[0][1:] == [var_of["slice_1"], var_of["slice_2"]], rope_calls
+        for op in ("neg", "cat", "chunk"):
+            assert f"torch.ops.aten.{op}." not in source, op
     if name == "minigpt_block":
         # The written-out attention and both LayerNorms (with weight, bias and eps) are gone from forward.
         for op in ("softmax", "masked_fill", "layer_norm", "matmul"):
             assert f"torch.ops.aten.{op}." not in source, op
         assert all(args.endswith(", 1e-05") for op, args in calls if op.startswith("norm_"))
         assert all(args.count("None") == 1 for op, args in calls if op.startswith("norm_"))  # no residual
+    elif name == "llama_block_small":
+        # K/V repeated by repeat_interleave are not looked through: the op reads the repeated heads (heads_kv = heads).
+        assert "torch.ops.aten.scaled_dot_product_attention." not in source
+        assert "torch.ops.aten.repeat_interleave." in source
+        assert all(args.count("None") == 2 for op, args in calls if op.startswith("norm_"))  # RMSNorm: no bias
     else:
         # SDPA and its K/V repeat (unsqueeze/expand/reshape) are gone: the op reads the 2 KV heads in place.
         for op in ("scaled_dot_product_attention", "expand", "rsqrt"):

@@ -1,7 +1,7 @@
-"""The measurement side of the non-GEMM kernel families (normalization, attention): ABI mirrors of
-FactNormArgs / FactAttentionArgs, request parsing, and on the CPU the cases' float64 replays against
-PyTorch's own ops (the baselines), inputs laid out like the module's views, poisoned outputs, and the odd
-sequence-length variants. Running a kernel needs the GPU (bench/scripts/fused_ops_h100.sh)."""
+"""The measurement side of the non-GEMM kernel families (normalization, attention, rope): ABI mirrors of
+FactNormArgs / FactAttentionArgs / FactRopeArgs, request parsing, and on the CPU the cases' float64 replays
+against PyTorch's own ops (the baselines), inputs laid out like the module's views, poisoned outputs, and the
+odd sequence-length variants. Running a kernel needs the GPU (bench/scripts/fused_ops_h100.sh)."""
 from __future__ import annotations
 
 import ctypes
@@ -23,11 +23,12 @@ from fact.realize import kernel_abi, verify  # noqa: E402
 from fact.realize.attention_case import AttentionCase, parse_problem as parse_attention, restride  # noqa: E402
 from fact.realize.measure_request import RequestError, parse_request  # noqa: E402
 from fact.realize.norm_case import NormCase, parse_problem as parse_norm  # noqa: E402
+from fact.realize.rope_case import RopeCase, parse_problem as parse_rope, rotate_half  # noqa: E402
 
 HEADER = ROOT / "src" / "realize" / "kernel_abi.h"
 
 
-@pytest.mark.parametrize("struct", ["FactNormArgs", "FactAttentionArgs"])
+@pytest.mark.parametrize("struct", ["FactNormArgs", "FactAttentionArgs", "FactRopeArgs"])
 def test_struct_layout_matches_c_header(tmp_path, struct):
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
@@ -130,3 +131,85 @@ def test_attention_odd_length_variants_keep_the_view_construction():
     assert all(v.seq_q % 32 for v in variants)
     assert variants[0].q_strides == (333 * 2304, 96, 2304) and variants[0].batch == 2
     assert restride((8 * 512 * 96, 512 * 96, 96), (1, 8, 512), (1, 8, 77)) == (8 * 77 * 96, 77 * 96, 96)
+
+
+# q of a [2, 45, 4 * 16] projection seen as [batch 2, heads 4, seq 45, head_dim 16], cos/sin [45, 16] tables.
+ROPE = {"batch": 2, "heads": 4, "seq": 45, "head_dim": 16, "x_strides": [45 * 64, 16, 64],
+        "cos_strides": [0, 0, 16], "sin_strides": [0, 0, 16], "out_strides": [45 * 64, 16, 64], "dtype": "float32"}
+
+
+def test_rope_requests_and_bad_fields():
+    req = parse_request({"family": "rope", "problem": ROPE, "candidates": []})
+    assert req.family == "rope" and req.problem.numerics == "fp32" and req.problem.x_strides == (45 * 64, 16, 64)
+    assert parse_request({"family": "rope", "problem": {**ROPE, "dtype": "bfloat16"}}).problem.numerics == "bf16"
+    with pytest.raises(RequestError, match=r"request.problem.head_dim: 15 is odd"):
+        parse_request({"family": "rope", "problem": {**ROPE, "head_dim": 15}})
+    with pytest.raises(RequestError, match=r"request.problem.numerics"):
+        parse_request({"family": "rope", "problem": {**ROPE, "numerics": "tf32"}})
+    with pytest.raises(RequestError, match=r"request.problem.cos_strides"):
+        parse_request({"family": "rope", "problem": {**ROPE, "cos_strides": [0, 16]}})
+
+
+def fma_kernel_math(x, cos, sin):
+    """The kernel's fp32 arithmetic on the CPU: fmaf(x_lo, c, -fl(x_hi * s)) and fmaf(x_hi, c, fl(x_lo * s)),
+    each fma's exact sum taken in float64 (48-bit product plus a 24-bit term) and rounded once to fp32."""
+    half = x.shape[-1] // 2
+    lo, hi = x[..., :half].double(), x[..., half:].double()
+    c, s = cos.expand_as(x).double(), sin.expand_as(x).double()
+    lo_s = (hi * s[..., :half]).float().double()
+    hi_s = (lo * s[..., half:]).float().double()
+    return torch.cat(((lo * c[..., :half] - lo_s).float(), (hi * c[..., half:] + hi_s).float()), dim=-1)
+
+
+def test_rope_reference_is_the_modules_expression_and_the_tolerance_holds_for_fp32_kernel_math():
+    case = RopeCase(parse_rope(ROPE))
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(2))
+    assert inp.x.stride() == (45 * 64, 16, 64, 1)                    # read in place through the transposed view
+    assert inp.cos.stride() == (0, 0, 16, 1) and inp.sin.shape == (2, 4, 45, 16)
+    assert not torch.allclose(inp.cos[..., :8], inp.cos[..., 8:])    # each half its own angle: a half mix-up shows
+    assert torch.allclose(inp.cos.double() ** 2 + inp.sin.double() ** 2, torch.ones(1, dtype=torch.float64))
+    out, buf = inp.outputs["out"]
+    assert out.stride() == (45 * 64, 16, 64, 1) and torch.isnan(buf).all()
+    ref = case.reference(inp)["out"]
+    # The module's own code (llama3_block.py) in float64 on the [seq, D] tables.
+    x, cos, sin = inp.x.double(), inp.cos[0, 0].double(), inp.sin[0, 0].double()
+    assert torch.allclose(ref, x * cos + torch.cat((-x[..., 8:], x[..., :8]), dim=-1) * sin, atol=1e-15)
+    (name, eager), = case.baselines()
+    assert "eager" in name and verify.compare(eager(inp)["out"], ref, case.tolerance()).passed
+    # The kernel's fp32 math stays under the analytic bound 2*sqrt(2)*2^-24, itself 6x under the tolerance.
+    check = verify.compare(fma_kernel_math(inp.x, inp.cos, inp.sin), ref, case.tolerance())
+    bound = 2 * math.sqrt(2) * 2.0 ** -24
+    assert check.passed and check.rel_err <= bound and check.max_err_vs_peak <= bound, check
+    assert case.tolerance() >= 5 * bound
+    # Wrong kernels fail: math in bf16, the other rotation direction, interleaved (GPT-J) pairs.
+    in_bf16 = (inp.x.bfloat16() * inp.cos.bfloat16() + rotate_half(inp.x.bfloat16()) * inp.sin.bfloat16()).float()
+    backwards = inp.x * inp.cos - rotate_half(inp.x) * inp.sin
+    pairs = torch.stack((-inp.x[..., 1::2], inp.x[..., ::2]), dim=-1).flatten(-2)
+    for wrong in (in_bf16, backwards, inp.x * inp.cos + pairs * inp.sin):
+        assert not verify.compare(wrong, ref, case.tolerance()).passed
+    args = case.kernel_args(inp, 0)
+    assert (args.batch, args.heads, args.seq, args.head_dim) == (2, 4, 45, 16)
+    assert (args.x_batch_stride, args.x_head_stride, args.x_row_stride) == (45 * 64, 16, 64)
+    assert (args.cos_batch_stride, args.cos_head_stride, args.cos_row_stride) == (0, 0, 16)
+    assert args.out == out.data_ptr() and args.x == inp.x.data_ptr()
+
+
+def test_rope_bf16_eager_meets_its_tolerance_and_odd_lengths_keep_the_views():
+    p = parse_rope({**ROPE, "dtype": "bfloat16"})
+    case = RopeCase(p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(3))
+    assert inp.x.dtype == torch.bfloat16
+    (_, eager), = case.baselines()
+    assert verify.compare(eager(inp)["out"].float(), case.reference(inp)["out"], case.tolerance()).passed
+    llama = parse_rope({**ROPE, "batch": 2, "heads": 32, "seq": 2048, "head_dim": 128,
+                        "x_strides": [2048 * 4096, 128, 4096], "cos_strides": [0, 0, 128], "sin_strides": [0, 0, 128],
+                        "out_strides": [2048 * 4096, 128, 4096]})
+    variants = RopeCase(llama).verify_variants()
+    assert [v.seq for v in variants] == [1, 77, 333]
+    v77 = variants[1]
+    assert v77.x_strides == (77 * 4096, 128, 4096) and v77.out_strides == v77.x_strides
+    assert v77.cos_strides == (0, 0, 128) and v77.batch == 2
+    small = RopeCase(parse_rope({**ROPE, "seq": 77})).verify_variants()
+    assert [v.seq for v in small] == [1, 333]  # the problem's own length is not verified twice
+    one = RopeCase(variants[0]).make_inputs("cpu", torch.Generator().manual_seed(4))
+    assert one.x.shape == (2, 32, 1, 128) and one.outputs["out"][0].shape == (2, 32, 1, 128)

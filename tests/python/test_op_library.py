@@ -132,7 +132,8 @@ def test_ops_and_link_commands(tmp_path):
     assert "-ltorch_cuda" in link and "-lcudart" in link and "-Wl,-rpath,/t/lib" in link
 
 
-# Winners of the normalization and attention families as `fact tune` reports them (the MiniGPT shapes in tf32).
+# Winners of the normalization, attention and rope families as `fact tune` reports them (the MiniGPT shapes in
+# tf32; rope: the Llama-3 block's q in bf16).
 NORM_CONFIG = {"family": "normalization", "kind": "layer_norm", "element": "float32", "arch": "sm90",
                "has_weight": True, "has_bias": True, "has_residual": False, "store_sum": False,
                "threads_per_row": 128, "rows_per_cta": 1, "vector_elems": 4, "vectors_per_thread": 2}
@@ -145,10 +146,15 @@ ATTENTION_PROBLEM = {"batch": 128, "heads": 8, "heads_kv": 8, "seq_q": 512, "seq
                      "causal": True, "scale": 96 ** -0.5, "q_strides": [1179648, 96, 2304],
                      "k_strides": [1179648, 96, 2304], "v_strides": [1179648, 96, 2304], "element": "float32",
                      "numerics": "tf32", "arch": "sm90"}
+ROPE_CONFIG = {"family": "rope", "kind": "half_split", "element": "bfloat16", "arch": "sm90", "head_dim": 128,
+               "threads_per_cta": 256, "vector_elems": 8, "items_per_thread": 2}
+ROPE_PROBLEM = {"batch": 2, "heads": 32, "seq": 2048, "head_dim": 128, "x_strides": [8388608, 128, 4096],
+                "cos_strides": [0, 0, 128], "sin_strides": [0, 0, 128], "out_strides": [8388608, 128, 4096],
+                "element": "bfloat16", "numerics": "bf16", "arch": "sm90"}
 
 
 def test_fact_ops_build_writes_family_ops_the_builder_reads(tmp_path):
-    """`fact ops build` on a report with a LayerNorm, an attention and a GEMM winner: one folder whose manifest
+    """`fact ops build` on a report with a LayerNorm, an attention and a rope winner: one folder whose manifest
     the builder parses (family ops named by their config id), with each family's kernel and wrapper."""
     fact_bin = REPO_ROOT / "build" / "fact"
     if not fact_bin.is_file():
@@ -157,7 +163,9 @@ def test_fact_ops_build_writes_family_ops_the_builder_reads(tmp_path):
              "config": NORM_CONFIG, "problem": NORM_PROBLEM, "winner": "norm_x", "fact_ms": 0.1, "baseline_ms": 0.2},
             {"pattern": "sdpa_attention_manual", "anchor": "matmul_1", "family": "attention", "status": "tuned",
              "config": ATTENTION_CONFIG, "problem": ATTENTION_PROBLEM, "winner": "attn_x", "fact_ms": 1.0,
-             "baseline_ms": 4.0}]
+             "baseline_ms": 4.0},
+            {"pattern": "rope", "anchor": "add_1", "family": "rope", "status": "tuned", "config": ROPE_CONFIG,
+             "problem": ROPE_PROBLEM, "winner": "rope_x", "fact_ms": 0.05, "baseline_ms": 0.3}]
     report = tmp_path / "tune.json"
     report.write_text(json.dumps({"format": "fact-tune-report", "version": 1, "rows": rows}))
     out = tmp_path / "ops"
@@ -165,8 +173,9 @@ def test_fact_ops_build_writes_family_ops_the_builder_reads(tmp_path):
                        text=True, cwd=REPO_ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     lib = olb.load_manifest(out)
-    assert [op.family for op in lib.ops] == ["normalization", "attention"]
-    norm, attn = lib.ops
+    assert [op.family for op in lib.ops] == ["normalization", "attention", "rope"]
+    norm, attn, rope = lib.ops
+    assert rope.name.startswith("rope_") and rope.numerics == "bf16" and "sm90 rope bfloat16 d128" in r.stdout
     assert norm.name.startswith("norm_") and norm.name == norm.config_id
     assert attn.name.startswith("attn_") and attn.numerics == "tf32" and norm.numerics == "fp32"
     assert f"fact::{attn.name}" in r.stdout and "sm90 attention tf32 d96" in r.stdout
@@ -176,6 +185,7 @@ def test_fact_ops_build_writes_family_ops_the_builder_reads(tmp_path):
         assert f'm.impl("{op.name}", &fact_ops::{op.name}_cuda)' in ops_cpp
         cmd = olb.kernel_command(lib, op, Path("/opt/cutlass"), "nvcc")
         assert "-gencode=arch=compute_90a,code=sm_90a" in cmd and "-c" in cmd and not any("{" in a for a in cmd)
+    assert f'm.def("{rope.name}(Tensor x, Tensor cos, Tensor sin) -> Tensor")' in ops_cpp
     assert str(out / attn.kernel_object) in olb.link_command(lib, olb.TorchBuildFlags((), (), True), "g++")
 
 

@@ -4,9 +4,10 @@ GEMM ops (gemm_<id>) compute what the CUTLASS wrapper computes (templates/cutlas
 act(a @ b + bias) + residual, with b the [K, N] operand (a Linear weight arrives as weight.t());
 for bias_silu_mul (SwiGLU) silu(a @ b + bias) * residual, the residual slot holding the up projection U.
 The epilogue of each op comes from the composed module's manifest.json.
-Normalization ops (norm_<id>, templates/cute/norm_op.cpp.in) and attention ops (attn_<id>,
-templates/cute/attention_op.cpp.in) are computed in float64 and rounded once to the input's dtype, with the
-kernel ABI's semantics (src/realize/kernel_abi.h); their kind comes from the manifest entry's config.
+Normalization ops (norm_<id>, templates/cute/norm_op.cpp.in), attention ops (attn_<id>,
+templates/cute/attention_op.cpp.in) and rotary-embedding ops (rope_<id>, templates/cute/rope_op.cpp.in) are
+computed in float64 and rounded once to the input's dtype, with the kernel ABI's semantics
+(src/realize/kernel_abi.h); a norm's kind comes from the manifest entry's config.
 """
 import json
 import math
@@ -17,6 +18,7 @@ import torch
 SCHEMA = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor"
 NORM_SCHEMA = "(Tensor x, Tensor? residual, Tensor? weight, Tensor? bias, float eps) -> {}"
 ATTENTION_SCHEMA = "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor"
+ROPE_SCHEMA = "(Tensor x, Tensor cos, Tensor sin) -> Tensor"
 
 _ACTIVATIONS = {
     "none": lambda x: x,
@@ -90,8 +92,20 @@ def _attention(q, k, v, scale, causal):
     return o.transpose(1, 2).contiguous().transpose(1, 2)
 
 
+def _rope(x, cos, sin):
+    # Half-split rotary embedding: x * cos + cat(-x[..., D/2:], x[..., :D/2]) * sin, cos/sin [T, D] or
+    # [1, 1, T, D] broadcast over batch and heads.
+    d = x.double()
+    half = d.shape[-1] // 2
+    y = d * cos.double() + torch.cat((-d[..., half:], d[..., :half]), dim=-1) * sin.double()
+    # As the op: the layout PyTorch's elementwise ops give x (empty_like), rounded once.
+    out = torch.empty_like(x)
+    out.copy_(y)
+    return out
+
+
 def _family_reference(entry):
-    """(schema, implementation, key) of a normalization or attention op's manifest entry."""
+    """(schema, implementation, key) of a normalization, attention or rope op's manifest entry."""
     family, config = entry["family"], entry.get("config") or {}
     if family == "normalization":
         kind, store_sum = config.get("kind"), bool(config.get("store_sum", False))
@@ -99,8 +113,10 @@ def _family_reference(entry):
                 f"normalization {kind}{' +sum' if store_sum else ''}")
     if family == "attention":
         return ATTENTION_SCHEMA, _attention, "attention"
+    if family == "rope":
+        return ROPE_SCHEMA, _rope, "rope"
     raise ValueError(f"op {entry['op']}: family '{family}' has no reference implementation; "
-                     f"known: gemm, normalization, attention")
+                     f"known: gemm, normalization, attention, rope")
 
 
 def register_reference_ops(manifest):

@@ -1,4 +1,4 @@
-"""The measuring worker for kernel families besides GEMM (normalization, attention), run by
+"""The measuring worker for kernel families besides GEMM (normalization, attention, rope), run by
 measure_worker.main when request.family names one. Same protocol, isolation and timing as the GEMM
 worker; what is family-specific (inputs, argument struct, float64 replay, PyTorch's ways) comes from the
 family's case (family_cases.py).

@@ -1,5 +1,5 @@
 """ctypes mirror of src/realize/kernel_abi.h: the argument structs (FactGemmArgs, FactNormArgs,
-FactAttentionArgs) and the functions every candidate exports.
+FactAttentionArgs, FactRopeArgs) and the functions every candidate exports.
 
 Keep in sync with the header; tests/python/test_measure.py compiles the header with gcc and compares
 sizeof/offsetof of every field with this mirror.
@@ -84,6 +84,21 @@ class FactAttentionArgs(ctypes.Structure):
     ]
 
 
+class FactRopeArgs(ctypes.Structure):
+    _fields_ = [
+        ("batch", ctypes.c_int64), ("heads", ctypes.c_int64), ("seq", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+        ("x", ctypes.c_void_p), ("x_batch_stride", ctypes.c_int64), ("x_head_stride", ctypes.c_int64),
+        ("x_row_stride", ctypes.c_int64),
+        ("cos", ctypes.c_void_p), ("cos_batch_stride", ctypes.c_int64), ("cos_head_stride", ctypes.c_int64),
+        ("cos_row_stride", ctypes.c_int64),
+        ("sin", ctypes.c_void_p), ("sin_batch_stride", ctypes.c_int64), ("sin_head_stride", ctypes.c_int64),
+        ("sin_row_stride", ctypes.c_int64),
+        ("out", ctypes.c_void_p), ("out_batch_stride", ctypes.c_int64), ("out_head_stride", ctypes.c_int64),
+        ("out_row_stride", ctypes.c_int64),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 FACT_ROWWISE_MAX_INPUTS = 4
 
 
@@ -106,7 +121,7 @@ class KernelLoadError(Exception):
 class KernelLibrary:
     """One candidate: a shared library exporting fact_<id>_{can_implement,workspace_bytes,run,describe}.
 
-    args_type is the family's argument struct; families without a workspace (normalization, attention)
+    args_type is the family's argument struct; families without a workspace (normalization, attention, rope)
     export no workspace_bytes, and workspace_bytes() then returns 0."""
 
     def __init__(self, path: str | Path, kernel_id: str, args_type=FactGemmArgs, has_workspace: bool = True):

@@ -30,7 +30,7 @@ from .kernel_abi import FACT_KERNEL_ABI_VERSION, KERNEL_ID_PATTERN
 MANIFEST_FORMAT = "fact-op-library"
 MANIFEST_VERSION = 1
 PLACEHOLDERS = ("{cutlass_dir}", "{fact_include}", "{source}", "{output}")
-FAMILIES = ("gemm", "normalization", "attention")  # the kernel families whose ops ops.cpp can hold
+FAMILIES = ("gemm", "normalization", "attention", "rope")  # the kernel families whose ops ops.cpp can hold
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NEEDS_CUDA_TORCH = 0, 1, 2, 3
 
@@ -60,7 +60,7 @@ class OpSpec:
     nvcc_args: tuple[str, ...]
     tuned_for: tuple[dict, ...]
     config: dict = field(default_factory=dict)
-    family: str = "gemm"      # gemm, normalization, attention
+    family: str = "gemm"      # gemm, normalization, attention, rope
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def parse_manifest(obj, directory: Path, where: str = "manifest") -> OpLibrary:
         if family not in FAMILIES:
             raise ManifestError(f"{w}.family: {family!r} is not one of {', '.join(FAMILIES)}")
         name = _field(o, "name", str, w)
-        # GEMM ops are gemm_<id>; a family's config id already names its family (norm_..., attn_...).
+        # GEMM ops are gemm_<id>; a family's config id already names its family (norm_..., attn_..., rope_...).
         expected = f"gemm_{cid}" if family == "gemm" else cid
         if name != expected:
             raise ManifestError(f"{w}.name: {name!r}, expected {expected!r} (ops.cpp defines that name)")
