@@ -109,7 +109,7 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
   const auto returns = op_returns(v.family, config);
   std::string targets = out, read = m.anchor;
   if (returns.size() > 1) {
-    std::map<std::string, std::string> by_output;  // kernel output -> (variable, graph node)
+    std::map<std::string, std::string> by_output;  // kernel output -> graph node it stands for
     for (const auto& [id, node] : m.extra_outputs) by_output[kernel_output_of(m, id)] = node;
     const auto vars = extra_output_variables(m, out);
     for (size_t i = 1; i < returns.size(); ++i) {
