@@ -4,6 +4,10 @@ pattern and numerics, FACT's best kernel vs the fastest PyTorch way in the same 
 of both against float64. With --merge, the rows replace same-keyed rows of an existing results file
 (problem, pattern, numerics, anchor) and every other row (e.g. the GEMM epilogue rows) is kept.
 
+With --merge the Markdown table beside the results file (fused_h100.md) is rewritten from the merged rows.
+A normalization row says what was checked against float64: the outputs (y, and the sum x + residual of an
+add-norm whose graph reads it again) and the row counts (the problem's and norm_case.ODD_ROWS).
+
 Usage: python3 bench/scripts/fused_ops_report.py WORK_DIR [--out rows.json] [--merge bench/results/fused_h100.json]
 WORK_DIR holds tune-<problem>-<numerics>.json and measure-*-result.json (or is an unpacked fused_ops_work.tgz).
 """
@@ -16,6 +20,16 @@ import subprocess
 from pathlib import Path
 
 WIN_MARGIN = 0.03  # the tuner's gate (src/realize/family_tuner.cpp)
+ODD_ROWS = 37      # python/fact/realize/norm_case.py: the verify variant's row count
+
+
+def checked(problem_json: dict) -> str | None:
+    """What a normalization candidate was verified on (norm_case.NormCase: every output, also at ODD_ROWS)."""
+    if "cols" not in problem_json or "rows" not in problem_json:
+        return None
+    outputs = "y and sum" if problem_json.get("store_sum") else "y"
+    rows = sorted({problem_json["rows"], ODD_ROWS})
+    return f"{outputs} vs float64 at {' and '.join(map(str, rows))} rows of {problem_json['cols']}"
 
 
 def row_of(problem: str, report: dict, r: dict) -> dict:
@@ -31,6 +45,7 @@ def row_of(problem: str, report: dict, r: dict) -> dict:
         # The kernel's own numerics: a norm in a tf32 plan accumulates and stores fp32.
         "kernel_numerics": problem_json.get("numerics"),
         "shape": problem_json,
+        "checked": checked(problem_json) if r.get("family") == "normalization" else None,
         "baseline": r.get("baseline") or None,
         "baseline_ms": base_ms,
         "fact_ms": fact_ms,
@@ -58,6 +73,28 @@ def environment(work: Path) -> dict:
     return {}
 
 
+def markdown(doc: dict) -> str:
+    """The results table (fused_h100.md) of every row, GEMM epilogue rows included."""
+    f = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+    lines = [f"# Fused kernels (GEMM epilogues, normalization incl. residual add + norm, attention): {doc.get('device')}, "
+             f"{doc.get('date')}, commit {doc.get('commit')}, torch {doc.get('torch')}, CUTLASS {doc.get('cutlass')}", "",
+             "Times are medians (CUDA events, rotating inputs); rel_err is the relative Frobenius error vs float64.",
+             f"`kept` says what the composed module uses: a FACT kernel only when it verified and beat the baseline by > "
+             f"{WIN_MARGIN:.0%}. 3xtf32 rows are fp32-accurate only if rel_err <= 2x cuBLAS fp32's (column `fp32-accurate`).",
+             "Normalization rows: `checked` names the outputs verified (an add-norm whose sum the graph reads again "
+             "writes it too) and the row counts.", "",
+             "| problem | pattern | numerics | baseline | baseline ms | best CUTLASS ms | CUTLASS / baseline | kept | rel_err "
+             "| baseline rel_err | fp32-accurate | checked |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        accurate = {True: "yes", False: "NO", None: "-"}[r.get("fp32_accuracy_target_met")]
+        lines.append(f"| {r['problem']} | {r['pattern']} | {r['numerics']} | {r.get('baseline') or '-'} | "
+                     f"{f(r.get('baseline_ms'), '.4f')} | {f(r.get('fact_ms'), '.4f')} | "
+                     f"{f(r.get('cutlass_vs_baseline'), '.2f')}x | {r.get('kept')} | {f(r.get('rel_err'), '.2e')} | "
+                     f"{f(r.get('baseline_rel_err'), '.2e')} | {accurate} | {r.get('checked') or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("work", type=Path)
@@ -79,11 +116,12 @@ def main() -> int:
         fresh = {key(r) for r in rows}
         merged["rows"] = [r for r in merged["rows"] if key(r) not in fresh] + rows
         args.merge.write_text(json.dumps(merged, indent=1) + "\n")
-    print(f"{'problem':<14} {'pattern':<22} {'anchor':<12} {'num':<5} {'status':<14} {'fact ms':>9} {'torch ms':>9} "
+        args.merge.with_suffix(".md").write_text(markdown(merged))
+    print(f"{'problem':<24} {'pattern':<22} {'anchor':<12} {'num':<5} {'status':<14} {'fact ms':>9} {'torch ms':>9} "
           f"{'x':>6} {'rel err':>9}  baseline")
     for r in rows:
         f = lambda v, s: "-" if v is None else format(v, s)  # noqa: E731
-        print(f"{r['problem']:<14} {r['pattern']:<22} {str(r['anchor']):<12} {r['numerics']:<5} {r['status']:<14} "
+        print(f"{r['problem']:<24} {r['pattern']:<22} {str(r['anchor']):<12} {r['numerics']:<5} {r['status']:<14} "
               f"{f(r['fact_ms'], '.4f'):>9} {f(r['baseline_ms'], '.4f'):>9} {f(r['cutlass_vs_baseline'], '.2f'):>6} "
               f"{f(r['rel_err'], '.2e'):>9}  {r['baseline']}")
     return 0 if rows else 1

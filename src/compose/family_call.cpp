@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/error.h"
 
 namespace fact::compose {
@@ -22,7 +25,44 @@ json problem_field(const PatternVerdict& v, const char* key, bool boolean, const
   return value;
 }
 
+// The values a family op returns, in order: the anchor's first, then what the config also writes.
+std::vector<std::string> op_returns(const std::string& family, const json& config) {
+  if (family == "normalization" && config.is_object() && config.value("store_sum", false)) return {"y", "sum"};
+  return {"anchor"};
+}
+
+// The kernel output the rule's kernel block maps to pattern node `id` ("outputs": {"sum": "sum"}), or "".
+std::string kernel_output_of(const discover::Match& m, const std::string& id) {
+  const json outputs = m.kernel.value("outputs", json::object());
+  for (const auto& [name, node] : outputs.items())
+    if (node == id) return name;
+  return "";
+}
+
 }  // namespace
+
+std::map<std::string, std::string> extra_output_variables(const discover::Match& m, const std::string& out) {
+  std::map<std::string, std::string> vars;
+  for (const auto& [id, node] : m.extra_outputs) {
+    std::string name = kernel_output_of(m, id);
+    vars[node] = out + "_" + (name.empty() ? id : name);
+  }
+  return vars;
+}
+
+std::string unserved_extra_output(const discover::Match& m, const std::string& family, const json& config) {
+  const auto returns = op_returns(family, config);
+  for (const auto& [id, node] : m.extra_outputs) {
+    std::string name = kernel_output_of(m, id);
+    if (name.empty())
+      return fmt::format("the rule's kernel block maps no kernel output to pattern node '{}' (node '{}', read outside "
+                         "the pattern); add it to kernel.outputs in the rule file", id, node);
+    if (std::find(returns.begin() + 1, returns.end(), name) == returns.end())
+      return fmt::format("the tuned {} kernel does not return '{}' (node '{}'), which the graph also reads; tune the "
+                         "pattern again", family, name, node);
+  }
+  return "";
+}
 
 const ir::Node* match_operand(const discover::Match& m, const ir::Graph& g, const char* operand) {
   const json ops = m.kernel.value("operands", json::object());
@@ -47,13 +87,14 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
     }
     return var(n->name);
   };
+  const json config = v.row.is_object() ? v.row.value("config", json::object()) : json::object();
+  if (std::string why = unserved_extra_output(m, v.family, config); !why.empty()) throw Error(where + ": " + why);
   std::string call;
   if (v.family == "normalization") {
-    // (x, residual, weight, bias, eps); a config that also writes x + residual returns (y, sum), and y is the anchor.
-    bool store_sum = v.row.contains("config") && v.row["config"].value("store_sum", false);
-    call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {}){}", v.op_name, tensor("x", true),
+    // (x, residual, weight, bias, eps); a config that also writes x + residual returns (y, sum), y the anchor.
+    call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {})", v.op_name, tensor("x", true),
                        tensor("residual", false), tensor("weight", false), tensor("bias", false),
-                       python_float(problem_field(v, "eps", false, where).get<double>()), store_sum ? "[0]" : "");
+                       python_float(problem_field(v, "eps", false, where).get<double>()));
   } else if (v.family == "attention") {
     // q, k, v as the module's views (read in place through their strides; for grouped-query attention the rule
     // binds K/V before their expand, so heads_kv < heads). O is the [B, H, T, D] view of a [B, T, H, D] tensor,
@@ -69,8 +110,21 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
   } else {
     throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
   }
+  // The op's results, in its return order, to the anchor's variable and the extra outputs' (unread ones to _).
+  const auto returns = op_returns(v.family, config);
+  std::string targets = out, read = m.anchor;
+  if (returns.size() > 1) {
+    std::map<std::string, std::string> by_output;  // kernel output -> graph node it stands for
+    for (const auto& [id, node] : m.extra_outputs) by_output[kernel_output_of(m, id)] = node;
+    const auto vars = extra_output_variables(m, out);
+    for (size_t i = 1; i < returns.size(); ++i) {
+      auto it = by_output.find(returns[i]);
+      targets += ", " + (it == by_output.end() ? std::string("_") : vars.at(it->second));
+      if (it != by_output.end()) read += ", " + it->second;
+    }
+  }
   return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{} = {}  # {}\n", kIndent, m.rule, m.nodes.size(),
-                     v.op_name, kIndent, out, call, m.anchor);
+                     v.op_name, kIndent, targets, call, read);
 }
 
 }  // namespace fact::compose

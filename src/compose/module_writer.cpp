@@ -142,8 +142,13 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         if (auto it = covered_by.find(node.name); it != covered_by.end()) {
           const auto& m = plan.entries[it->second->entry].match;
           if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
+          if (it->second->family == "gemm" && !m.extra_outputs.empty())
+            throw Error(fmt::format("pattern {} at node '{}': a GEMM op returns one tensor, but the match exports {} "
+                                    "more; fix the rule's extra_outputs", m.rule, m.anchor, m.extra_outputs.size()));
           body += it->second->family == "gemm" ? gemm_call(m, *it->second, g, var, out)
                                                : family_call(m, *it->second, g, var, out);
+          // Values the op also returns (a residual sum read again later), defined here for their later readers.
+          for (const auto& [graph_node, name] : extra_output_variables(m, out)) vars[graph_node] = name;
           break;
         }
         if (auto it = rejected_at.find(node.name); it != rejected_at.end())

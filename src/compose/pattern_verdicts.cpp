@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include <set>
+
+#include "compose/family_call.h"
 #include "compose/tune_report_edit.h"
+#include "core/error.h"
 #include "realize/gemm_workload.h"
 #include "realize/kernel_family.h"
 
@@ -16,11 +19,13 @@ std::string ms(const json& row, const char* key) {
   return row.contains(key) && row[key].is_number() ? fmt::format("{:.3g} ms", row[key].get<double>()) : "? ms";
 }
 
-// A covered node other than the anchor whose value is read outside the match: removing it would
-// break that reader, so the pattern cannot be replaced by one call.
+// A covered node other than the anchor (and the extra outputs the op returns) whose value is read outside
+// the match: removing it would break that reader, so the pattern cannot be replaced by one call.
 std::string escaping_node(const discover::Match& m, const ir::Graph& g) {
+  std::set<std::string> returned{m.anchor};
+  for (const auto& [id, node] : m.extra_outputs) returned.insert(node);
   for (const auto& name : m.nodes) {
-    if (name == m.anchor) continue;
+    if (returned.count(name)) continue;
     for (const auto& user : g.users(name))
       if (std::find(m.nodes.begin(), m.nodes.end(), user) == m.nodes.end()) return name;
   }
@@ -90,6 +95,10 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
     }
     if (auto n = escaping_node(m, plan.graph); !n.empty()) {
       v.reason = "PyTorch kept: covered node '" + n + "' is also read outside the pattern";
+      continue;
+    }
+    if (std::string why = unserved_extra_output(m, family ? family->name() : "gemm", row["config"]); !why.empty()) {
+      v.reason = "PyTorch kept: " + why;
       continue;
     }
     if (family && !row.contains("problem")) {

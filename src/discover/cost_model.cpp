@@ -159,6 +159,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     if (!n.outputs.empty()) e.bytes_fused += static_cast<double>(n.outputs[0].bytes());
   }
   e.bytes_fused += output_bytes(ctx.graph.at(match.anchor));
+  for (auto& [id, node] : match.extra_outputs) e.bytes_fused += output_bytes(ctx.graph.at(node));
 
   double mem_s = e.bytes_fused / a.dram_bytes_per_s;
   double compute_s = 0, library_s = 0;

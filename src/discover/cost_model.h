@@ -28,7 +28,7 @@ struct NodeCost {
 struct CostEstimate {
   double flops = 0;
   double bytes_now = 0;     // bytes PyTorch moves over all covered nodes
-  double bytes_fused = 0;   // minimum bytes: the match's external inputs and its output, once
+  double bytes_fused = 0;   // minimum bytes: the match's external inputs and its outputs (extra ones too), once
   double seconds_now = 0;
   double seconds_fused = 0;
   int kernels_now = 0;

@@ -352,13 +352,27 @@ class DimEvaluator {
   }
 };
 
-// Intermediates (covered nodes other than the anchor) must feed only nodes inside the match.
-bool self_contained(const ir::Graph& g, const std::vector<std::string>& covered, const std::string& anchor) {
-  std::set<std::string> inside(covered.begin(), covered.end());
-  for (const auto& n : covered) {
+// Intermediates (covered nodes other than the anchor) must feed only nodes inside the match, except the
+// rule's extra outputs. Those may have outside users, all after the anchor in graph order: the fused op
+// runs at the anchor, so whatever reads an extra output must come later. Fills `exported` (pattern id ->
+// graph node) with the extra outputs that do have outside users. False if the match is not self-contained.
+bool self_contained(const ir::Graph& g, const Rule& rule, const State& s, const std::string& anchor,
+                    std::map<std::string, std::string>& exported) {
+  std::set<std::string> inside(s.covered.begin(), s.covered.end());
+  std::map<std::string, std::string> extra;  // graph node -> pattern id
+  for (const auto& id : rule.pattern.value("extra_outputs", Json::array())) {
+    auto it = s.bound.find(id.get<std::string>());
+    if (it != s.bound.end() && !s.absent.count(it->first)) extra[it->second] = it->first;
+  }
+  const size_t anchor_at = g.index_of(anchor);
+  for (const auto& n : s.covered) {
     if (n == anchor) continue;
-    for (const auto& u : g.users(n))
-      if (!inside.count(u)) return false;
+    auto ex = extra.find(n);
+    for (const auto& u : g.users(n)) {
+      if (inside.count(u)) continue;
+      if (ex == extra.end() || (u != "<output>" && g.index_of(u) < anchor_at)) return false;
+      exported[ex->second] = n;
+    }
   }
   return true;
 }
@@ -378,7 +392,8 @@ std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistr
         if (s.absent.count(rule->pattern["output"].get<std::string>())) continue;
         std::sort(s.covered.begin(), s.covered.end(),
                   [&](const std::string& a, const std::string& b) { return graph.index_of(a) < graph.index_of(b); });
-        if (!self_contained(graph, s.covered, node.name)) continue;
+        std::map<std::string, std::string> exported;
+        if (!self_contained(graph, *rule, s, node.name, exported)) continue;
         DimEvaluator dims(graph, *rule, arch, s, where);
         if (!dims.constraints_hold()) continue;
         Match m;
@@ -386,6 +401,7 @@ std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistr
         m.family = rule->family;
         m.anchor = node.name;
         m.nodes = s.covered;
+        m.extra_outputs = std::move(exported);
         m.inputs = s.vars;
         m.attrs = s.attrs;
         m.dims = dims.dims();

@@ -62,12 +62,34 @@ class PatternChecker {
     for (const auto& n : pattern_["nodes"])
       if (n["id"] == out && n.value("optional", false))
         throw Error(where_ + " pattern.output '" + out + "' cannot be optional");
+    check_extra_outputs(out);
   }
 
  private:
   const Json& pattern_;
   const std::string& where_;
   std::set<std::string> ids_;
+
+  // extra_outputs: intermediates the graph may also read outside the match; the fused kernel writes them.
+  void check_extra_outputs(const std::string& anchor) {
+    for (const auto& [k, v] : pattern_.items())
+      if (k != "nodes" && k != "output" && k != "extra_outputs")
+        throw Error(where_ + " pattern has unknown field '" + k + "' (expected nodes, output, extra_outputs)");
+    if (!pattern_.contains("extra_outputs")) return;
+    const Json& extra = pattern_["extra_outputs"];
+    if (!extra.is_array()) throw Error(where_ + " pattern.extra_outputs must be an array of pattern node ids");
+    std::set<std::string> seen;
+    for (const auto& e : extra) {
+      if (!e.is_string() || !ids_.count(e.get<std::string>()))
+        throw Error(where_ + " pattern.extra_outputs entry " + e.dump() + " is not a pattern node id");
+      const std::string id = e.get<std::string>();
+      if (id == anchor) throw Error(where_ + " pattern.extra_outputs names the anchor '" + id + "', already the output");
+      if (!seen.insert(id).second) throw Error(where_ + " pattern.extra_outputs names '" + id + "' twice");
+      for (const auto& n : pattern_["nodes"])
+        if (n["id"] == id && n.value("optional", false))
+          throw Error(where_ + " pattern.extra_outputs names '" + id + "', an optional node; an output must exist");
+    }
+  }
 
   void check_form(const Json& form, const std::string& at) {
     if (!form.contains("op")) throw Error(at + " is missing field 'op' (an ATen overload name or a list of them)");

@@ -79,6 +79,7 @@ static json cost_to_json(const CostEstimate& c) {
 
 static json match_to_json(const Match& m) {
   return {{"rule", m.rule},       {"family", m.family}, {"anchor", m.anchor}, {"nodes", m.nodes},
+          {"extra_outputs", m.extra_outputs},
           {"inputs", m.inputs},   {"attrs", m.attrs},   {"dims", m.dims},     {"dtype", m.dtype},
           {"kernel", m.kernel},   {"examples", m.examples}, {"priority", m.priority}};
 }
@@ -129,6 +130,8 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
       m.family = field(p, "family", where).get<std::string>();
       m.anchor = field(p, "anchor", where).get<std::string>();
       m.nodes = field(p, "nodes", where).get<std::vector<std::string>>();
+      // Absent in plans written before rules could export intermediates: none then.
+      m.extra_outputs = p.value("extra_outputs", json::object()).get<std::map<std::string, std::string>>();
       m.inputs = field(p, "inputs", where).get<std::map<std::string, std::string>>();
       m.attrs = field(p, "attrs", where).get<std::map<std::string, json>>();
       m.dims = field(p, "dims", where).get<std::map<std::string, int64_t>>();
@@ -147,6 +150,9 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
       for (auto& n : m.nodes)
         if (!plan.graph.find(n)) throw Error(origin + ": " + where + " covers node '" + n + "', which the IR lacks");
       if (!plan.graph.find(m.anchor)) throw Error(origin + ": " + where + " has anchor '" + m.anchor + "', which the IR lacks");
+      for (auto& [id, n] : m.extra_outputs)
+        if (std::find(m.nodes.begin(), m.nodes.end(), n) == m.nodes.end())
+          throw Error(origin + ": " + where + " exports '" + n + "' (" + id + "), which it does not cover");
       for (auto& [var, n] : m.inputs)
         if (!plan.graph.find(n)) throw Error(origin + ": " + where + " binds " + var + " to '" + n + "', which the IR lacks");
       plan.entries.push_back(std::move(e));
@@ -181,7 +187,9 @@ std::string format_plan(const Plan& plan) {
     out += fmt::format("{:>2}  {:<24} {:>5}  {:<34} {:<8} {:>21}  {:>9} {:>6.2f}  {}\n", rank++, m.rule, m.nodes.size(),
                        dims_text(m), m.dtype, us(e.cost.seconds_now) + " -> " + us(e.cost.seconds_fused),
                        us(e.cost.gain_seconds()), e.cost.speedup(), ex);
-    out += fmt::format("    covers {} (anchor {})\n", fmt::join(m.nodes, ", "), m.anchor);
+    std::string also;
+    for (auto& [id, n] : m.extra_outputs) also += fmt::format("{}{} ({})", also.empty() ? "; also writes " : ", ", n, id);
+    out += fmt::format("    covers {} (anchor {}{})\n", fmt::join(m.nodes, ", "), m.anchor, also);
   }
   if (plan.entries.empty()) out += "    (no pattern of the registry matched)\n";
   out += fmt::format("Estimated module time: {} in PyTorch now -> {} with the plan ({:.2f}x; roofline estimate, not a measurement)\n",

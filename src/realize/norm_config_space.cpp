@@ -63,13 +63,15 @@ NormConfigSpace enumerate_norm_configs(const NormProblem& p, int top_n) {
   for (int tpr : axes.at("threads_per_row").get<std::vector<int>>())
     for (int rpc : axes.at("rows_per_cta").get<std::vector<int>>())
       for (int vbytes : axes.at("vector_bytes").get<std::vector<int>>()) {
+        // 2-byte accesses exist for 16-bit elements only (odd widths of bf16/fp16 rows); fp32 starts at 4.
+        if (vbytes % element_bytes(p.element)) continue;
         ++space.enumerated;
         NormConfig c;
         c.kind = p.kind; c.element = p.element; c.arch = p.arch;
         c.has_weight = p.has_weight; c.has_bias = p.has_bias; c.has_residual = p.has_residual; c.store_sum = p.store_sum;
         c.threads_per_row = tpr;
         c.rows_per_cta = rpc;
-        c.vector_elems = std::max(1, vbytes / element_bytes(p.element));
+        c.vector_elems = vbytes / element_bytes(p.element);
         c.vectors_per_thread = static_cast<int>(ceil_div(p.cols, int64_t{tpr} * c.vector_elems));
         std::string why;
         if (c.threads_per_cta() < min_threads || c.threads_per_cta() > max_threads)

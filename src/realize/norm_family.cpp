@@ -1,5 +1,6 @@
 // The normalization family behind the KernelFamily seam: LayerNorm and RMSNorm (optionally after a
-// residual add), from the rules layer_norm / rms_norm to kernels rendered from templates/cute/.
+// residual add), from the rules layer_norm / rms_norm / add_layer_norm / add_rms_norm to kernels rendered
+// from templates/cute/.
 #include "realize/norm_family.h"
 
 #include "realize/norm_codegen.h"

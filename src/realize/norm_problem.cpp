@@ -137,7 +137,19 @@ NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g
     p.residual_row_stride = folded_row_stride(residual->out());
     if (p.residual_row_stride < 0)
       throw Error(what + ": the residual's leading dims do not fold into rows; PyTorch keeps it");
-    p.store_sum = m.attrs.count("store_sum") && m.attrs.at("store_sum").is_boolean() && m.attrs.at("store_sum").get<bool>();
+    // The op takes x and residual of one shape and dtype (no broadcast, no type promotion inside the kernel).
+    if (residual->out().shape != x->out().shape || residual->out().dtype != x->out().dtype)
+      throw Error(what + ": the residual is not shaped and typed like x (a broadcast or mixed-dtype add); PyTorch "
+                         "keeps it");
+  }
+  // The sum x + residual is written only when the graph reads it outside the match (the rule's extra output
+  // that kernel.outputs names "sum").
+  const nlohmann::json outs = m.kernel.value("outputs", nlohmann::json::object());
+  for (const auto& [id, node] : m.extra_outputs) {
+    if (outs.value("sum", nlohmann::json()) != id)
+      throw Error(fmt::format("{}: the graph reads pattern node '{}' (node '{}') outside the match, but the rule's "
+                              "kernel.outputs maps no normalization output (sum) to it", what, id, node));
+    p.store_sum = true;
   }
   p.has_weight = bound(m, g, ops.value("weight", nlohmann::json())) != nullptr;
   p.has_bias = bound(m, g, ops.value("bias", nlohmann::json())) != nullptr;

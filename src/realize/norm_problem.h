@@ -41,9 +41,11 @@ struct NormProblem {
 // True for matches of the normalization family.
 bool is_norm_family(const discover::Match& match);
 
-// The problem of a layer_norm / rms_norm match: x's leading dims must fold into rows with a contiguous
-// last dim; the element type follows the numerics mode (float32 for fp32/tf32/3xtf32). Throws Error
-// naming the match when the kernel cannot take it.
+// The problem of a layer_norm / rms_norm / add_layer_norm / add_rms_norm match: x's (and the residual's)
+// leading dims must fold into rows with a contiguous last dim; the residual is shaped and typed like x; the
+// sum is stored when the match exports it (Match::extra_outputs, the rule's kernel.outputs "sum"); the element
+// type follows the numerics mode (float32 for fp32/tf32/3xtf32). Throws Error naming the match when the
+// kernel cannot take it.
 NormProblem norm_problem_from_match(const discover::Match& match, const ir::Graph& graph, Numerics numerics,
                                     Arch arch);
 

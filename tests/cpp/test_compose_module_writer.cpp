@@ -90,3 +90,60 @@ TEST(ComposeModuleWriter, WithNothingAcceptedTheOriginalForwardRunsUnchanged) {
   EXPECT_NE(text.find("return super().forward(x)"), std::string::npos) << text;
   EXPECT_EQ(text.find("torch.ops.aten."), std::string::npos) << text;
 }
+
+namespace {
+
+fact::discover::Plan llama_tf32_plan() {
+  const auto& ops = fact::ir::OpTable::builtin();
+  static const auto registry = fact::discover::PatternRegistry::builtin();
+  auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/llama3_block.json", ops);
+  return fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "tf32");
+}
+
+// A report in which only the add_rms_norm pattern won, with a kernel that does (or does not) write the sum.
+json add_norm_report(const fact::discover::Plan& plan, bool store_sum) {
+  json rows = json::array();
+  for (const auto& e : plan.entries)
+    if (e.match.rule == "add_rms_norm")
+      rows.push_back({{"pattern", e.match.rule}, {"anchor", e.match.anchor}, {"family", "normalization"},
+                      {"status", "tuned"}, {"baseline", "torch"}, {"fact_ms", 0.05}, {"baseline_ms", 0.1},
+                      {"winner", "norm_addrms"},
+                      {"config", {{"family", "normalization"}, {"kind", "rms_norm"}, {"store_sum", store_sum}}},
+                      {"problem", {{"eps", 1e-5}}}});
+  return {{"format", "fact-tune-report"}, {"version", 1}, {"rows", rows}};
+}
+
+}  // namespace
+
+// The post-attention add + RMSNorm of the Llama block: one op call returns (normed, sum), both bound, and the
+// block's second residual add reads the sum from the op instead of the removed aten.add.
+TEST(ComposeModuleWriter, AddNormCallBindsTheNormAndTheSumTheBlockReadsAgain) {
+  auto plan = llama_tf32_plan();
+  auto report = add_norm_report(plan, true);
+  ASSERT_EQ(report["rows"].size(), 1u) << fact::discover::format_plan(plan);
+  auto verdicts = fact::compose::pattern_verdicts(plan, report, "report.json");
+  size_t accepted = 0;
+  for (const auto& v : verdicts) accepted += v.accepted;
+  ASSERT_EQ(accepted, 1u);
+  std::string text = fact::compose::model_new_source(plan, verdicts);
+  auto call = text.find("= torch.ops.fact.norm_addrms(");
+  ASSERT_NE(call, std::string::npos) << text;
+  // "vN, vN_sum = torch.ops.fact.norm_addrms(x, residual, weight, None, 1e-05)  # mul_7, add_3"
+  auto line_start = text.rfind('\n', call) + 1;
+  std::string line = text.substr(line_start, text.find('\n', call) - line_start);
+  auto comma = line.find(", ");
+  std::string anchor_var = line.substr(line.find_first_not_of(' '), comma - line.find_first_not_of(' '));
+  EXPECT_NE(line.find(anchor_var + ", " + anchor_var + "_sum = "), std::string::npos) << line;
+  EXPECT_NE(line.find(", None, 1e-05)  # mul_7, add_3"), std::string::npos) << line;
+  // The closing residual add (add_5, a GEMM + residual left to PyTorch here) reads the op's sum.
+  EXPECT_NE(text.find("torch.ops.aten.add.Tensor(" + anchor_var + "_sum, "), std::string::npos) << text;
+  EXPECT_EQ(text.find("# add_3\n"), std::string::npos) << text;  // the aten.add of the sum is gone
+
+  // A kernel tuned without the sum cannot stand in: PyTorch keeps the pattern, and says why.
+  auto without = fact::compose::pattern_verdicts(plan, add_norm_report(plan, false), "report.json");
+  for (const auto& v : without) {
+    if (plan.entries[v.entry].match.rule != "add_rms_norm") continue;
+    EXPECT_FALSE(v.accepted);
+    EXPECT_NE(v.reason.find("does not return 'sum' (node 'add_3')"), std::string::npos) << v.reason;
+  }
+}

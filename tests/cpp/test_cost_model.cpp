@@ -287,3 +287,24 @@ TEST(CostModel, SwigluCountsItsUpProjectionAtTheLibraryRate) {
     EXPECT_GT(swiglu.gain_seconds(), silu.gain_seconds());
   }
 }
+
+// An add-norm writes the sum too when the graph reads it again: one more tensor of traffic than when the
+// norm is its only reader, and still a gain over PyTorch's add kernel + norm kernel.
+TEST(CostModel, ExtraOutputsCountAsWrittenBytes) {
+  auto llama = fixture("llama3_block.json");
+  CostContext ctx{llama, ops(), sm90(), "bf16"};
+  Match exported = match_of(llama, "add_rms_norm", "mul_7");
+  ASSERT_EQ(exported.extra_outputs.size(), 1u);
+  Match private_sum = exported;
+  private_sum.extra_outputs.clear();
+  auto with_sum = fact::discover::estimate_match(exported, ctx);
+  auto without = fact::discover::estimate_match(private_sum, ctx);
+  const double sum_bytes = static_cast<double>(llama.at("add_3").out().bytes());
+  EXPECT_DOUBLE_EQ(with_sum.bytes_fused - without.bytes_fused, sum_bytes);
+  // x and residual read, y and the sum written, the [4096] weight read: 4 tensors of rows x cols.
+  EXPECT_NEAR(with_sum.bytes_fused, 4 * sum_bytes, 4096 * 4 + 1);
+  EXPECT_GT(with_sum.gain_seconds(), 0);
+  // The fused add-norm gains more than the norm alone on the same rows (the add kernel's traffic is saved).
+  Match norm_alone = match_of(llama, "rms_norm", "mul_7");
+  EXPECT_GT(with_sum.gain_seconds(), fact::discover::estimate_match(norm_alone, ctx).gain_seconds());
+}

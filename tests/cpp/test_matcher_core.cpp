@@ -120,6 +120,53 @@ TEST(MatcherCore, IntermediateWithOutsideUserBlocksTheMatch) {
   EXPECT_TRUE(matches(add_relu(true), {kAddRelu}).empty());
 }
 
+// A rule may let an intermediate escape by naming it in pattern.extra_outputs: the match then records it
+// (when something outside reads it), and the fused op returns it beside the anchor's value.
+TEST(MatcherCore, ExtraOutputMayBeReadOutsideAfterTheAnchor) {
+  Json exported = kAddRelu;
+  exported["pattern"]["extra_outputs"] = {"sum"};
+  auto alone = matches(add_relu(false), {exported});
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_TRUE(alone[0].extra_outputs.empty());  // nobody else reads the sum: it is not written
+  auto read_again = matches(add_relu(true), {exported});  // the sum is also a graph output
+  ASSERT_EQ(read_again.size(), 1u);
+  EXPECT_EQ(read_again[0].nodes, (std::vector<std::string>{"add", "relu"}));
+  EXPECT_EQ(read_again[0].extra_outputs, (std::map<std::string, std::string>{{"sum", "add"}}));
+
+  // Read by an op after the anchor: fine. Read by an op before the anchor: the fused op (at the anchor)
+  // would come too late for it, so no match.
+  auto reader = [](bool before_anchor) {
+    GraphDoc d;
+    d.input("x", {4, 8}).input("y", {4, 8});
+    d.op("add", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, {4, 8});
+    if (before_anchor) d.op("neg", "aten.neg.default", {ref_to("add")}, {4, 8});
+    d.op("relu", "aten.relu.default", {ref_to("add")}, {4, 8});
+    if (!before_anchor) d.op("neg", "aten.neg.default", {ref_to("add")}, {4, 8});
+    d.op("out", "aten.add.Tensor", {ref_to("relu"), ref_to("neg")}, {4, 8}).output("out");
+    return d;
+  };
+  auto after = matches(reader(false), {exported});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].extra_outputs.at("sum"), "add");
+  EXPECT_TRUE(matches(reader(true), {exported}).empty());
+
+  // Other intermediates stay private: add -> neg -> relu with only `sum` exported, neg read outside.
+  Json three = rule("add_neg_relu",
+                    {{{"id", "sum"}, {"op", "aten.add.Tensor"}, {"args", {"$a", "$b"}}},
+                     {{"id", "n"}, {"op", "aten.neg.default"}, {"args", {"sum"}}},
+                     {{"id", "act"}, {"op", "aten.relu.default"}, {"args", {"n"}}}},
+                    "act");
+  three["pattern"]["extra_outputs"] = {"sum"};
+  GraphDoc d;
+  d.input("x", {4, 8}).input("y", {4, 8});
+  d.op("add", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, {4, 8});
+  d.op("neg", "aten.neg.default", {ref_to("add")}, {4, 8});
+  d.op("relu", "aten.relu.default", {ref_to("neg")}, {4, 8}).output("relu").output("add");
+  ASSERT_EQ(matches(d, {three}).size(), 1u);
+  d.output("neg");
+  EXPECT_TRUE(matches(d, {three}).empty());
+}
+
 TEST(MatcherCore, DtypeAndArchSelectRules) {
   EXPECT_TRUE(matches(add_relu(false, "float16"), {kAddRelu}).empty());
   Json other_arch = kAddRelu;
@@ -262,6 +309,18 @@ TEST(MatcherCore, RuleFileErrorsNameTheField) {
   bad = good;
   bad["dtypes"] = {"float33"};
   expect_bad(bad, "float33");
+  bad = good;
+  bad["pattern"]["extra_outputs"] = {"act"};
+  expect_bad(bad, "names the anchor 'act'");
+  bad = good;
+  bad["pattern"]["extra_outputs"] = {"nope"};
+  expect_bad(bad, "extra_outputs entry \"nope\"");
+  bad = good;
+  bad["pattern"]["extra_outputs"] = "sum";
+  expect_bad(bad, "must be an array");
+  bad = good;
+  bad["pattern"]["extra_output"] = {"sum"};
+  expect_bad(bad, "unknown field 'extra_output'");
   auto reg = registry_of({good});
   EXPECT_THROW(reg.add(fact::discover::parse_rule(good, "again")), fact::Error);
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/error.h"
 #include "core/paths.h"
@@ -85,8 +86,12 @@ TEST(NormProblem, MiniGptLayerNormsFromTheRule) {
 
 TEST(NormProblem, LlamaWrittenOutRmsNormsFromTheRule) {
   auto t = traced("llama3_block.json");
+  // The input norm alone; the post-attention norm with the residual add before it (add_rms_norm).
   auto rms = of_rule(t, "rms_norm");
-  ASSERT_EQ(rms.size(), 2u);
+  ASSERT_EQ(rms.size(), 1u);
+  auto fused = of_rule(t, "add_rms_norm");
+  ASSERT_EQ(fused.size(), 1u);
+  rms.push_back(fused[0]);
   for (const Match* m : rms) {
     NormProblem p = norm_problem_from_match(*m, t.graph, Numerics::fp32, Arch::sm90);
     EXPECT_EQ(p.kind, NormKind::rms_norm);
@@ -96,6 +101,50 @@ TEST(NormProblem, LlamaWrittenOutRmsNormsFromTheRule) {
     EXPECT_FALSE(p.has_bias);
     EXPECT_DOUBLE_EQ(p.eps, 1e-5);  // the module's eps, bound from the written-out add
     EXPECT_EQ(NormProblem::from_json(p.to_json()).to_json(), p.to_json());
+  }
+}
+
+// The residual add before the norm: both operands are read once; the sum is written only when the graph
+// reads it again (Llama's next residual), not in add_layer_norm.py where the norm is its only reader.
+TEST(NormProblem, AddNormStoresTheSumOnlyWhenTheGraphReadsIt) {
+  auto t = traced("llama3_block.json");
+  auto fused = of_rule(t, "add_rms_norm");
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0]->extra_outputs.at("sum"), "add_3");
+  NormProblem p = norm_problem_from_match(*fused[0], t.graph, Numerics::bf16, Arch::sm90);
+  EXPECT_TRUE(p.has_residual);
+  EXPECT_TRUE(p.store_sum);
+  EXPECT_EQ(p.residual_row_stride, 4096);
+  EXPECT_EQ(p.element, Element::bf16);
+  const KernelFamily* norm = kernel_family_named("normalization");
+  EXPECT_EQ(norm->measure_problem(p.to_json()).at("store_sum"), true);
+  // Through the seam as `fact tune` goes: the kernel reads the residual and writes the sum, the op returns both.
+  auto cands = norm->candidates(norm->problem_from_match(*fused[0], t.graph, Numerics::bf16, Arch::sm90), 1);
+  ASSERT_EQ(cands.size(), 1u);
+  EXPECT_TRUE(contains(cands[0].kernel.text, "constexpr bool kHasResidual = true;"));
+  EXPECT_TRUE(contains(cands[0].kernel.text, "constexpr bool kStoreSum = true;"));
+  EXPECT_TRUE(contains(norm->op_schema(cands[0].config), "-> (Tensor, Tensor)"));
+
+  auto alone = traced("add_layer_norm.json");
+  auto ln = of_rule(alone, "add_layer_norm");
+  ASSERT_EQ(ln.size(), 1u);
+  p = norm_problem_from_match(*ln[0], alone.graph, Numerics::fp32, Arch::sm90);
+  EXPECT_EQ(p.kind, NormKind::layer_norm);
+  EXPECT_EQ(p.rows, 32 * 512);
+  EXPECT_EQ(p.cols, 1024);
+  EXPECT_TRUE(p.has_residual && p.has_weight && p.has_bias);
+  EXPECT_FALSE(p.store_sum);
+  auto plain = kernel_family_named("normalization")->candidates(p.to_json(), 1);
+  EXPECT_TRUE(contains(plain.at(0).kernel.text, "constexpr bool kStoreSum = false;"));
+
+  // A rule that exports a node its kernel block does not map to the sum is refused with the reason.
+  Match wrong = *fused[0];
+  wrong.kernel.erase("outputs");
+  try {
+    norm_problem_from_match(wrong, t.graph, Numerics::fp32, Arch::sm90);
+    FAIL() << "an exported node with no kernel output must be refused";
+  } catch (const fact::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "kernel.outputs")) << e.what();
   }
 }
 
@@ -136,6 +185,18 @@ TEST(NormConfigSpace, OddColsFallBackToNarrowVectorsAndHugeRowsAreRefused) {
   NormProblem p = minigpt_ln();
   p.cols = p.x_row_stride = 771;  // odd: only scalar accesses keep every row aligned
   for (const auto& c : enumerate_norm_configs(p, 50).ranked) EXPECT_EQ(c.vector_elems, 1) << c.summary();
+  // In 16-bit types too (2-byte accesses): an odd-width bf16 add-norm still gets candidates.
+  NormProblem bf = minigpt_ln(Element::bf16);
+  bf.cols = bf.x_row_stride = bf.residual_row_stride = 1001;
+  bf.has_residual = bf.store_sum = true;
+  auto odd16 = enumerate_norm_configs(bf, 50).ranked;
+  ASSERT_FALSE(odd16.empty());
+  for (const auto& c : odd16) EXPECT_EQ(c.vector_elems, 1) << c.summary();
+  // Even widths keep preferring 16-byte vectors, and fp32 has no 2-byte configs (no duplicates of 4-byte ones).
+  EXPECT_EQ(enumerate_norm_configs(minigpt_ln(Element::bf16), 1).ranked.at(0).vector_elems, 8);
+  auto fp32 = enumerate_norm_configs(minigpt_ln(), 1000).ranked;
+  std::set<std::string> ids;
+  for (const auto& c : fp32) EXPECT_TRUE(ids.insert(c.id()).second) << c.summary();
   p.cols = p.x_row_stride = 1 << 20;
   try {
     enumerate_norm_configs(p, 8);

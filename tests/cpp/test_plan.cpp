@@ -246,3 +246,29 @@ TEST(Plan, FormatPlanNamesEveryPattern) {
   // Rows come in plan order: the first entry's rule appears before the last one's.
   EXPECT_LT(table.find(" " + plan.entries.front().match.rule + " "), table.find("(anchor " + plan.entries.back().match.anchor + ")"));
 }
+
+// An add-norm whose sum the block reads again (Llama in tf32, where it outranks o_proj's GEMM + residual):
+// the exported node survives the JSON round trip and is named in the table; a plan exporting a node the
+// match does not cover is refused.
+TEST(Plan, ExtraOutputsRoundTripAndAreChecked) {
+  auto plan = plan_for("llama3_block.json", "tf32");
+  const fact::discover::PlanEntry* add_rms = nullptr;
+  for (auto& e : plan.entries)
+    if (e.match.rule == "add_rms_norm") add_rms = &e;
+  ASSERT_NE(add_rms, nullptr) << fact::discover::format_plan(plan);
+  EXPECT_EQ(add_rms->match.extra_outputs.at("sum"), "add_3");
+  std::string table = fact::discover::format_plan(plan);
+  EXPECT_TRUE(has(table, "anchor mul_7; also writes add_3 (sum)")) << table;
+
+  Json doc = fact::discover::to_json(plan);
+  Plan back = fact::discover::plan_from_json(Json::parse(doc.dump()), "plan.json", ops());
+  for (size_t i = 0; i < plan.entries.size(); ++i)
+    EXPECT_EQ(back.entries[i].match.extra_outputs, plan.entries[i].match.extra_outputs);
+  for (auto& p : doc["patterns"])
+    if (p["rule"] == "add_rms_norm") p["extra_outputs"]["sum"] = "linear_3";
+  EXPECT_TRUE(has(load_error(doc), "exports 'linear_3' (sum), which it does not cover")) << load_error(doc);
+  // A plan written before extra outputs existed has none.
+  for (auto& p : doc["patterns"]) p.erase("extra_outputs");
+  Plan old = fact::discover::plan_from_json(doc, "plan.json", ops());
+  for (auto& e : old.entries) EXPECT_TRUE(e.match.extra_outputs.empty());
+}

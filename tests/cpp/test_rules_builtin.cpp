@@ -172,3 +172,98 @@ TEST(RulesBuiltin, NormsAndSoftmax) {
   sm.json()["nodes"][1]["args"][1] = 0;  // over rows: not the last dim
   EXPECT_EQ(winner(sm, "s"), "");
 }
+
+namespace {
+
+// h = x + y (y shaped `y_shape`), then LayerNorm(h) or the written-out RMSNorm of h; `reuse`: h is read again
+// after the norm (the next residual), `reuse_before`: h is read by an op before the norm.
+GraphDoc add_norm(const std::string& kind, std::vector<int64_t> y_shape = {4, 32, 768}, bool reuse = false,
+                  bool reuse_before = false, const std::string& dtype = "float32") {
+  const std::vector<int64_t> s{4, 32, 768};
+  GraphDoc d;
+  d.input("x", s, dtype).input("y", y_shape, dtype).input("w", {768}, dtype, "parameter");
+  d.input("b", {768}, dtype, "parameter");
+  d.op("h", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, s, dtype);
+  if (reuse_before) d.op("early", "aten.mul.Tensor", {ref_to("h"), 2.0}, s, dtype).output("early");
+  if (kind == "layer_norm") {
+    d.op("out", "aten.layer_norm.default", {ref_to("h"), {768}, ref_to("w"), ref_to("b"), 1e-5, false}, s, dtype);
+  } else {
+    d.op("sq", "aten.pow.Tensor_Scalar", {ref_to("h"), 2}, s, dtype);
+    d.op("ms", "aten.mean.dim", {ref_to("sq"), {-1}, true}, {4, 32, 1}, dtype);
+    d.op("ve", "aten.add.Tensor", {ref_to("ms"), 1e-6}, {4, 32, 1}, dtype);
+    d.op("rs", "aten.rsqrt.default", {ref_to("ve")}, {4, 32, 1}, dtype);
+    d.op("nm", "aten.mul.Tensor", {ref_to("h"), ref_to("rs")}, s, dtype);
+    d.op("out", "aten.mul.Tensor", {ref_to("nm"), ref_to("w")}, s, dtype);
+  }
+  d.output("out");
+  if (reuse) d.op("next", "aten.add.Tensor", {ref_to("h"), ref_to("out")}, s, dtype).output("next");
+  return d;
+}
+
+const Match* anchored(const std::vector<Match>& ms, const std::string& rule, const std::string& anchor) {
+  for (const auto& m : ms)
+    if (m.rule == rule && m.anchor == anchor) return &m;
+  return nullptr;
+}
+
+std::vector<Match> all_matches(const GraphDoc& d) {
+  return fact::discover::find_all_matches(d.graph(), fact::discover::PatternRegistry::builtin(),
+                                          fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin("sm90"));
+}
+
+}  // namespace
+
+TEST(RulesBuiltin, AddNormsCoverTheResidualAddAndExportTheSumWhenReadAgain) {
+  for (std::string kind : {"layer_norm", "rms_norm"}) {
+    SCOPED_TRACE(kind);
+    const std::string rule = "add_" + kind;
+    auto alone = all_matches(add_norm(kind));
+    const Match* m = anchored(alone, rule, "out");
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->nodes.front(), "h");
+    EXPECT_TRUE(m->extra_outputs.empty());  // the sum is read by the norm only
+    EXPECT_EQ(m->dims.at("rows"), 4 * 32);
+    EXPECT_EQ(m->dims.at("cols"), 768);
+    EXPECT_EQ(m->inputs.count("$x") + m->inputs.count("$residual"), 2u);
+    EXPECT_EQ(m->kernel.at("kind"), kind);
+    EXPECT_EQ(m->kernel.at("outputs").at("sum"), "sum");
+    EXPECT_EQ(winner(add_norm(kind), "out"), rule);
+
+    auto reused = all_matches(add_norm(kind, {4, 32, 768}, true));
+    m = anchored(reused, rule, "out");
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->extra_outputs, (std::map<std::string, std::string>{{"sum", "h"}}));
+    EXPECT_EQ(winner(add_norm(kind, {4, 32, 768}, true), "out"), rule);
+    // It wins over the plain norm at the same anchor even at equal gain: its priority.
+    auto flat = fact::discover::resolve_overlaps(reused, [](const Match&) { return 1.0; });
+    ASSERT_NE(anchored(flat, rule, "out"), nullptr);
+    EXPECT_EQ(anchored(flat, kind, "out"), nullptr);
+    EXPECT_EQ(winner(add_norm(kind, {4, 32, 768}, true, false, "bfloat16"), "out"), rule);
+  }
+}
+
+TEST(RulesBuiltin, AddNormNearMissesLeaveThePlainNorm) {
+  for (std::string kind : {"layer_norm", "rms_norm"}) {
+    SCOPED_TRACE(kind);
+    const std::string rule = "add_" + kind;
+    // The other operand broadcasts (a bias-like [768] or a per-row [4, 32, 1]): not a residual.
+    for (std::vector<int64_t> y : {std::vector<int64_t>{768}, std::vector<int64_t>{4, 32, 1}}) {
+      EXPECT_EQ(anchored(all_matches(add_norm(kind, y)), rule, "out"), nullptr);
+      EXPECT_EQ(winner(add_norm(kind, y), "out"), kind);
+    }
+    // The sum is read before the norm: the op at the norm would define it too late.
+    auto early = add_norm(kind, {4, 32, 768}, false, true);
+    EXPECT_EQ(anchored(all_matches(early), rule, "out"), nullptr);
+    EXPECT_EQ(winner(early, "out"), kind);
+    // add(x, y, alpha=2) is not x + y.
+    auto alpha = add_norm(kind);
+    alpha.json()["nodes"][4]["kwargs"] = {{"alpha", 2}};
+    EXPECT_EQ(winner(alpha, "out"), kind);
+  }
+  // An add that feeds something other than a norm is no add-norm.
+  GraphDoc relu;
+  relu.input("x", {4, 768}).input("y", {4, 768});
+  relu.op("h", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, {4, 768});
+  relu.op("r", "aten.relu.default", {ref_to("h")}, {4, 768}).output("r");
+  for (const auto& m : all_matches(relu)) EXPECT_NE(m.family, "normalization") << m.rule;
+}

@@ -1,10 +1,11 @@
 """The composer with non-GEMM family ops: the MiniGPT block (2 LayerNorms + written-out causal attention), the
-Llama-3 block (2 RMSNorms + rotary embeddings of q and k + SDPA with grouped-query K/V) and the small Llama block
-(rotate_half by chunk; K/V repeated by repeat_interleave before SDPA), all from bench/problems/
-at small sizes, are traced, planned, given a tune report in which the normalization, attention and rope patterns
-(and the GEMMs) won, and composed. The composed forward must call torch.ops.fact.norm_* / attn_* / rope_* with the
-matched tensors (attention: the module's q/k/v views, for GQA the un-expanded K/V; rope: the transposed q/k views
-and the [T, D] tables) and, with the CPU reference ops, equal the original module. The composed
+Llama-3 block (an RMSNorm, an add + RMSNorm whose sum the closing residual reads, rotary embeddings of q and k,
+SDPA with grouped-query K/V) and the small Llama block (rotate_half by chunk; K/V repeated by repeat_interleave
+before SDPA), all from bench/problems/ at small sizes, are traced, planned, given a tune report in which the
+normalization, attention and rope patterns (and the GEMMs) won, and composed. The composed forward must call
+torch.ops.fact.norm_* / attn_* / rope_* with the matched tensors (attention: the module's q/k/v views, for GQA the
+un-expanded K/V; rope: the transposed q/k views and the [T, D] tables) and, with the CPU reference ops, equal the
+original module. The composed
 folder, copied elsewhere, still runs without the fact package (FACT_REFERENCE_OPS=1)."""
 import importlib.util
 import json
@@ -62,7 +63,8 @@ def family_row(p, tag):
     composer and the reference ops read; the problem's scalars from the match)."""
     kernel, attrs, dims = p["kernel"], p.get("attrs", {}), p["dims"]
     if p["family"] == "normalization":
-        config = {"family": "normalization", "kind": kernel["kind"], "store_sum": False}
+        # An add-norm whose sum the graph reads again was tuned with a kernel that also writes it.
+        config = {"family": "normalization", "kind": kernel["kind"], "store_sum": bool(p.get("extra_outputs"))}
         problem = {"kind": kernel["kind"], "eps": attrs["eps"], "rows": dims["rows"], "cols": dims["cols"]}
         winner = f"norm_{tag}{p['rank']}"
     elif p["family"] == "rope":
@@ -125,7 +127,7 @@ def test_family_patterns_are_fact_calls_with_the_matched_inputs(composed):
     for a in manifest["accepted"]:
         if a["family"] != "gemm":
             assert a["config"]["family"] == a["family"] and f"torch.ops.fact.{a['op']}(" in source
-    calls = re.findall(r"= torch\.ops\.fact\.(attn_\w+|norm_\w+|rope_\w+)\((.*)\)", source)
+    calls = re.findall(r"= torch\.ops\.fact\.(attn_\w+|norm_\w+|rope_\w+)\((.*)\)  #", source)
     assert len(calls) == len(FAMILIES[name]), source
     for op, args in calls:
         if op.startswith("attn_"):
@@ -155,7 +157,13 @@ def test_family_patterns_are_fact_calls_with_the_matched_inputs(composed):
         # SDPA and its K/V repeat (unsqueeze/expand/reshape) are gone: the op reads the 2 KV heads in place.
         for op in ("scaled_dot_product_attention", "expand", "rsqrt"):
             assert f"torch.ops.aten.{op}." not in source, op
-        assert all(args.count("None") == 2 for op, args in calls if op.startswith("norm_"))  # RMSNorm: no bias
+        # RMSNorm: no bias. The input norm has no residual; the post-attention one takes the residual add
+        # before it (add_rms_norm) and returns the sum too, which the closing residual add (here FACT's GEMM +
+        # residual) reads.
+        norms = sorted(args.count("None") for op, args in calls if op.startswith("norm_"))
+        assert norms == [1, 2], calls
+        fused = re.search(r"(v\d+), (v\d+_sum) = torch\.ops\.fact\.norm_\w+\(", source)
+        assert fused and f"{fused.group(2)}.reshape(32, 128).contiguous())" in source[fused.end():], source
 
 
 def test_composed_with_reference_ops_equals_the_original(composed):

@@ -100,6 +100,18 @@ def test_norm_reference_agrees_with_pytorch_and_catches_a_wrong_variance(kind):
     assert args.sum == inp.outputs["sum"][0].data_ptr() and (args.bias is not None) == (kind == "layer_norm")
 
 
+def test_norm_variant_checks_a_ragged_last_cta_with_both_outputs():
+    p = parse_norm({**NORM, "rows": 4096, "kind": "rms_norm", "has_bias": False})
+    (v,) = NormCase(p).verify_variants()
+    assert v.rows == 37 and v.rows % 8 and v.store_sum and v.has_residual
+    assert (v.cols, v.x_row_stride, v.residual_row_stride, v.kind) == (p.cols, p.x_row_stride, p.residual_row_stride,
+                                                                      p.kind)
+    case = NormCase(v)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(2))
+    assert set(inp.outputs) == {"y", "sum"} and inp.x.shape == (37, 96)
+    assert NormCase(v).verify_variants() == []  # the variant is not varied again
+
+
 def test_attention_reference_matches_sdpa_and_the_layout_is_the_modules():
     p = parse_attention(ATTN)
     case = AttentionCase(p)
