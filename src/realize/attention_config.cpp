@@ -57,8 +57,8 @@ int64_t AttentionConfig::smem_bytes(int kv_stages, int padding_bytes) const {
 std::string AttentionConfig::id() const { return config_hash_id("attn_", to_json()); }
 
 std::string AttentionConfig::summary() const {
-  return fmt::format("{} attention {} {} d{} m{} n{} w{}", to_string(arch), to_string(kernel), to_string(numerics),
-                     head_dim, block_m, block_n, warps);
+  return fmt::format("{} attention {} d{} m{} n{} w{} {}", to_string(arch), to_string(numerics), head_dim, block_m,
+                     block_n, warps, to_string(kernel));
 }
 
 std::string AttentionConfig::template_name() const { return kernel_data(kernel).at("template").get<std::string>(); }

@@ -28,7 +28,7 @@ struct AttentionConfig {
   // Q tile plus kv_stages K and V tiles plus padding, in bytes.
   int64_t smem_bytes(int kv_stages, int padding_bytes = 0) const;
   std::string id() const;       // "attn_" + 12 hex digits
-  std::string summary() const;  // e.g. "sm90 attention sm80_mma tf32 d96 m128 n64 w4"
+  std::string summary() const;  // e.g. "sm90 attention tf32 d96 m128 n64 w4 sm80_mma"
   std::string template_name() const;  // the kernel's template under templates/
   nlohmann::json to_json() const;
   static AttentionConfig from_json(const nlohmann::json& j);

@@ -1,7 +1,7 @@
 // The attention family: sdpa_attention(_manual) matches -> AttentionProblem on the MiniGPT and Llama
-// blocks (strides of the module's views, GQA, causal, scale), the config space, generation against a
-// stand-in with the real template's slot set (tests/cpp/data), op wrappers, and the tuner's report when
-// the real template is not in the tree.
+// blocks (strides of the module's views, GQA, causal, scale), the config space of its two kernels
+// (sm80_mma everywhere, sm90_wgmma on sm90 in bf16/fp16), generation against a stand-in with the real
+// templates' slot set (tests/cpp/data) and from both real templates, op wrappers, and nvcc compiles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
