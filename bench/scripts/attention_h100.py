@@ -1,14 +1,17 @@
-"""Builds, verifies and times FACT's attention kernel (templates/cute/attention_fwd.cu.in) on the GPU.
+"""Builds, verifies and times FACT's attention kernels on the GPU: sm80_mma (templates/cute/attention_fwd.cu.in,
+mma.sync, every numerics mode) and sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in, Hopper warpgroup MMA,
+bf16/fp16 only).
 
-For each numerics mode and head dim it renders the template for a small config space, compiles the
+For each numerics mode and head dim it renders the templates for a small config space, compiles the
 candidates in parallel, checks every candidate on random inputs (causal and not, odd sequence lengths,
 grouped-query heads, the strided Q/K/V views a module makes from one fused QKV projection) against
 float64 attention, then times the verified ones on the benchmark shapes against PyTorch in the same
 numerics: every scaled_dot_product_attention back-end that accepts the inputs, and the eager
 matmul-softmax-matmul chain. Writes OUT/attention_rows.json (rows in the schema of
-bench/results/gemm_h100.json) and prints a table.
+bench/results/gemm_h100.json) and prints a table, with the best time of each kernel per shape.
 
 Usage (device): python3 bench/scripts/attention_h100.py --out $OUT [--numerics tf32,bf16] [--jobs 16]
+                [--kernels sm80_mma,sm90_wgmma]
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ sys.path.insert(0, str(ROOT / "python"))
 from fact.realize.kernel_abi import FactAttentionArgs  # noqa: E402
 from fact.realize.timing import time_launches  # noqa: E402
 
-TEMPLATE = ROOT / "templates/cute/attention_fwd.cu.in"
+TEMPLATES = {"sm80_mma": ROOT / "templates/cute/attention_fwd.cu.in",
+             "sm90_wgmma": ROOT / "templates/cute/attention_fwd_sm90.cu.in"}
 ELEMENT = {"tf32": "float", "3xtf32": "float", "bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t"}
 TORCH_DTYPE = {"tf32": torch.float32, "3xtf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # The same numerics for PyTorch: fp32 matmuls on TF32 tensor cores or not.
@@ -43,30 +47,41 @@ SMEM_LIMIT = 227 * 1024
 TOLERANCE = {"tf32": 2e-3, "bf16": 1.6e-2, "fp16": 2e-3, "3xtf32": 1e-6}
 
 
-def configs(numerics: str, head_dim: int):
+def configs(numerics: str, head_dim: int, kernels):
     size = 2 if numerics in ("bf16", "fp16") else 4
-    pitch = head_dim + 16 // size
-    for block_m, warps, block_n in itertools.product((64, 128), (4, 8), (32, 64, 128)):
-        rows_per_warp = block_m // warps
-        if rows_per_warp not in (16, 32):
-            continue
-        if (block_m + 2 * block_n) * pitch * size > SMEM_LIMIT:
-            continue
-        # Accumulators per thread: O (rows_per_warp/16 * head_dim/2) + S (rows_per_warp/16 * block_n/2).
-        if rows_per_warp // 16 * (head_dim + block_n) // 2 > 160:
-            continue
-        yield {"numerics": numerics, "head_dim": head_dim, "block_m": block_m, "block_n": block_n, "warps": warps}
+    if "sm80_mma" in kernels:
+        pitch = head_dim + 16 // size
+        for block_m, warps, block_n in itertools.product((64, 128), (4, 8), (32, 64, 128)):
+            rows_per_warp = block_m // warps
+            if rows_per_warp not in (16, 32):
+                continue
+            if (block_m + 2 * block_n) * pitch * size > SMEM_LIMIT:
+                continue
+            # Accumulators per thread: O (rows_per_warp/16 * head_dim/2) + S (rows_per_warp/16 * block_n/2).
+            if rows_per_warp // 16 * (head_dim + block_n) // 2 > 160:
+                continue
+            yield {"kernel": "sm80_mma", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
+                   "block_n": block_n, "warps": warps}
+    # The wgmma kernel (data/families/attention.json): 16-bit modes, head dims 64/96/128, 64 query rows per
+    # warpgroup of 4 warps; Q + two stages of K and V in shared memory, plus 1 KB to align its swizzled tiles.
+    if "sm90_wgmma" in kernels and size == 2 and head_dim in (64, 96, 128):
+        for block_m, block_n in itertools.product((64, 128), (64, 128)):
+            if (block_m + 4 * block_n) * head_dim * size + 1024 > SMEM_LIMIT:
+                continue
+            yield {"kernel": "sm90_wgmma", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
+                   "block_n": block_n, "warps": block_m // 16}
 
 
 def config_id(c: dict) -> str:
-    return f"attn_{c['numerics']}_d{c['head_dim']}_m{c['block_m']}_n{c['block_n']}_w{c['warps']}"
+    tag = "attn90" if c["kernel"] == "sm90_wgmma" else "attn"
+    return f"{tag}_{c['numerics']}_d{c['head_dim']}_m{c['block_m']}_n{c['block_n']}_w{c['warps']}"
 
 
 def render(c: dict) -> str:
     values = {"config_id": config_id(c), "summary": json.dumps(c), "element": ELEMENT[c["numerics"]],
               "numerics": c["numerics"], "head_dim": str(c["head_dim"]), "block_m": str(c["block_m"]),
               "block_n": str(c["block_n"]), "warps": str(c["warps"]), "config_json": json.dumps(c)}
-    text = TEMPLATE.read_text()
+    text = TEMPLATES[c["kernel"]].read_text()
     for k, v in values.items():
         text = text.replace("{{" + k + "}}", v)
     assert "{{" not in text, "template slot left unfilled"
@@ -168,6 +183,7 @@ CHECK_CASES = [  # b, h, hkv, tq, tk, causal, packed
     (3, 2, 2, 200, 517, True, False),
     (1, 2, 2, 1, 65, False, False),
     (2, 3, 3, 512, 512, True, True),
+    (1, 4, 2, 130, 1029, True, False),  # many key blocks, a causal offset, a ragged last block, GQA
 ]
 
 
@@ -248,7 +264,7 @@ def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
     except torch.cuda.OutOfMemoryError as e:
         base["eager_chain"] = {"error": str(e).splitlines()[0][:200]}
     torch.cuda.empty_cache()
-    best = None
+    best, best_by_kernel = None, {}
     for cid, (kernel, c) in kernels.items():
         o = output_like_module(q)
         a = Kernel.args(q, k, v, o, causal, scale)
@@ -261,6 +277,8 @@ def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
         cand = {"id": cid, "config": c, "ms": tm.ms, "rel_err": err}
         if best is None or cand["ms"] < best["ms"]:
             best = cand
+        if c["kernel"] not in best_by_kernel or cand["ms"] < best_by_kernel[c["kernel"]]["ms"]:
+            best_by_kernel[c["kernel"]] = cand
     timed = {k: v for k, v in base.items() if "ms" in v}
     for bname, bv in timed.items():
         row = {"problem": name, "pattern": "attention", "numerics": numerics,
@@ -273,26 +291,26 @@ def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
                         "config": best["config"], "kept": "fact" if best["ms"] < bv["ms"] * 0.97 else "pytorch"})
         rows.append(row)
     fastest_sdpa = min((v["ms"] for k, v in timed.items() if k.startswith("sdpa_")), default=None)
-    return rows, {"baselines": base, "best": best, "fastest_sdpa_ms": fastest_sdpa}
+    return rows, {"baselines": base, "best": best, "best_by_kernel": best_by_kernel, "fastest_sdpa_ms": fastest_sdpa}
 
 
 def markdown(result: dict) -> str:
     n_ok = sum(c["ok"] for c in result["checks"])
     worst = {}
     for c in result["checks"]:
-        n = c["id"].split("_")[1]
+        n = ("sm90_wgmma " if c["id"].startswith("attn90_") else "") + c["id"].split("_")[1]
         worst[n] = max(worst.get(n, 0.0), c["worst_rel_err"])
     lines = [f"# FACT attention kernel vs PyTorch ({result['device']})", "",
              f"date {result['date']}, commit {result['commit']}, torch {result['torch']}, CUDA {result['cuda']}. "
              f"Script: bench/scripts/attention_h100.sh. Times are medians (CUDA events, back-to-back launches).", "",
              f"Verification: {n_ok}/{len(result['checks'])} candidates passed on {len(CHECK_CASES)} random cases each "
-             "(causal and not, odd sequence lengths 1/77/129/200/300/333/517, GQA, strided QKV views) against float64; "
+             "(causal and not, odd sequence lengths 1/77/129/130/200/300/333/517/1029, GQA, strided QKV views) against float64; "
              "worst rel err per mode: " + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items())) + ".", "",
              "| problem | numerics | baseline | baseline ms | FACT ms | speedup | FACT rel err | baseline rel err | FACT config |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         c = r.get("config") or {}
-        cfg = f"m{c.get('block_m')} n{c.get('block_n')} w{c.get('warps')}" if c else "none verified"
+        cfg = f"{c.get('kernel')} m{c.get('block_m')} n{c.get('block_n')} w{c.get('warps')}" if c else "none verified"
         fmt = lambda x, f: (f % x) if isinstance(x, (int, float)) else "n/a"
         lines.append(f"| {r['problem']} | {r['numerics']} | {r['baseline']} | {fmt(r['baseline_ms'], '%.3f')} | "
                      f"{fmt(r.get('fact_ms'), '%.3f')} | {fmt(r.get('speedup'), '%.2fx')} | {fmt(r.get('rel_err'), '%.1e')} | "
@@ -308,6 +326,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out/attention")))
     ap.add_argument("--numerics", default="tf32,3xtf32,bf16,fp16")
     ap.add_argument("--head-dims", default="64,96,128")
+    ap.add_argument("--kernels", default="sm80_mma,sm90_wgmma", help="which attention kernels to build")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--warmup-ms", type=float, default=50)
     ap.add_argument("--rep-ms", type=float, default=300)
@@ -319,7 +338,11 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     numerics = args.numerics.split(",")
     head_dims = [int(x) for x in args.head_dims.split(",")]
-    cands = [c for n in numerics for d in head_dims for c in configs(n, d)]
+    kernels = args.kernels.split(",")
+    unknown = [k for k in kernels if k not in TEMPLATES]
+    if unknown:
+        ap.error(f"unknown kernel(s) {unknown}: use {sorted(TEMPLATES)}")
+    cands = [c for n in numerics for d in head_dims for c in configs(n, d, kernels)]
     print(f"building {len(cands)} candidates with {args.jobs} jobs", flush=True)
     t0 = time.time()
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -354,6 +377,7 @@ def main() -> int:
             best = det["best"]
             print(f"{name} {n}: FACT {best['ms'] if best else float('nan'):.3f} ms "
                   f"({best['id'] if best else 'none verified'}); " +
+                  "".join(f"{k} {v['ms']:.3f} ({v['id']}), " for k, v in sorted(det["best_by_kernel"].items())) +
                   ", ".join(f"{k} {v['ms']:.3f}" if "ms" in v else f"{k} n/a" for k, v in det["baselines"].items()),
                   flush=True)
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,

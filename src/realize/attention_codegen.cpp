@@ -42,7 +42,7 @@ GeneratedSource render_attention_kernel(const AttentionConfig& c, const std::str
 }
 
 GeneratedSource generate_attention_kernel(const AttentionConfig& c) {
-  const std::string name = template_of("kernel_template");
+  const std::string name = c.template_name();
   if (!std::filesystem::exists(templates_dir() / name))
     throw Error("attention kernel template " + (templates_dir() / name).string() +
                 " is not in this tree yet; PyTorch keeps attention until it lands");

@@ -1,7 +1,8 @@
 #pragma once
-// Renders attention kernels from templates/cute/attention_fwd.cu.in (the lead's kernel; slots:
-// config_id, summary, element, numerics, head_dim, block_m, block_n, warps, config_json; exports
-// fact_<id>_can_implement/_run/_describe taking const FactAttentionArgs*) and their op wrappers.
+// Renders attention kernels from the config's kernel template (templates/cute/attention_fwd.cu.in for
+// sm80_mma, attention_fwd_sm90.cu.in for sm90_wgmma; both have the slots config_id, summary, element, numerics,
+// head_dim, block_m, block_n, warps, config_json and export fact_<id>_can_implement/_run/_describe taking
+// const FactAttentionArgs*) and their op wrappers (one wrapper template for both).
 #include <string>
 
 #include "realize/attention_config.h"

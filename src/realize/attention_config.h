@@ -1,7 +1,8 @@
 #pragma once
-// One attention kernel configuration in FlashAttention-2 terms: the CTA's query tile (block_m), the K/V
-// tile it streams (block_n) and its warps, plus the traits the kernel is specialized on (element,
-// numerics, head dim, arch). The kernel template is templates/cute/attention_fwd.cu.in.
+// One attention kernel configuration in FlashAttention-2 terms: which kernel (its template), the CTA's query
+// tile (block_m), the K/V tile it streams (block_n) and its warps, plus the traits the kernel is specialized on
+// (element, numerics, head dim, arch). The kernels and their axes are data/families/attention.json's "kernels":
+// sm80_mma (templates/cute/attention_fwd.cu.in) and sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in).
 #include <string>
 #include <vector>
 
@@ -11,17 +12,24 @@
 
 namespace fact::realize {
 
+// The kernel a config renders: mma.sync on sm80+ (every numerics mode) or Hopper's warpgroup MMA (16-bit modes).
+enum class AttentionKernel { sm80_mma, sm90_wgmma };
+std::string to_string(AttentionKernel k);  // "sm80_mma", "sm90_wgmma"
+AttentionKernel attention_kernel_from_string(const std::string& s);
+
 struct AttentionConfig {
+  AttentionKernel kernel = AttentionKernel::sm80_mma;
   Arch arch = Arch::sm90;
   Element element = Element::f32;
   Numerics numerics = Numerics::tf32;
   int head_dim = 64;
   int block_m = 128, block_n = 64, warps = 4;
 
-  // Q tile plus kv_stages K and V tiles, in bytes.
-  int64_t smem_bytes(int kv_stages) const;
+  // Q tile plus kv_stages K and V tiles plus padding, in bytes.
+  int64_t smem_bytes(int kv_stages, int padding_bytes = 0) const;
   std::string id() const;       // "attn_" + 12 hex digits
-  std::string summary() const;  // e.g. "sm90 attention tf32 d96 m128 n64 w4"
+  std::string summary() const;  // e.g. "sm90 attention tf32 d96 m128 n64 w4 sm80_mma"
+  std::string template_name() const;  // the kernel's template under templates/
   nlohmann::json to_json() const;
   static AttentionConfig from_json(const nlohmann::json& j);
 };
@@ -33,8 +41,10 @@ struct AttentionConfigSpace {
   int enumerated = 0;
   std::vector<AttentionConfig> ranked;
 };
-// Axes from data/families/attention.json, filtered by shared memory and head dim, ranked by wave
-// quantization of the (query tiles x batch x heads) grid and work skipped under the causal mask.
+// Every kernel of data/families/attention.json that takes the problem's arch and numerics, each over its own
+// axes, filtered by shared memory, head dim and rows per warp, ranked by wave quantization of the (query tiles x
+// batch x heads) grid and work skipped under the causal mask. Both kernels' candidates are kept (each kernel's
+// best first, alternating) so that a short top_n still measures both where both apply.
 AttentionConfigSpace enumerate_attention_configs(const AttentionProblem& problem, int top_n);
 
 }  // namespace fact::realize

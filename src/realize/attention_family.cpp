@@ -1,5 +1,5 @@
 // The attention family behind the KernelFamily seam: sdpa_attention / sdpa_attention_manual matches to
-// kernels rendered from templates/cute/attention_fwd.cu.in.
+// kernels rendered from templates/cute/attention_fwd.cu.in (mma.sync) or attention_fwd_sm90.cu.in (wgmma).
 #include "realize/attention_family.h"
 
 #include "realize/attention_codegen.h"

@@ -184,7 +184,7 @@ json family_manifest_op(const OpLibraryEntry& e) {
           {"arch", to_string(c.arch)},
           {"gencode", nvcc_gencode(c.arch)},
           {"element", e.family_config.value("element", std::string("unknown"))},
-          {"template", data.value("kernel_template", "")},
+          {"template", c.kernel.template_name},  // the config's own: a family may have several kernels
           {"op_template", data.value("op_template", "")},
           {"kernel_source", kernel_source(c.config_id)},
           {"kernel_object", kernel_object(c.config_id)},

@@ -1,9 +1,10 @@
 // The attention family: sdpa_attention(_manual) matches -> AttentionProblem on the MiniGPT and Llama
-// blocks (strides of the module's views, GQA, causal, scale), the config space, generation against a
-// stand-in with the real template's slot set (tests/cpp/data), op wrappers, and the tuner's report when
-// the real template is not in the tree.
+// blocks (strides of the module's views, GQA, causal, scale), the config space of its two kernels
+// (sm80_mma everywhere, sm90_wgmma on sm90 in bf16/fp16), generation against a stand-in with the real
+// templates' slot set (tests/cpp/data) and from both real templates, op wrappers, and nvcc compiles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -117,6 +118,70 @@ TEST(AttentionConfigSpace, FilteredBySharedMemoryAndWarpRows) {
   EXPECT_THROW(enumerate_attention_configs(p, 8), fact::Error);
 }
 
+TEST(AttentionConfigSpace, WgmmaKernelOnlyOnSm90In16BitModes) {
+  auto t = traced("minigpt_block.json");
+  auto space_of = [&](Numerics n, Arch a) {
+    return enumerate_attention_configs(attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, a), 100);
+  };
+  auto count = [](const AttentionConfigSpace& s, AttentionKernel k) {
+    return std::count_if(s.ranked.begin(), s.ranked.end(), [&](const AttentionConfig& c) { return c.kernel == k; });
+  };
+  for (Numerics n : {Numerics::bf16, Numerics::fp16}) {
+    auto s90 = space_of(n, Arch::sm90);
+    EXPECT_EQ(s90.enumerated, 12 + 8) << to_string(n);  // sm80_mma's 2x3x2 axes and sm90_wgmma's 2x2x2
+    // 64 query rows per warpgroup: (64, 4 warps) and (128, 8 warps), each with block_n 64 and 128.
+    EXPECT_EQ(count(s90, AttentionKernel::sm90_wgmma), 4) << to_string(n);
+    EXPECT_GT(count(s90, AttentionKernel::sm80_mma), 0) << to_string(n);
+    for (const auto& c : s90.ranked)
+      if (c.kernel == AttentionKernel::sm90_wgmma) {
+        EXPECT_EQ(c.block_m, 16 * c.warps) << c.summary();
+        EXPECT_EQ(c.template_name(), "cute/attention_fwd_sm90.cu.in");
+        EXPECT_TRUE(contains(c.summary(), "sm90_wgmma")) << c.summary();
+      }
+    // A short --top still measures both kernels: their candidates alternate, the wgmma kernel's first.
+    AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, Arch::sm90);
+    auto two = enumerate_attention_configs(p, 2).ranked;
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_EQ(two[0].kernel, AttentionKernel::sm90_wgmma);
+    EXPECT_EQ(two[1].kernel, AttentionKernel::sm80_mma);
+    EXPECT_EQ(count(space_of(n, Arch::sm80), AttentionKernel::sm90_wgmma), 0) << to_string(n);
+  }
+  for (Numerics n : {Numerics::tf32, Numerics::fp32}) EXPECT_EQ(count(space_of(n, Arch::sm90), AttentionKernel::sm90_wgmma), 0);
+
+  // The rejection names the reason; the two kernels of one shape are different configs.
+  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::bf16, Arch::sm90);
+  AttentionConfig c;
+  c.kernel = AttentionKernel::sm90_wgmma; c.arch = Arch::sm90; c.element = Element::bf16; c.numerics = Numerics::bf16;
+  c.head_dim = 96; c.block_m = 128; c.block_n = 128; c.warps = 8;
+  EXPECT_EQ(attention_config_rejection(p, c), "");
+  AttentionConfig mma = c;
+  mma.kernel = AttentionKernel::sm80_mma;
+  EXPECT_NE(mma.id(), c.id());
+  AttentionConfig rows = c;
+  rows.warps = 4;  // 32 rows per warp: not one warpgroup GMMA per 64 rows
+  EXPECT_TRUE(contains(attention_config_rejection(p, rows), "row count per warp")) << attention_config_rejection(p, rows);
+  AttentionProblem p80 = p;
+  p80.arch = Arch::sm80;
+  AttentionConfig on80 = c;
+  on80.arch = Arch::sm80;
+  EXPECT_TRUE(contains(attention_config_rejection(p80, on80), "does not run on sm80"));
+  AttentionProblem p32 = p;
+  p32.head_dim = 32;
+  AttentionConfig d32 = c;
+  d32.head_dim = 32;
+  EXPECT_TRUE(contains(attention_config_rejection(p32, d32), "head dim 32"));
+  EXPECT_EQ(attention_config_rejection(p32, [&] { auto m = d32; m.kernel = AttentionKernel::sm80_mma; return m; }()), "");
+
+  // JSON round trip; a record from before the kernel axis is the mma.sync kernel's.
+  EXPECT_EQ(AttentionConfig::from_json(c.to_json()).id(), c.id());
+  auto old = mma.to_json();
+  old.erase("kernel");
+  EXPECT_EQ(AttentionConfig::from_json(old).kernel, AttentionKernel::sm80_mma);
+  auto bad = c.to_json();
+  bad["kernel"] = "sm100_tcgen05";
+  EXPECT_THROW(AttentionConfig::from_json(bad), fact::Error);
+}
+
 TEST(AttentionCodegen, StandInWithTheRealSlotSetRendersAndExportsTheAbi) {
   AttentionConfig c;
   c.arch = Arch::sm90; c.element = Element::bf16; c.numerics = Numerics::bf16; c.head_dim = 96;
@@ -155,11 +220,49 @@ TEST(AttentionCodegen, RealTemplateRendersEveryConfigOfTheMiniGptSpaceInEveryMod
   }
 }
 
+TEST(AttentionCodegen, WgmmaKernelRendersGmmaAtomsWithEverySlotFilled) {
+  auto t = traced("minigpt_block.json");
+  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::fp16, Arch::sm90);
+  int rendered = 0;
+  for (const auto& c : enumerate_attention_configs(p, 100).ranked) {
+    auto src = generate_attention_kernel(c);
+    bool wgmma = c.kernel == AttentionKernel::sm90_wgmma;
+    EXPECT_EQ(src.template_name, wgmma ? "cute/attention_fwd_sm90.cu.in" : "cute/attention_fwd.cu.in");
+    // Only the wgmma kernel holds GMMA atoms, and it holds no mma.sync.
+    EXPECT_EQ(contains(src.text, "GMMA::ss_op_selector<Element, Element, float"), wgmma) << c.summary();
+    EXPECT_EQ(contains(src.text, "SM80_16x8x16_F32F16F16F32_TN"), !wgmma) << c.summary();
+    if (!wgmma) continue;
+    ++rendered;
+    EXPECT_FALSE(contains(src.text, "{{")) << c.summary();
+    for (const char* part : {"GMMA::rs_op_selector<Element, Element, float", "GMMA::Major::MN", "GMMA::Layout_SW128_Atom",
+                             "GMMA::Layout_SW64_Atom", "warpgroup_arrive();", "warpgroup_wait<1>();",
+                             "fence_view_async_shared", "#include <cute/atom/mma_traits_sm90_gmma.hpp>"})
+      EXPECT_TRUE(contains(src.text, part)) << part;
+    EXPECT_TRUE(contains(src.text, "// FACT kernel " + c.id() + ": " + c.summary()));
+    EXPECT_TRUE(contains(src.text, "namespace fact_" + c.id() + " {"));
+    EXPECT_TRUE(contains(src.text, "using Element = cutlass::half_t;"));
+    EXPECT_TRUE(contains(src.text, "constexpr char kNumerics[] = \"fp16\";"));
+    EXPECT_TRUE(contains(src.text, "constexpr int kHeadDim = 96;"));
+    EXPECT_TRUE(contains(src.text, "constexpr int kBlockM = " + std::to_string(c.block_m) + ";"));
+    EXPECT_TRUE(contains(src.text, "constexpr int kBlockN = " + std::to_string(c.block_n) + ";"));
+    EXPECT_TRUE(contains(src.text, "constexpr int kWarps = " + std::to_string(c.warps) + ";"));
+    EXPECT_TRUE(contains(src.text, "int fact_" + c.id() + "_can_implement(const FactAttentionArgs* args)"));
+    EXPECT_TRUE(contains(src.text, "int fact_" + c.id() + "_run(const FactAttentionArgs* args)"));
+    EXPECT_TRUE(contains(src.text, "R\"FACT_JSON(" + c.to_json().dump() + ")FACT_JSON\""));
+  }
+  EXPECT_EQ(rendered, 4);
+}
+
 namespace {
-void expect_attention_compiles(Numerics n, Arch arch, const std::string& name) {
+void expect_attention_compiles(Numerics n, Arch arch, const std::string& name,
+                               AttentionKernel kernel = AttentionKernel::sm80_mma) {
   auto t = traced("minigpt_block.json");
   AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, arch);
-  AttentionConfig c = enumerate_attention_configs(p, 1).ranked.at(0);
+  ASSERT_TRUE(p.causal && p.head_dim == 96);
+  auto ranked = enumerate_attention_configs(p, 100).ranked;
+  auto it = std::find_if(ranked.begin(), ranked.end(), [&](const AttentionConfig& c) { return c.kernel == kernel; });
+  ASSERT_NE(it, ranked.end()) << to_string(kernel);
+  const AttentionConfig& c = *it;
   auto src = generate_attention_kernel(c);
   fs::path dir = fs::temp_directory_path() / "fact_test_nvcc";
   fs::create_directories(dir);
@@ -176,3 +279,8 @@ void expect_attention_compiles(Numerics n, Arch arch, const std::string& name) {
 // The real kernel, one mode per arch: fp32 in/out with TF32 MMAs on sm_90a, bf16 on sm_80.
 TEST(AttentionCodegenNvcc, Sm90aTf32Compiles) { expect_attention_compiles(Numerics::tf32, Arch::sm90, "sm90_tf32_attention"); }
 TEST(AttentionCodegenNvcc, Sm80Bf16Compiles) { expect_attention_compiles(Numerics::bf16, Arch::sm80, "sm80_bf16_attention"); }
+// The wgmma kernel on MiniGPT's causal head dim 96 in bf16: its layout static_asserts (GMMA descriptors, fragment
+// shapes, S's accumulator as P's A operand) only fire in a real sm_90a compile.
+TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaCompiles) {
+  expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_wgmma_attention", AttentionKernel::sm90_wgmma);
+}
