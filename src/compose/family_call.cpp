@@ -107,6 +107,16 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
     // result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
     call = fmt::format("torch.ops.fact.{}({}, {}, {})", v.op_name, tensor("x", true), tensor("cos", true),
                        tensor("sin", true));
+  } else if (v.family == "rowwise") {
+    // The registered kernel's inputs in the rule's order ($in0, $in1, ...), as the module's tensors; the op
+    // returns a contiguous tensor shaped like the first full input (the anchor's shape for a row-wise chain).
+    const json broadcast = config.value("broadcast", json::array());
+    if (!broadcast.is_array() || broadcast.empty())
+      throw Error(where + ": the tune report's config lists no inputs (\"broadcast\"); tune the pattern again");
+    std::string args;
+    for (size_t i = 0; i < broadcast.size(); ++i)
+      args += (i ? ", " : "") + tensor(fmt::format("in{}", i).c_str(), true);
+    call = fmt::format("torch.ops.fact.{}({})", v.op_name, args);
   } else {
     throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
   }

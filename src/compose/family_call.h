@@ -1,5 +1,5 @@
 #pragma once
-// The composed forward's call of a non-GEMM family op (normalization, attention, rope) at its pattern's anchor:
+// The composed forward's call of a non-GEMM family op (normalization, attention, rope, rowwise) at its pattern's anchor:
 // the op's inputs are the tensors the rule bound in the matched subgraph, its scalars (eps, scale, causal)
 // those of the tuned problem, so the module runs exactly what was verified.
 #include <map>

@@ -11,11 +11,12 @@
 #include "realize/attention_family.h"
 #include "realize/norm_family.h"
 #include "realize/rope_family.h"
+#include "realize/rowwise_family.h"
 
 namespace fact::realize {
 
 std::vector<const KernelFamily*> kernel_families() {
-  return {&normalization_family(), &attention_family(), &rope_family()};
+  return {&normalization_family(), &attention_family(), &rope_family(), &rowwise_family()};
 }
 
 const KernelFamily* kernel_family_named(const std::string& name) {

@@ -8,6 +8,8 @@ Normalization ops (norm_<id>, templates/cute/norm_op.cpp.in), attention ops (att
 templates/cute/attention_op.cpp.in) and rotary-embedding ops (rope_<id>, templates/cute/rope_op.cpp.in) are
 computed in float64 and rounded once to the input's dtype, with the kernel ABI's semantics
 (src/realize/kernel_abi.h); a norm's kind comes from the manifest entry's config.
+Row-wise ops (rowwise_<id>, templates/rowwise/rowwise_op.cpp.in) replay the registered fragment carried in
+the entry's config with PyTorch's ops in float64, rounded once to the inputs' dtype.
 """
 import json
 import math
@@ -104,6 +106,21 @@ def _rope(x, cos, sin):
     return out
 
 
+def _rowwise_reference(fragment):
+    from fact.agent.fragment_replay import replay
+    broadcast = [bool(s.get("broadcast", False)) for s in fragment["inputs"]]
+
+    def rowwise(*inputs):
+        if len(inputs) != len(broadcast):
+            raise ValueError(f"row-wise op takes {len(broadcast)} inputs, got {len(inputs)}")
+        full = next(t for t, b in zip(inputs, broadcast) if not b)
+        y = replay(fragment, [t.double() for t in inputs])
+        # As the op: a contiguous tensor shaped like the first full input.
+        return y.reshape(full.shape).to(full.dtype).contiguous()
+
+    return rowwise
+
+
 def _family_reference(entry):
     """(schema, implementation, key) of a normalization, attention or rope op's manifest entry."""
     family, config = entry["family"], entry.get("config") or {}
@@ -115,8 +132,15 @@ def _family_reference(entry):
         return ATTENTION_SCHEMA, _attention, "attention"
     if family == "rope":
         return ROPE_SCHEMA, _rope, "rope"
+    if family == "rowwise":
+        fragment = config.get("fragment")
+        if not isinstance(fragment, dict) or not fragment.get("inputs"):
+            raise ValueError(f"op {entry['op']}: the rowwise config carries no fragment to replay")
+        params = ", ".join(f"Tensor in{i}" for i in range(len(fragment["inputs"])))
+        return (f"({params}) -> Tensor", _rowwise_reference(fragment),
+                f"rowwise {config.get('entry')} {config.get('source_hash')}")
     raise ValueError(f"op {entry['op']}: family '{family}' has no reference implementation; "
-                     f"known: gemm, normalization, attention, rope")
+                     f"known: gemm, normalization, attention, rope, rowwise")
 
 
 def register_reference_ops(manifest):

@@ -2,12 +2,13 @@
 request.family (the C++ KernelFamily::name()). Each case module defines parse_problem and a Case class."""
 from __future__ import annotations
 
-from . import attention_case, norm_case, rope_case
+from . import attention_case, norm_case, rope_case, rowwise_case
 
 CASES = {
     "normalization": (norm_case.parse_problem, norm_case.NormCase, norm_case.ProblemError),
     "attention": (attention_case.parse_problem, attention_case.AttentionCase, attention_case.ProblemError),
     "rope": (rope_case.parse_problem, rope_case.RopeCase, rope_case.ProblemError),
+    "rowwise": (rowwise_case.parse_problem, rowwise_case.RowwiseCase, rowwise_case.ProblemError),
 }
 FAMILIES = ("gemm",) + tuple(CASES)
 

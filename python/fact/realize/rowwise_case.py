@@ -1,0 +1,133 @@
+"""The rowwise family's measurement case: a registered row-wise kernel (FactRowwiseArgs ABI) against the
+fragment it stands for (fact-rowwise-fragment JSON from its registry record), replayed with PyTorch's ATen
+ops in float64 as the reference and in the kernel's dtype as the baseline (PyTorch's own ops, one launch
+each, as the module ran them). A [cols] input (broadcast) is one row shared by every row (row stride 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from fact.agent.fragment_replay import bytes_moved, replay
+from fact.agent.verify_rowwise import TOLERANCE
+
+from . import verify
+from .kernel_abi import FACT_ROWWISE_MAX_INPUTS, FactRowwiseArgs
+
+ODD_ROWS = 37  # verify variant: a row count no block tiling divides
+DTYPES = tuple(TOLERANCE)
+PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment")
+
+
+class ProblemError(ValueError):
+    """The problem JSON is malformed; the message names the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class RowwiseProblem:
+    entry: str
+    rows: int
+    cols: int
+    dtype: str
+    numerics: str
+    fragment: dict
+
+    def to_json(self) -> dict:
+        return {"entry": self.entry, "rows": self.rows, "cols": self.cols, "dtype": self.dtype,
+                "numerics": self.numerics, "fragment": self.fragment}
+
+
+def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
+    if not isinstance(obj, dict):
+        raise ProblemError(f"{where}: expected an object with keys {', '.join(PROBLEM_KEYS)}")
+    unknown = sorted(set(obj) - set(PROBLEM_KEYS))
+    if unknown:
+        raise ProblemError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PROBLEM_KEYS)}")
+    for key in ("rows", "cols"):
+        v = obj.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ProblemError(f"{where}.{key}: {v!r} is not an integer >= 1")
+    if obj.get("dtype") not in DTYPES:
+        raise ProblemError(f"{where}.dtype: {obj.get('dtype')!r} is not one of {', '.join(DTYPES)}")
+    if not isinstance(obj.get("entry"), str) or not obj["entry"]:
+        raise ProblemError(f"{where}.entry: the registry entry's name is required")
+    numerics = obj.get("numerics")
+    if numerics not in verify.BASE_TOLERANCE:
+        raise ProblemError(f"{where}.numerics: {numerics!r} is not one of {', '.join(verify.BASE_TOLERANCE)}")
+    f = obj.get("fragment")
+    if not isinstance(f, dict) or f.get("format") != "fact-rowwise-fragment":
+        raise ProblemError(f"{where}.fragment: expected a fact-rowwise-fragment object (the registry record's)")
+    inputs = f.get("inputs")
+    if not isinstance(inputs, list) or not 1 <= len(inputs) <= FACT_ROWWISE_MAX_INPUTS:
+        raise ProblemError(f"{where}.fragment.inputs: 1 to {FACT_ROWWISE_MAX_INPUTS} inputs, got {inputs!r}")
+    if f.get("cols") != obj["cols"] or f.get("dtype") != obj["dtype"]:
+        raise ProblemError(f"{where}.fragment: its cols/dtype ({f.get('cols')}, {f.get('dtype')}) differ from the "
+                           f"problem's ({obj['cols']}, {obj['dtype']})")
+    return RowwiseProblem(entry=obj["entry"], rows=obj["rows"], cols=obj["cols"], dtype=obj["dtype"],
+                          numerics=numerics, fragment=f)
+
+
+@dataclass
+class RowwiseInputs:
+    inputs: list         # [rows, cols] or, broadcast, [cols], in the fragment's input order
+    outputs: dict        # "out" -> (view [rows, cols], guarded flat buffer)
+
+
+class RowwiseCase:
+    family = "rowwise"
+    args_type = FactRowwiseArgs
+    has_workspace = False
+
+    def __init__(self, problem: RowwiseProblem):
+        self.problem = problem
+
+    def _broadcast(self) -> list:
+        return [bool(s.get("broadcast", False)) for s in self.problem.fragment["inputs"]]
+
+    def tolerance(self) -> float:
+        # The harness's: each op of the chain rounded once in the dtype (see verify_rowwise.TOLERANCE).
+        return TOLERANCE[self.problem.dtype]
+
+    def bytes_per_set(self) -> int:
+        p = self.problem
+        return bytes_moved(p.fragment, p.rows, verify.torch_dtype(p.dtype).itemsize)
+
+    def make_inputs(self, device, generator=None) -> RowwiseInputs:
+        import torch
+        p = self.problem
+        dt = verify.torch_dtype(p.dtype)
+        ins = [torch.randn(*((p.cols,) if b else (p.rows, p.cols)), device=device, generator=generator).to(dt)
+               for b in self._broadcast()]
+        g, n = verify.GUARD_ELEMENTS, p.rows * p.cols
+        buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
+        return RowwiseInputs(ins, {"out": (buf[g:g + n].view(p.rows, p.cols), buf)})
+
+    def input_tensors(self, inp: RowwiseInputs) -> list:
+        return list(inp.inputs)
+
+    def kernel_args(self, inp: RowwiseInputs, stream_ptr: int) -> FactRowwiseArgs:
+        p = self.problem
+        a = FactRowwiseArgs()
+        a.rows, a.cols, a.num_inputs = p.rows, p.cols, len(inp.inputs)
+        for i, (t, b) in enumerate(zip(inp.inputs, self._broadcast())):
+            a.inputs[i] = t.data_ptr()
+            a.input_row_stride[i] = 0 if b else p.cols
+        a.output = inp.outputs["out"][0].data_ptr()
+        a.output_row_stride = p.cols
+        a.stream = stream_ptr
+        return a
+
+    def reference(self, inp: RowwiseInputs) -> dict:
+        """The fragment in float64 on the same (rounded) inputs."""
+        p = self.problem
+        return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, p.cols)}
+
+    def baselines(self) -> list:
+        """PyTorch's ops of the fragment, in the kernel's dtype, one launch each (as the module runs them)."""
+        p = self.problem
+        ops = len(p.fragment["nodes"])
+        return [(f"torch ops of the fragment ({ops} ops)",
+                 lambda inp: {"out": replay(p.fragment, inp.inputs).reshape(p.rows, p.cols)})]
+
+    def verify_variants(self) -> list:
+        """The same row length at an odd row count: rows past the end are neither read nor written."""
+        return [] if self.problem.rows == ODD_ROWS else [replace(self.problem, rows=ODD_ROWS)]

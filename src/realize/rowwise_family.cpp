@@ -1,0 +1,209 @@
+// The rowwise family behind the KernelFamily seam. Its one candidate per match is the registered kernel
+// itself (the agent already searched the configs): the match's registry entry gives the kernel source and
+// the fragment it was verified on, a generated shim exports it under the family ABI (can_implement refuses
+// other row lengths), and the measure worker verifies it again against the fragment replayed in float64.
+#include "realize/rowwise_family.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "discover/user_registry.h"
+#include "realize/template_renderer.h"
+#include "realize/toolchain.h"
+
+namespace fact::realize {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in kernel_abi.h
+
+std::string source_hash(const std::string& text) { return config_hash_id("", json(text)); }
+
+std::string template_of(const char* key) { return family_data("rowwise").at(key).get<std::string>(); }
+
+std::string torch_dtype(Element e) {
+  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
+}
+
+const json& field(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw Error(fmt::format("{}: missing \"{}\"", where, key));
+  return j.at(key);
+}
+
+// The registry entry a config or problem names, checked to hold the very kernel it was tuned with.
+discover::RegistryEntry entry_for(const json& c) {
+  std::string name = field(c, "entry", "rowwise config").get<std::string>();
+  auto entry = discover::UserRegistry::open_default().get(name);
+  if (source_hash(entry.kernel_source) != field(c, "source_hash", "rowwise config").get<std::string>())
+    throw Error(fmt::format("registry entry '{}' ({}) holds another kernel than the one tuned; tune the pattern again",
+                            name, entry.dir.string()));
+  return entry;
+}
+
+std::vector<bool> broadcast_of(const json& c) {
+  std::vector<bool> out;
+  for (const auto& b : field(c, "broadcast", "rowwise config")) out.push_back(b.get<bool>());
+  return out;
+}
+
+std::string config_id_of(const json& c) { return "rowwise_" + field(c, "entry", "rowwise config").get<std::string>(); }
+
+class RowwiseFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "rowwise"; }
+
+  json problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) const override {
+    std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+    std::string name = m.kernel.value("registry_entry", std::string());
+    if (name.empty()) throw Error(where + ": the rule's kernel block names no registry_entry");
+    auto entry = discover::UserRegistry::open_default().get(name);
+    const json& rec = entry.record;
+    if (rec.value("family", "") != "rowwise" || !rec.contains("fragment") || !rec["fragment"].is_object())
+      throw Error(fmt::format("{}: registry entry '{}' is not a row-wise entry with a fragment", where, name));
+    json fragment = rec["fragment"];
+    const json& inputs = field(fragment, "inputs", where + ": the entry's fragment");
+    if (!inputs.is_array() || inputs.empty() || inputs.size() > kMaxInputs)
+      throw Error(fmt::format("{}: the entry's fragment has {} inputs; the ABI takes 1 to {}", where, inputs.size(),
+                              kMaxInputs));
+    json broadcast = json::array();
+    bool full = false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      bool b = inputs[i].value("broadcast", false);
+      full |= !b;
+      broadcast.push_back(b);
+      if (!match_operand_bound(m, i))
+        throw Error(fmt::format("{}: the rule binds no tensor for $in{}", where, i));
+    }
+    if (!full) throw Error(where + ": every input is a shared row; the op takes its row count from a full input");
+    const ir::Node& out = g.at(m.anchor);
+    const std::string dtype = out.out().dtype;
+    if (dtype != fragment.value("dtype", ""))
+      throw Error(fmt::format("{}: the match is {}, the registered kernel {}", where, dtype,
+                              fragment.value("dtype", "")));
+    auto cols_it = m.dims.find("cols");
+    auto rows_it = m.dims.find("rows");
+    if (cols_it == m.dims.end() || rows_it == m.dims.end())
+      throw Error(where + ": the rule gives no rows/cols dims");
+    if (cols_it->second != field(fragment, "cols", where).get<int64_t>())
+      throw Error(fmt::format("{}: rows of {} elements; the registered kernel was verified at {}", where,
+                              cols_it->second, fragment["cols"].get<int64_t>()));
+    const std::string kernel_id = rec.value("kernel", json::object()).value("id", name);
+    fragment["rows"] = rows_it->second;
+    return {{"entry", name},
+            {"kernel_id", kernel_id},
+            {"source_hash", source_hash(entry.kernel_source)},
+            {"rows", rows_it->second},
+            {"cols", cols_it->second},
+            {"broadcast", broadcast},
+            {"dtype", dtype},
+            {"numerics", to_string(numerics)},
+            {"arch", to_string(arch)},
+            {"fragment", fragment}};
+  }
+
+  WorkloadKey workload_key(const std::string& pattern, const json& p) const override {
+    WorkloadKey k;
+    k.pattern = pattern;
+    k.shape = {{"entry", p.at("entry")}, {"source_hash", p.at("source_hash")}, {"rows", p.at("rows")},
+               {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}};
+    k.dtype = p.at("dtype").get<std::string>();
+    k.layout = "row";
+    k.numerics = p.at("numerics").get<std::string>();
+    k.arch = p.at("arch").get<std::string>();
+    k.cutlass_version = cutlass_version();
+    k.nvcc_version = nvcc_version();
+    return k;
+  }
+
+  std::vector<FamilyCandidate> candidates(const json& p, int top_n) const override {
+    if (top_n < 1) return {};
+    json config = {{"entry", p.at("entry")}, {"kernel_id", p.at("kernel_id")}, {"source_hash", p.at("source_hash")},
+                   {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}, {"dtype", p.at("dtype")},
+                   {"arch", p.at("arch")}, {"fragment", p.at("fragment")}};
+    return {candidate_from_config(config)};
+  }
+
+  FamilyCandidate candidate_from_config(const json& c) const override {
+    auto entry = entry_for(c);
+    const std::string id = config_id_of(c);
+    const auto broadcast = broadcast_of(c);
+    FamilyCandidate fc;
+    fc.config_id = id;
+    fc.config = c;
+    fc.summary = summary(c);
+    fc.arch = arch_from_string(field(c, "arch", "rowwise config").get<std::string>());
+    fc.kernel.config_id = id;
+    fc.kernel.template_name = template_of("kernel_template");
+    // The registered text stays byte for byte what was verified; the shim is rendered on its own and appended.
+    fc.kernel.text = entry.kernel_source + "\n" +
+                     render_template_file(fc.kernel.template_name,
+                                          {{"config_id", id},
+                                           {"entry", entry.name},
+                                           {"kernel_id", field(c, "kernel_id", "rowwise config").get<std::string>()},
+                                           {"cols", std::to_string(field(c, "cols", "rowwise config").get<int64_t>())},
+                                           {"num_inputs", std::to_string(broadcast.size())}});
+    return fc;
+  }
+
+  json measure_problem(const json& p) const override {
+    return {{"entry", p.at("entry")}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
+            {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}};
+  }
+
+  GeneratedSource op_wrapper(const json& c) const override {
+    const std::string id = config_id_of(c);
+    const auto broadcast = broadcast_of(c);
+    std::string params, args, flags;
+    for (size_t i = 0; i < broadcast.size(); ++i) {
+      params += fmt::format("{}const at::Tensor& in{}", i ? ", " : "", i);
+      args += fmt::format("{}in{}", i ? ", " : "", i);
+      flags += fmt::format("{}{}", i ? ", " : "", broadcast[i] ? "true" : "false");
+    }
+    Element e = element_from_string(field(c, "dtype", "rowwise config").get<std::string>());
+    GeneratedSource out;
+    out.config_id = id;
+    out.template_name = template_of("op_template");
+    out.text = render_template_file(out.template_name,
+                                    {{"config_id", id},
+                                     {"summary", summary(c)},
+                                     {"torch_dtype", torch_dtype(e)},
+                                     {"dtype", to_string(e)},
+                                     {"cols", std::to_string(c.at("cols").get<int64_t>())},
+                                     {"num_inputs", std::to_string(broadcast.size())},
+                                     {"broadcast", flags},
+                                     {"params", params},
+                                     {"args", args},
+                                     {"schema", op_schema(c)}});
+    return out;
+  }
+
+  std::string op_schema(const json& c) const override {
+    std::string params;
+    for (size_t i = 0; i < broadcast_of(c).size(); ++i) params += fmt::format("{}Tensor in{}", i ? ", " : "", i);
+    return config_id_of(c) + "(" + params + ") -> Tensor";
+  }
+
+ private:
+  static bool match_operand_bound(const discover::Match& m, size_t i) {
+    const json ops = m.kernel.value("operands", json::object());
+    std::string key = fmt::format("in{}", i);
+    if (!ops.contains(key) || !ops[key].is_string()) return false;
+    std::string v = ops[key];
+    return m.inputs.count(v) || (!v.empty() && v[0] == '$' && m.inputs.count(v.substr(1)));
+  }
+
+  static std::string summary(const json& c) {
+    return fmt::format("registered row-wise kernel {} ({} inputs, cols {}, {})", c.at("entry").get<std::string>(),
+                       c.at("broadcast").size(), c.at("cols").get<int64_t>(), c.at("dtype").get<std::string>());
+  }
+};
+
+}  // namespace
+
+const KernelFamily& rowwise_family() {
+  static const RowwiseFamily family;
+  return family;
+}
+
+}  // namespace fact::realize
