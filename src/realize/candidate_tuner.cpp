@@ -75,6 +75,20 @@ json TuneOutcome::to_json() const {
           {"seconds", seconds}};
 }
 
+WorkloadKey make_workload_key(const std::string& pattern, nlohmann::json shape, std::string dtype, std::string layout,
+                              std::string numerics, std::string arch) {
+  WorkloadKey k;
+  k.pattern = pattern;
+  k.shape = std::move(shape);
+  k.dtype = std::move(dtype);
+  k.layout = std::move(layout);
+  k.numerics = std::move(numerics);
+  k.arch = std::move(arch);
+  k.cutlass_version = cutlass_version();
+  k.nvcc_version = nvcc_version();
+  return k;
+}
+
 TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };

@@ -80,6 +80,10 @@ struct TuneSubject {
   std::function<std::string(const CandidateRecord&, const TuneOutcome&)> accuracy_shortfall;
 };
 
+// The tuning database's key of a problem; the toolchain versions (CUTLASS, nvcc) are filled in here.
+WorkloadKey make_workload_key(const std::string& pattern, nlohmann::json shape, std::string dtype, std::string layout,
+                              std::string numerics, std::string arch);
+
 // A FACT kernel must beat PyTorch by more than timing noise (a few percent between runs) to be used,
 // so the composed module is never slower than the original.
 constexpr double kWinMargin = 0.03;

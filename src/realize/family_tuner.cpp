@@ -4,7 +4,6 @@
 
 #include "core/paths.h"
 #include "realize/nvcc_command.h"
-#include "realize/toolchain.h"
 
 namespace fact::realize {
 namespace fs = std::filesystem;

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/paths.h"
 #include "realize/gemm_codegen.h"
 #include "realize/gemm_config_space.h"
-#include "core/paths.h"
 #include "realize/nvcc_command.h"
-#include "realize/toolchain.h"
 
 namespace fact::realize {
 namespace fs = std::filesystem;
@@ -43,16 +42,9 @@ json measure_request(const GemmProblem& p, const BuiltLibraries& libraries) {
 }  // namespace
 
 WorkloadKey gemm_workload_key(const std::string& pattern, const GemmProblem& p) {
-  WorkloadKey k;
-  k.pattern = pattern;
-  k.shape = p.to_json();
-  k.dtype = to_string(p.element_in);
-  k.layout = layout_letter(p.a.layout) + layout_letter(p.b.layout) + layout_letter(p.d.layout);
-  k.numerics = to_string(p.numerics);
-  k.arch = to_string(p.arch);
-  k.cutlass_version = cutlass_version();
-  k.nvcc_version = nvcc_version();
-  return k;
+  return make_workload_key(pattern, p.to_json(), to_string(p.element_in),
+                           layout_letter(p.a.layout) + layout_letter(p.b.layout) + layout_letter(p.d.layout),
+                           to_string(p.numerics), to_string(p.arch));
 }
 
 TuneOutcome tune_gemm(const std::string& pattern, const GemmProblem& problem, TuningDb& db, const TuneOptions& o) {

@@ -3,10 +3,10 @@
 // from templates/cute/.
 #include "realize/norm_family.h"
 
+#include "realize/candidate_tuner.h"
 #include "realize/norm_codegen.h"
 #include "realize/norm_config.h"
 #include "realize/norm_problem.h"
-#include "realize/toolchain.h"
 
 namespace fact::realize {
 namespace {
@@ -22,16 +22,7 @@ class NormFamily final : public KernelFamily {
 
   WorkloadKey workload_key(const std::string& pattern, const nlohmann::json& problem) const override {
     NormProblem p = NormProblem::from_json(problem);
-    WorkloadKey k;
-    k.pattern = pattern;
-    k.shape = p.to_json();
-    k.dtype = to_string(p.element);
-    k.layout = "row";
-    k.numerics = to_string(p.numerics());
-    k.arch = to_string(p.arch);
-    k.cutlass_version = cutlass_version();
-    k.nvcc_version = nvcc_version();
-    return k;
+    return make_workload_key(pattern, p.to_json(), to_string(p.element), "row", to_string(p.numerics()), to_string(p.arch));
   }
 
   std::vector<FamilyCandidate> candidates(const nlohmann::json& problem, int top_n) const override {

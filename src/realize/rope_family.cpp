@@ -2,10 +2,10 @@
 // rendered from templates/cute/rope_fwd.cu.in.
 #include "realize/rope_family.h"
 
+#include "realize/candidate_tuner.h"
 #include "realize/rope_codegen.h"
 #include "realize/rope_config.h"
 #include "realize/rope_problem.h"
-#include "realize/toolchain.h"
 
 namespace fact::realize {
 namespace {
@@ -21,16 +21,7 @@ class RopeFamily final : public KernelFamily {
 
   WorkloadKey workload_key(const std::string& pattern, const nlohmann::json& problem) const override {
     RopeProblem p = RopeProblem::from_json(problem);
-    WorkloadKey k;
-    k.pattern = pattern;
-    k.shape = p.to_json();
-    k.dtype = to_string(p.element);
-    k.layout = "bhsd";
-    k.numerics = to_string(p.numerics());
-    k.arch = to_string(p.arch);
-    k.cutlass_version = cutlass_version();
-    k.nvcc_version = nvcc_version();
-    return k;
+    return make_workload_key(pattern, p.to_json(), to_string(p.element), "bhsd", to_string(p.numerics()), to_string(p.arch));
   }
 
   std::vector<FamilyCandidate> candidates(const nlohmann::json& problem, int top_n) const override {

@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "discover/user_registry.h"
+#include "realize/candidate_tuner.h"
 #include "realize/template_renderer.h"
-#include "realize/toolchain.h"
 
 namespace fact::realize {
 namespace {
@@ -103,17 +103,10 @@ class RowwiseFamily final : public KernelFamily {
   }
 
   WorkloadKey workload_key(const std::string& pattern, const json& p) const override {
-    WorkloadKey k;
-    k.pattern = pattern;
-    k.shape = {{"entry", p.at("entry")}, {"source_hash", p.at("source_hash")}, {"rows", p.at("rows")},
-               {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}};
-    k.dtype = p.at("dtype").get<std::string>();
-    k.layout = "row";
-    k.numerics = p.at("numerics").get<std::string>();
-    k.arch = p.at("arch").get<std::string>();
-    k.cutlass_version = cutlass_version();
-    k.nvcc_version = nvcc_version();
-    return k;
+    json shape = {{"entry", p.at("entry")}, {"source_hash", p.at("source_hash")}, {"rows", p.at("rows")},
+                  {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}};
+    return make_workload_key(pattern, shape, p.at("dtype").get<std::string>(), "row", p.at("numerics").get<std::string>(),
+                             p.at("arch").get<std::string>());
   }
 
   std::vector<FamilyCandidate> candidates(const json& p, int top_n) const override {
