@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 
 from . import verify
 from .kernel_abi import FactAttentionArgs
+from .problem_fields import ProblemError, bhr_strides, check_keys, flag, integer
 
 DTYPE_FOR_NUMERICS = {"tf32": "float32", "3xtf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 PROBLEM_KEYS = ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim", "causal", "scale", "q_strides",
@@ -26,10 +27,6 @@ PROBLEM_KEYS = ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim", "cau
 # 3xtf32 promises fp32 accuracy (measured 1.8-3.2e-7 on the H100; PyTorch fp32 4-5e-7; TF32 would be ~4e-4).
 TOLERANCE = {"tf32": 1e-2, "3xtf32": 2e-6, "bf16": 2e-2, "fp16": 1e-2}
 ODD_SEQ = (333, 77)  # verified besides the problem's own lengths: no multiple of 32, 64 or 128
-
-
-class ProblemError(ValueError):
-    """The problem JSON is malformed; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -56,40 +53,20 @@ class AttentionProblem:
 
 
 def parse_problem(obj, where: str = "request.problem") -> AttentionProblem:
-    if not isinstance(obj, dict):
-        raise ProblemError(f"{where}: expected an object with keys {', '.join(PROBLEM_KEYS)}")
-    unknown = sorted(set(obj) - set(PROBLEM_KEYS))
-    if unknown:
-        raise ProblemError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PROBLEM_KEYS)}")
-
-    def integer(key):
-        v = obj.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ProblemError(f"{where}.{key}: {v!r} is not a positive integer")
-        return v
-
-    def strides(key):
-        v = obj.get(key)
-        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(s, int) and s >= 0 for s in v):
-            raise ProblemError(f"{where}.{key}: {v!r} is not [batch, head, row] element strides")
-        return tuple(v)
-
+    check_keys(obj, PROBLEM_KEYS, where)
     numerics = obj.get("numerics")
     if numerics not in DTYPE_FOR_NUMERICS:
         raise ProblemError(f"{where}.numerics: {numerics!r} is not one of {', '.join(DTYPE_FOR_NUMERICS)}")
     dtype = obj.get("dtype", DTYPE_FOR_NUMERICS[numerics])
     if dtype != DTYPE_FOR_NUMERICS[numerics]:
         raise ProblemError(f"{where}.dtype: {dtype!r} does not go with numerics {numerics!r}")
-    causal = obj.get("causal", False)
-    if not isinstance(causal, bool):
-        raise ProblemError(f"{where}.causal: {causal!r} is not true or false")
+    causal = flag(obj, "causal", where)
     scale = obj.get("scale")
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
         raise ProblemError(f"{where}.scale: {scale!r} is not a positive number")
-    p = AttentionProblem(batch=integer("batch"), heads=integer("heads"), heads_kv=integer("heads_kv"),
-                         seq_q=integer("seq_q"), seq_k=integer("seq_k"), head_dim=integer("head_dim"), causal=causal,
-                         scale=float(scale), q_strides=strides("q_strides"), k_strides=strides("k_strides"),
-                         v_strides=strides("v_strides"), dtype=dtype, numerics=numerics)
+    ints = {k: integer(obj, k, where) for k in ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim")}
+    views = {k: bhr_strides(obj, k, where) for k in ("q_strides", "k_strides", "v_strides")}
+    p = AttentionProblem(**ints, **views, causal=causal, scale=float(scale), dtype=dtype, numerics=numerics)
     if p.heads % p.heads_kv:
         raise ProblemError(f"{where}.heads_kv: {p.heads_kv} does not divide heads {p.heads}")
     if p.causal and p.seq_q != p.seq_k:

@@ -5,16 +5,16 @@ from __future__ import annotations
 from . import attention_case, norm_case, rope_case, rowwise_case
 
 CASES = {
-    "normalization": (norm_case.parse_problem, norm_case.NormCase, norm_case.ProblemError),
-    "attention": (attention_case.parse_problem, attention_case.AttentionCase, attention_case.ProblemError),
-    "rope": (rope_case.parse_problem, rope_case.RopeCase, rope_case.ProblemError),
-    "rowwise": (rowwise_case.parse_problem, rowwise_case.RowwiseCase, rowwise_case.ProblemError),
+    "normalization": (norm_case.parse_problem, norm_case.NormCase),
+    "attention": (attention_case.parse_problem, attention_case.AttentionCase),
+    "rope": (rope_case.parse_problem, rope_case.RopeCase),
+    "rowwise": (rowwise_case.parse_problem, rowwise_case.RowwiseCase),
 }
 FAMILIES = ("gemm",) + tuple(CASES)
 
 
 def parse_family_problem(family: str, obj, where: str):
-    """The family's problem; raises ValueError (the case's ProblemError) naming the field."""
+    """The family's problem; raises problem_fields.ProblemError (a ValueError) naming the field."""
     return CASES[family][0](obj, where)
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 
 from . import verify
 from .kernel_abi import FactNormArgs
+from .problem_fields import ProblemError, check_keys, flag, integer
 
 KINDS = ("layer_norm", "rms_norm")
 ODD_ROWS = 37  # verify variant: not a multiple of any rows_per_cta (1, 2, 4, 8)
@@ -20,10 +21,6 @@ DTYPES = ("float32", "bfloat16", "float16")
 NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 PROBLEM_KEYS = ("kind", "rows", "cols", "x_row_stride", "residual_row_stride", "has_weight", "has_bias",
                 "has_residual", "store_sum", "eps", "dtype", "numerics")
-
-
-class ProblemError(ValueError):
-    """The problem JSON is malformed; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -46,24 +43,7 @@ class NormProblem:
 
 
 def parse_problem(obj, where: str = "request.problem") -> NormProblem:
-    if not isinstance(obj, dict):
-        raise ProblemError(f"{where}: expected an object with keys {', '.join(PROBLEM_KEYS)}")
-    unknown = sorted(set(obj) - set(PROBLEM_KEYS))
-    if unknown:
-        raise ProblemError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PROBLEM_KEYS)}")
-
-    def integer(key, default=None, minimum=1):
-        v = obj.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise ProblemError(f"{where}.{key}: {v!r} is not an integer >= {minimum}")
-        return v
-
-    def flag(key):
-        v = obj.get(key, False)
-        if not isinstance(v, bool):
-            raise ProblemError(f"{where}.{key}: {v!r} is not true or false")
-        return v
-
+    check_keys(obj, PROBLEM_KEYS, where)
     kind, dtype = obj.get("kind"), obj.get("dtype")
     if kind not in KINDS:
         raise ProblemError(f"{where}.kind: {kind!r} is not one of {', '.join(KINDS)}")
@@ -73,14 +53,15 @@ def parse_problem(obj, where: str = "request.problem") -> NormProblem:
     if numerics != NUMERICS_FOR_DTYPE[dtype]:
         raise ProblemError(f"{where}.numerics: {numerics!r} does not go with dtype {dtype!r} "
                            f"(norms accumulate in fp32; use {NUMERICS_FOR_DTYPE[dtype]!r})")
-    cols = integer("cols")
+    cols = integer(obj, "cols", where)
     eps = obj.get("eps")
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps < 0:
         raise ProblemError(f"{where}.eps: {eps!r} is not a number >= 0")
-    p = NormProblem(kind=kind, rows=integer("rows"), cols=cols, x_row_stride=integer("x_row_stride", cols, cols),
-                    residual_row_stride=integer("residual_row_stride", cols, 0), has_weight=flag("has_weight"),
-                    has_bias=flag("has_bias"), has_residual=flag("has_residual"), store_sum=flag("store_sum"),
-                    eps=float(eps), dtype=dtype, numerics=numerics)
+    flags = {k: flag(obj, k, where) for k in ("has_weight", "has_bias", "has_residual", "store_sum")}
+    p = NormProblem(kind=kind, rows=integer(obj, "rows", where), cols=cols,
+                    x_row_stride=integer(obj, "x_row_stride", where, default=cols, minimum=cols),
+                    residual_row_stride=integer(obj, "residual_row_stride", where, default=cols, minimum=0),
+                    **flags, eps=float(eps), dtype=dtype, numerics=numerics)
     if p.has_residual and p.residual_row_stride < cols:
         raise ProblemError(f"{where}.residual_row_stride: {p.residual_row_stride} is below cols {cols}")
     if p.store_sum and not p.has_residual:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from . import verify
 from .attention_case import restride
 from .kernel_abi import FactRopeArgs
+from .problem_fields import ProblemError, bhr_strides, check_keys, integer
 
 DTYPES = ("float32", "bfloat16", "float16")
 NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -32,10 +33,6 @@ PROBLEM_KEYS = ("batch", "heads", "seq", "head_dim", "x_strides", "cos_strides",
 #   as the other families; a dropped sign or a swapped half errs by O(1).
 TOLERANCE = {"fp32": 1e-6, "bf16": 1e-2, "fp16": 5e-3}
 ODD_SEQ = (1, 77, 333)  # verified besides the problem's own length
-
-
-class ProblemError(ValueError):
-    """The problem JSON is malformed; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -59,25 +56,7 @@ class RopeProblem:
 
 
 def parse_problem(obj, where: str = "request.problem") -> RopeProblem:
-    if not isinstance(obj, dict):
-        raise ProblemError(f"{where}: expected an object with keys {', '.join(PROBLEM_KEYS)}")
-    unknown = sorted(set(obj) - set(PROBLEM_KEYS))
-    if unknown:
-        raise ProblemError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PROBLEM_KEYS)}")
-
-    def integer(key):
-        v = obj.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ProblemError(f"{where}.{key}: {v!r} is not a positive integer")
-        return v
-
-    def strides(key):
-        v = obj.get(key)
-        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(s, int) and not isinstance(s, bool)
-                                                             and s >= 0 for s in v):
-            raise ProblemError(f"{where}.{key}: {v!r} is not [batch, head, row] element strides (>= 0)")
-        return tuple(v)
-
+    check_keys(obj, PROBLEM_KEYS, where)
     dtype = obj.get("dtype")
     if dtype not in DTYPES:
         raise ProblemError(f"{where}.dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
@@ -85,10 +64,9 @@ def parse_problem(obj, where: str = "request.problem") -> RopeProblem:
     if numerics != NUMERICS_FOR_DTYPE[dtype]:
         raise ProblemError(f"{where}.numerics: {numerics!r} does not go with dtype {dtype!r} "
                            f"(rope computes in fp32 and rounds once; use {NUMERICS_FOR_DTYPE[dtype]!r})")
-    p = RopeProblem(batch=integer("batch"), heads=integer("heads"), seq=integer("seq"), head_dim=integer("head_dim"),
-                    x_strides=strides("x_strides"), cos_strides=strides("cos_strides"),
-                    sin_strides=strides("sin_strides"), out_strides=strides("out_strides"), dtype=dtype,
-                    numerics=numerics)
+    ints = {k: integer(obj, k, where) for k in ("batch", "heads", "seq", "head_dim")}
+    views = {k: bhr_strides(obj, k, where) for k in ("x_strides", "cos_strides", "sin_strides", "out_strides")}
+    p = RopeProblem(**ints, **views, dtype=dtype, numerics=numerics)
     if p.head_dim % 2:
         raise ProblemError(f"{where}.head_dim: {p.head_dim} is odd; rotate_half splits it in two halves")
     return p

@@ -12,14 +12,11 @@ from fact.agent.verify_rowwise import TOLERANCE
 
 from . import verify
 from .kernel_abi import FACT_ROWWISE_MAX_INPUTS, FactRowwiseArgs
+from .problem_fields import ProblemError, check_keys, integer
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
 DTYPES = tuple(TOLERANCE)
 PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment")
-
-
-class ProblemError(ValueError):
-    """The problem JSON is malformed; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -37,15 +34,9 @@ class RowwiseProblem:
 
 
 def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
-    if not isinstance(obj, dict):
-        raise ProblemError(f"{where}: expected an object with keys {', '.join(PROBLEM_KEYS)}")
-    unknown = sorted(set(obj) - set(PROBLEM_KEYS))
-    if unknown:
-        raise ProblemError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PROBLEM_KEYS)}")
+    check_keys(obj, PROBLEM_KEYS, where)
     for key in ("rows", "cols"):
-        v = obj.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ProblemError(f"{where}.{key}: {v!r} is not an integer >= 1")
+        integer(obj, key, where)
     if obj.get("dtype") not in DTYPES:
         raise ProblemError(f"{where}.dtype: {obj.get('dtype')!r} is not one of {', '.join(DTYPES)}")
     if not isinstance(obj.get("entry"), str) or not obj["entry"]:
