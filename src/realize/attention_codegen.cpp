@@ -9,22 +9,11 @@
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
-namespace {
-
-std::string cutlass_element(Element e) {
-  return e == Element::f32 ? "float" : e == Element::bf16 ? "cutlass::bfloat16_t" : "cutlass::half_t";
-}
-std::string torch_dtype(Element e) {
-  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
-}
-std::string template_of(const char* key) { return family_data("attention").at(key).get<std::string>(); }
-
-}  // namespace
 
 TemplateValues attention_kernel_values(const AttentionConfig& c) {
   return {{"config_id", c.id()},
           {"summary", c.summary()},
-          {"element", cutlass_element(c.element)},
+          {"element", cutlass_type(c.element)},
           {"numerics", to_string(c.numerics)},
           {"head_dim", std::to_string(c.head_dim)},
           {"block_m", std::to_string(c.block_m)},
@@ -60,10 +49,10 @@ std::string attention_op_schema(const AttentionConfig& c) {
 GeneratedSource generate_attention_op_wrapper(const AttentionConfig& c) {
   GeneratedSource out;
   out.config_id = c.id();
-  out.template_name = template_of("op_template");
+  out.template_name = family_template("attention", "op_template");
   out.text = render_template_file(out.template_name, {{"config_id", c.id()},
                                                       {"summary", c.summary()},
-                                                      {"torch_dtype", torch_dtype(c.element)},
+                                                      {"torch_dtype", torch_scalar_type(c.element)},
                                                       {"dtype", to_string(c.element)},
                                                       {"head_dim", std::to_string(c.head_dim)},
                                                       {"schema", attention_op_schema(c)}});

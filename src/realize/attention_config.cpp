@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/config_ranking.h"
 #include "realize/enum_names.h"
 #include "realize/kernel_family.h"
 
@@ -138,9 +139,8 @@ AttentionConfigSpace enumerate_attention_configs(const AttentionProblem& p, int 
           }
           kept.emplace_back(score(p, c), c);
         }
-    std::stable_sort(kept.begin(), kept.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    per_kernel.emplace_back();
-    for (auto& [s, c] : kept) per_kernel.back().push_back(c);
+    const size_t all = kept.size();
+    per_kernel.push_back(best_first(std::move(kept), all));
   }
   // Round-robin over the kernels: each kernel's best candidates get measured even under a short top_n.
   for (size_t rank = 0; static_cast<int>(space.ranked.size()) < top_n; ++rank) {
@@ -153,9 +153,8 @@ AttentionConfigSpace enumerate_attention_configs(const AttentionProblem& p, int 
     if (!any) break;
   }
   if (space.ranked.empty()) {
-    auto common = std::max_element(reasons.begin(), reasons.end(), [](auto& a, auto& b) { return a.second < b.second; });
     throw Error(fmt::format("attention d{} {}: no config can take it; commonest reason: {}", p.head_dim,
-                            to_string(p.numerics), common == reasons.end() ? "none enumerated" : common->first));
+                            to_string(p.numerics), commonest_reason(reasons)));
   }
   return space;
 }

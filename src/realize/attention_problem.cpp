@@ -5,16 +5,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
-
-const ir::Node* bound(const discover::Match& m, const ir::Graph& g, const nlohmann::json& var) {
-  if (!var.is_string()) return nullptr;
-  auto it = m.inputs.find(var.get<std::string>());
-  if (it == m.inputs.end() || it->second.empty()) return nullptr;
-  return g.find(it->second);
-}
 
 nlohmann::json strides_json(const AttentionStrides& s) { return nlohmann::json::array({s.batch, s.head, s.row}); }
 AttentionStrides strides_from(const nlohmann::json& j) { return {j.at(0), j.at(1), j.at(2)}; }
@@ -88,7 +82,7 @@ AttentionProblem attention_problem_from_match(const discover::Match& m, const ir
   p.scale = scale == m.attrs.end() || scale->second.is_null() ? 1.0 / std::sqrt(double(p.head_dim))
                                                               : scale->second.get<double>();
   auto strides = [&](const char* name) {
-    const ir::Node* n = bound(m, g, ops.value(name, nlohmann::json()));
+    const ir::Node* n = bound_node(m, g, ops.value(name, nlohmann::json()));
     if (!n || n->outputs.empty()) throw Error(fmt::format("{}: the rule's kernel block names no tensor for {}", what, name));
     const auto& t = n->out();
     if (t.rank() != 4) throw Error(fmt::format("{}: {} is {}-D; the kernel takes [batch, heads, seq, head_dim]", what, name, t.rank()));

@@ -8,17 +8,7 @@
 namespace fact::realize {
 namespace {
 
-// --- Vocabulary tables: how FACT's enums are spelled in CUTLASS and in torch. ---
-
-struct ElementNames {
-  Element element;
-  const char* cutlass;      // C++ type in kernels
-  const char* torch_dtype;  // c10::ScalarType constant in the op wrapper
-};
-constexpr ElementNames kElementNames[] = {
-    {Element::f32, "float", "at::kFloat"},
-    {Element::bf16, "cutlass::bfloat16_t", "at::kBFloat16"},
-    {Element::f16, "cutlass::half_t", "at::kHalf"}};
+// --- Vocabulary tables: how FACT's epilogues are spelled in CUTLASS. ---
 
 struct EpilogueNames {
   Epilogue epilogue;
@@ -45,12 +35,6 @@ constexpr EpilogueNames kEpilogueNames[] = {
     {Epilogue::bias_residual, "", "cutlass::epilogue::thread::Identity", "cutlass::plus"},
     // 3.x: fact_evt::SiluMul (templates/cutlass/sm90_silu_mul_evt.hpp.in). 2.x: the broadcast kernel multiplies by C.
     {Epilogue::bias_silu_mul, "", "cutlass::epilogue::thread::SiLu", "cutlass::multiplies", "fact_act::Silu"}};
-
-const ElementNames& names_of(Element e) {
-  for (const auto& n : kElementNames)
-    if (n.element == e) return n;
-  throw Error("code generator: no CUTLASS name for element " + to_string(e));
-}
 
 const EpilogueNames& names_of(Epilogue e) {
   for (const auto& n : kEpilogueNames)
@@ -138,9 +122,9 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       {"config_id", c.id()},
       {"summary", c.summary()},
       {"config_json", c.to_json().dump()},
-      {"element_a", names_of(c.element_in).cutlass},
-      {"element_b", names_of(c.element_in).cutlass},
-      {"element_d", names_of(c.element_out).cutlass},
+      {"element_a", cutlass_type(c.element_in)},
+      {"element_b", cutlass_type(c.element_in)},
+      {"element_d", cutlass_type(c.element_out)},
       {"layout_a", layout_name(c.layout_a)},
       {"layout_b", layout_name(c.layout_b)},
       {"layout_d", layout_name(c.layout_d)},
@@ -220,15 +204,13 @@ GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
 }
 
 std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
-  const auto& in = names_of(c.element_in);
-  const auto& out = names_of(c.element_out);
   return render_template_file("cutlass/op_wrapper_op.cpp.in", {
       {"config_id", c.id()},
       {"summary", c.summary()},
       {"numerics", to_string(c.numerics)},
-      {"torch_dtype_in", in.torch_dtype},
+      {"torch_dtype_in", torch_scalar_type(c.element_in)},
       {"dtype_in", to_string(c.element_in)},
-      {"torch_dtype_out", out.torch_dtype},
+      {"torch_dtype_out", torch_scalar_type(c.element_out)},
       {"dtype_out", to_string(c.element_out)},
       {"has_bias", boolean(has_bias(c.epilogue))},
       {"has_residual", boolean(has_residual(c.epilogue))},

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/config_ranking.h"
 
 namespace fact::realize {
 namespace {
@@ -376,12 +377,8 @@ GemmConfigSpace enumerate_gemm_configs(const GemmProblem& p, const GemmSpaceOpti
     space.ranked.push_back(estimate_gemm_config(p, c, o.sm_count));
   }
   if (space.ranked.empty()) {
-    std::string top;
-    int most = 0;
-    for (auto& [why, n] : space.pruned)
-      if (n > most) { most = n; top = why; }
     throw Error(fmt::format("no GEMM kernel config fits {} ({} candidates pruned); commonest reason: {}",
-                            p.workload_key(), space.enumerated, top.empty() ? "none enumerated" : top));
+                            p.workload_key(), space.enumerated, commonest_reason(space.pruned)));
   }
   std::stable_sort(space.ranked.begin(), space.ranked.end(),
                    [](const RankedGemmConfig& a, const RankedGemmConfig& b) { return a.score > b.score; });

@@ -59,6 +59,14 @@ Element element_from_string(const std::string& s) { return parse_enum(kElements,
 
 int element_bytes(Element e) { return e == Element::f32 ? 4 : 2; }
 
+std::string cutlass_type(Element e) {
+  return e == Element::f32 ? "float" : e == Element::bf16 ? "cutlass::bfloat16_t" : "cutlass::half_t";
+}
+
+std::string torch_scalar_type(Element e) {
+  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
+}
+
 Element input_element(Numerics n) {
   switch (n) {
     case Numerics::bf16: return Element::bf16;

@@ -34,6 +34,8 @@ MatrixLayout matrix_layout_from_string(const std::string& s);
 Element element_from_string(const std::string& s);
 
 int element_bytes(Element e);
+std::string cutlass_type(Element e);       // the C++ type in kernels: "float", "cutlass::bfloat16_t", "cutlass::half_t"
+std::string torch_scalar_type(Element e);  // the c10::ScalarType constant in op wrappers: "at::kFloat", ...
 Element input_element(Numerics n);   // what the kernel's A and B hold
 bool has_bias(Epilogue e);
 // Whether the kernel reads a tensor shaped like D through FactGemmArgs::residual (residual or U).

@@ -41,6 +41,17 @@ nlohmann::json family_data(const std::string& name) {
   return cache[name] = j;
 }
 
+const ir::Node* bound_node(const discover::Match& m, const ir::Graph& g, const nlohmann::json& var) {
+  if (!var.is_string()) return nullptr;
+  auto it = m.inputs.find(var.get<std::string>());
+  if (it == m.inputs.end() || it->second.empty()) return nullptr;
+  return g.find(it->second);
+}
+
+std::string family_template(const std::string& family, const char* key) {
+  return family_data(family).at(key).get<std::string>();
+}
+
 std::string config_hash_id(const std::string& prefix, const nlohmann::json& config) {
   uint64_t h = 14695981039346656037ull;  // FNV-1a, as GemmConfig::id
   for (unsigned char ch : config.dump()) {

@@ -60,6 +60,13 @@ std::vector<const KernelFamily*> kernel_families();
 // data/families/<name>.json: the family's templates and config-space axes (data, not code).
 nlohmann::json family_data(const std::string& name);
 
+// The graph node a match bound to the rule variable `var` (a "$name" string), or nullptr when the variable
+// is not a string or is unbound (an optional operand the module does not have).
+const ir::Node* bound_node(const discover::Match& match, const ir::Graph& graph, const nlohmann::json& var);
+
+// A template path named under `key` ("kernel_template", "op_template") in data/families/<family>.json.
+std::string family_template(const std::string& family, const char* key);
+
 // A stable id for a config: prefix + 12 hex digits of FNV-1a over the canonical JSON.
 std::string config_hash_id(const std::string& prefix, const nlohmann::json& config);
 

@@ -10,22 +10,13 @@ namespace {
 
 std::string boolean(bool b) { return b ? "true" : "false"; }
 
-std::string cutlass_element(Element e) {
-  return e == Element::f32 ? "float" : e == Element::bf16 ? "cutlass::bfloat16_t" : "cutlass::half_t";
-}
-std::string torch_dtype(Element e) {
-  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
-}
-
-std::string template_of(const char* key) { return family_data("normalization").at(key).get<std::string>(); }
-
 }  // namespace
 
 TemplateValues norm_kernel_values(const NormConfig& c) {
   return {{"config_id", c.id()},
           {"summary", c.summary()},
           {"config_json", c.to_json().dump()},
-          {"element", cutlass_element(c.element)},
+          {"element", cutlass_type(c.element)},
           {"layer_norm", boolean(c.kind == NormKind::layer_norm)},
           {"has_weight", boolean(c.has_weight)},
           {"has_bias", boolean(c.has_bias)},
@@ -48,7 +39,7 @@ GeneratedSource generate_norm_kernel(const NormConfig& c) {
                             "threads per CTA, vectors of at most 16 bytes", c.id(), c.summary()));
   GeneratedSource out;
   out.config_id = c.id();
-  out.template_name = template_of("kernel_template");
+  out.template_name = family_template("normalization", "kernel_template");
   out.text = render_template_file(out.template_name, norm_kernel_values(c));
   return out;
 }
@@ -61,12 +52,12 @@ std::string norm_op_schema(const NormConfig& c) {
 GeneratedSource generate_norm_op_wrapper(const NormConfig& c) {
   GeneratedSource out;
   out.config_id = c.id();
-  out.template_name = template_of("op_template");
+  out.template_name = family_template("normalization", "op_template");
   out.text = render_template_file(
       out.template_name,
       {{"config_id", c.id()},
        {"summary", c.summary()},
-       {"torch_dtype", torch_dtype(c.element)},
+       {"torch_dtype", torch_scalar_type(c.element)},
        {"dtype", to_string(c.element)},
        {"has_residual", boolean(c.has_residual)},
        {"has_weight", boolean(c.has_weight)},

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/config_ranking.h"
 #include "realize/kernel_family.h"
 #include "realize/norm_config.h"
 
@@ -88,16 +89,11 @@ NormConfigSpace enumerate_norm_configs(const NormProblem& p, int top_n) {
         }
         kept.emplace_back(score(p, c), c);
       }
-  std::stable_sort(kept.begin(), kept.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  for (auto& [s, c] : kept) {
-    if (static_cast<int>(space.ranked.size()) >= top_n) break;
-    space.ranked.push_back(c);
-  }
+  space.ranked = best_first(std::move(kept), static_cast<size_t>(std::max(top_n, 0)));
   if (space.ranked.empty()) {
-    auto common = std::max_element(reasons.begin(), reasons.end(), [](auto& a, auto& b) { return a.second < b.second; });
     throw Error(fmt::format("{} {} x {} ({}): no normalization config can take it; commonest reason: {}",
                             to_string(p.kind), p.rows, p.cols, to_string(p.element),
-                            common == reasons.end() ? "none enumerated" : common->first));
+                            commonest_reason(reasons)));
   }
   return space;
 }

@@ -7,18 +7,12 @@
 
 #include "core/error.h"
 #include "realize/enum_names.h"
+#include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
 
 constexpr EnumNames<NormKind, 2> kKinds{{{NormKind::layer_norm, "layer_norm"}, {NormKind::rms_norm, "rms_norm"}}};
-
-const ir::Node* bound(const discover::Match& m, const ir::Graph& g, const nlohmann::json& var) {
-  if (!var.is_string()) return nullptr;
-  auto it = m.inputs.find(var.get<std::string>());
-  if (it == m.inputs.end() || it->second.empty()) return nullptr;
-  return g.find(it->second);
-}
 
 // Row stride of a tensor whose leading dims fold into rows over a contiguous last dim, or -1.
 int64_t folded_row_stride(const ir::TensorMeta& t) {
@@ -119,7 +113,7 @@ NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g
   } catch (const Error& e) {
     throw Error(what + ": the rule's kernel.kind: " + e.what());
   }
-  const ir::Node* x = bound(m, g, ops.value("x", nlohmann::json()));
+  const ir::Node* x = bound_node(m, g, ops.value("x", nlohmann::json()));
   if (!x || x->outputs.empty()) throw Error(what + ": the rule's kernel block names no bound tensor for operand x");
   auto dim = [&](const char* k) {
     auto it = m.dims.find(k);
@@ -131,7 +125,7 @@ NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g
   p.x_row_stride = folded_row_stride(x->out());
   if (p.x_row_stride < 0)
     throw Error(what + ": x's leading dims do not fold into rows over a contiguous last dim; PyTorch keeps it");
-  const ir::Node* residual = bound(m, g, ops.value("residual", nlohmann::json()));
+  const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
   if (residual) {
     p.has_residual = true;
     p.residual_row_stride = folded_row_stride(residual->out());
@@ -151,8 +145,8 @@ NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g
                               "kernel.outputs maps no normalization output (sum) to it", what, id, node));
     p.store_sum = true;
   }
-  p.has_weight = bound(m, g, ops.value("weight", nlohmann::json())) != nullptr;
-  p.has_bias = bound(m, g, ops.value("bias", nlohmann::json())) != nullptr;
+  p.has_weight = bound_node(m, g, ops.value("weight", nlohmann::json())) != nullptr;
+  p.has_bias = bound_node(m, g, ops.value("bias", nlohmann::json())) != nullptr;
   p.element = input_element(numerics);
   p.arch = arch;
   auto eps = m.attrs.find("eps");

@@ -6,23 +6,12 @@
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
-namespace {
-
-std::string cutlass_element(Element e) {
-  return e == Element::f32 ? "float" : e == Element::bf16 ? "cutlass::bfloat16_t" : "cutlass::half_t";
-}
-std::string torch_dtype(Element e) {
-  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
-}
-std::string template_of(const char* key) { return family_data("rope").at(key).get<std::string>(); }
-
-}  // namespace
 
 TemplateValues rope_kernel_values(const RopeConfig& c) {
   return {{"config_id", c.id()},
           {"summary", c.summary()},
           {"config_json", c.to_json().dump()},
-          {"element", cutlass_element(c.element)},
+          {"element", cutlass_type(c.element)},
           {"head_dim", std::to_string(c.head_dim)},
           {"threads_per_cta", std::to_string(c.threads_per_cta)},
           {"vector_elems", std::to_string(c.vector_elems)},
@@ -38,7 +27,7 @@ GeneratedSource generate_rope_kernel(const RopeConfig& c) {
                             c.id(), c.summary()));
   GeneratedSource out;
   out.config_id = c.id();
-  out.template_name = template_of("kernel_template");
+  out.template_name = family_template("rope", "kernel_template");
   out.text = render_template_file(out.template_name, rope_kernel_values(c));
   return out;
 }
@@ -48,10 +37,10 @@ std::string rope_op_schema(const RopeConfig& c) { return c.id() + "(Tensor x, Te
 GeneratedSource generate_rope_op_wrapper(const RopeConfig& c) {
   GeneratedSource out;
   out.config_id = c.id();
-  out.template_name = template_of("op_template");
+  out.template_name = family_template("rope", "op_template");
   out.text = render_template_file(out.template_name, {{"config_id", c.id()},
                                                       {"summary", c.summary()},
-                                                      {"torch_dtype", torch_dtype(c.element)},
+                                                      {"torch_dtype", torch_scalar_type(c.element)},
                                                       {"dtype", to_string(c.element)},
                                                       {"head_dim", std::to_string(c.head_dim)},
                                                       {"vector_elems", std::to_string(c.vector_elems)},

@@ -6,16 +6,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
-
-const ir::Node* bound(const discover::Match& m, const ir::Graph& g, const nlohmann::json& var) {
-  if (!var.is_string()) return nullptr;
-  auto it = m.inputs.find(var.get<std::string>());
-  if (it == m.inputs.end() || it->second.empty()) return nullptr;
-  return g.find(it->second);
-}
 
 nlohmann::json strides_json(const RopeStrides& s) { return nlohmann::json::array({s.batch, s.head, s.row}); }
 RopeStrides strides_from(const nlohmann::json& j) { return {j.at(0), j.at(1), j.at(2)}; }
@@ -101,7 +95,7 @@ RopeProblem rope_problem_from_match(const discover::Match& m, const ir::Graph& g
   if (m.kernel.value("kind", "") != "half_split")
     throw Error(what + ": the rule's kernel.kind must be \"half_split\" (the only rotate_half form the kernel computes)");
   auto tensor = [&](const char* name) -> const ir::TensorMeta& {
-    const ir::Node* n = bound(m, g, ops.value(name, nlohmann::json()));
+    const ir::Node* n = bound_node(m, g, ops.value(name, nlohmann::json()));
     if (!n || n->outputs.empty())
       throw Error(fmt::format("{}: the rule's kernel block names no bound tensor for operand {}", what, name));
     return n->out();

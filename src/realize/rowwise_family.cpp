@@ -20,12 +20,6 @@ constexpr int kMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in kernel_abi.h
 
 std::string source_hash(const std::string& text) { return config_hash_id("", json(text)); }
 
-std::string template_of(const char* key) { return family_data("rowwise").at(key).get<std::string>(); }
-
-std::string torch_dtype(Element e) {
-  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
-}
-
 const json& field(const json& j, const char* key, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) throw Error(fmt::format("{}: missing \"{}\"", where, key));
   return j.at(key);
@@ -127,7 +121,7 @@ class RowwiseFamily final : public KernelFamily {
     fc.summary = summary(c);
     fc.arch = arch_from_string(field(c, "arch", "rowwise config").get<std::string>());
     fc.kernel.config_id = id;
-    fc.kernel.template_name = template_of("kernel_template");
+    fc.kernel.template_name = family_template("rowwise", "kernel_template");
     // The registered text stays byte for byte what was verified; the shim is rendered on its own and appended.
     fc.kernel.text = entry.kernel_source + "\n" +
                      render_template_file(fc.kernel.template_name,
@@ -156,11 +150,11 @@ class RowwiseFamily final : public KernelFamily {
     Element e = element_from_string(field(c, "dtype", "rowwise config").get<std::string>());
     GeneratedSource out;
     out.config_id = id;
-    out.template_name = template_of("op_template");
+    out.template_name = family_template("rowwise", "op_template");
     out.text = render_template_file(out.template_name,
                                     {{"config_id", id},
                                      {"summary", summary(c)},
-                                     {"torch_dtype", torch_dtype(e)},
+                                     {"torch_dtype", torch_scalar_type(e)},
                                      {"dtype", to_string(e)},
                                      {"cols", std::to_string(c.at("cols").get<int64_t>())},
                                      {"num_inputs", std::to_string(broadcast.size())},
