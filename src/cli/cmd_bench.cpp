@@ -6,7 +6,6 @@
 #include <iostream>
 #include <memory>
 
-#include "bench/gpu_devices.h"
 #include "bench/suite_chart.h"
 #include "bench/suite_metrics.h"
 #include "bench/suite_report.h"
@@ -14,6 +13,7 @@
 #include "bench/suite_runner.h"
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/gpu_devices.h"
 
 namespace fs = std::filesystem;
 using namespace fact;

@@ -10,11 +10,11 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/gpu_devices.h"
 #include "discover/plan.h"
 #include "realize/gemm_tuner.h"
 #include "realize/family_tuner.h"
 #include "realize/gemm_workload.h"
-#include "realize/toolchain.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -61,7 +61,7 @@ void run_tune(const TuneCliOptions& o) {
   to.work_dir = o.work_dir;
   to.log = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   to.on_build_progress = progress_bar;
-  to.device = realize::visible_gpu_name();
+  to.device = visible_gpu_name();
 
   json rows = json::array();
   int i = 0;

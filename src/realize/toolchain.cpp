@@ -1,13 +1,10 @@
 #include "realize/toolchain.h"
 
-#include <cstdlib>
 #include <regex>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
-#include "core/process.h"
 #include "realize/kernel_builder.h"
 #include "realize/nvcc_command.h"
 
@@ -40,31 +37,6 @@ std::string nvcc_version() {
   std::string text = nvcc_version_text();
   if (std::regex_search(text, m, std::regex("release (\\d+\\.\\d+)"))) return m[1];
   throw Error("cannot read the CUDA release from `nvcc --version`: " + text);
-}
-
-std::string visible_gpu_name() {
-  static const std::string cached = [] {
-    std::vector<std::string> argv = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader"};
-    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
-      std::string first = std::string(v).substr(0, std::string(v).find(','));
-      if (first.empty() || first[0] == '-') return std::string();  // no device visible
-      argv.push_back("--id=" + first);  // an index or a UUID, as CUDA takes them
-    }
-    ProcessOptions po;
-    po.timeout = std::chrono::seconds(30);
-    ProcessResult r;
-    try {
-      r = run_process(argv, po);
-    } catch (const Error&) {
-      return std::string();  // no driver tools: a CPU machine
-    }
-    if (r.exit_code != 0) return std::string();
-    std::string line;
-    std::getline(std::istringstream(r.out), line);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    return line;
-  }();
-  return cached;
 }
 
 }  // namespace fact::realize

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/gpu_devices.h"
 #include "bench/problem_result.h"
 #include "bench/suite_metrics.h"
 #include "bench/suite_problems.h"
@@ -18,6 +17,7 @@
 #include "bench/suite_runner.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/gpu_devices.h"
 
 namespace fs = std::filesystem;
 using namespace fact::bench;
@@ -225,10 +225,10 @@ TEST(BenchMetrics, FastPGeomeanAndFractionsByHand) {
 }
 
 TEST(BenchGpus, VisibleDevicesList) {
-  EXPECT_EQ(parse_visible_devices("0,1, 3"), (std::vector<std::string>{"0", "1", "3"}));
-  EXPECT_EQ(parse_visible_devices(""), (std::vector<std::string>{}));
-  EXPECT_EQ(parse_visible_devices("2,-1,3"), (std::vector<std::string>{"2"}));
-  EXPECT_EQ(parse_visible_devices("GPU-abc"), (std::vector<std::string>{"GPU-abc"}));
+  EXPECT_EQ(fact::parse_visible_devices("0,1, 3"), (std::vector<std::string>{"0", "1", "3"}));
+  EXPECT_EQ(fact::parse_visible_devices(""), (std::vector<std::string>{}));
+  EXPECT_EQ(fact::parse_visible_devices("2,-1,3"), (std::vector<std::string>{"2"}));
+  EXPECT_EQ(fact::parse_visible_devices("GPU-abc"), (std::vector<std::string>{"GPU-abc"}));
 }
 
 // A stand-in for `fact optimize`: logs each call (with its CUDA_VISIBLE_DEVICES), then acts as the problem

@@ -1,4 +1,4 @@
-#include "bench/gpu_devices.h"
+#include "core/gpu_devices.h"
 
 #include <cstdlib>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/process.h"
 
-namespace fact::bench {
+namespace fact {
 
 std::vector<std::string> parse_visible_devices(const std::string& value) {
   std::vector<std::string> out;
@@ -39,4 +39,25 @@ std::vector<std::string> visible_gpus() {
   return gpus;
 }
 
-}  // namespace fact::bench
+std::string visible_gpu_name() {
+  static const std::string cached = [] {
+    auto gpus = visible_gpus();
+    if (gpus.empty()) return std::string();
+    ProcessOptions po;
+    po.timeout = std::chrono::seconds(30);
+    ProcessResult r;
+    try {
+      r = run_process({"nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "--id=" + gpus.front()}, po);
+    } catch (const Error&) {
+      return std::string();  // no driver tools: a CPU machine
+    }
+    if (r.exit_code != 0) return std::string();
+    std::string line;
+    std::getline(std::istringstream(r.out), line);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    return line;
+  }();
+  return cached;
+}
+
+}  // namespace fact
