@@ -2,8 +2,9 @@
 beside it (device, date, commit, torch, CUTLASS, numerics per row), and copies each run's chart to
 bench/results/e2e_h100/<problem>-<numerics>.png. Rows come from the report.json of `fact optimize`.
 
-Usage: python bench/scripts/e2e_report.py OUT_DIR... [--out bench/results/e2e_h100]
+Usage: python bench/scripts/e2e_report.py OUT_DIR... [--out bench/results/e2e_h100] [--merge]
 Each OUT_DIR holds e2e_<numerics>.tgz; for a problem and numerics measured in several runs, the last OUT_DIR wins.
+--merge keeps the rows of the existing OUT.json that these runs did not measure; every row names its run.
 """
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dirs", nargs="+", type=Path)
     ap.add_argument("--out", default="bench/results/e2e_h100")
+    ap.add_argument("--merge", action="store_true", help="keep the rows of OUT.json that this run did not measure")
     args = ap.parse_args()
     out = Path(args.out)
     charts = out.parent / out.name
@@ -80,23 +82,35 @@ def main() -> int:
                     shutil.copyfile(r["chart"], dest)
                     r["chart"] = str(dest)
                 rows[(r["problem"], r["numerics"])] = r
-    rows = sorted(rows.values(), key=lambda r: (r["problem"], ORDER.get(r["numerics"], 9)))
     if not rows:
         raise SystemExit(f"no report.json in the e2e_*.tgz of {', '.join(map(str, args.out_dirs))}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"device": rows[0]["device"], "date": dt.date.today().isoformat(), "commit": commit, "torch": rows[0]["torch"],
+    first = next(iter(rows.values()))
+    device, torch_version = first["device"], first["torch"]
+    for r in rows.values():
+        r["measured"] = f"{dt.date.today().isoformat()} commit {commit}"
+    # Rows of earlier runs stay, with the run they were measured in, unless this run measured them again.
+    old_path = out.with_suffix(".json")
+    if args.merge and old_path.exists():
+        old = json.loads(old_path.read_text())
+        for r in old["rows"]:
+            r.setdefault("measured", f"{old.get('date')} commit {old.get('commit')}")
+            rows.setdefault((r["problem"], r["numerics"]), r)
+    rows = sorted(rows.values(), key=lambda r: (r["problem"], ORDER.get(r["numerics"], 9)))
+    doc = {"device": device, "date": dt.date.today().isoformat(), "commit": commit, "torch": torch_version,
            "cutlass": "4.2.0", "source": "bench/scripts/e2e_h100.sh (fact optimize per problem and numerics)",
            "rows": [{k: v for k, v in r.items() if k not in ("device", "torch")} for r in rows]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
-    lines = [f"# End-to-end: {doc['device']}, {doc['date']}, commit {commit}, torch {doc['torch']}, CUTLASS 4.2.0", "",
+    lines = [f"# End-to-end: {doc['device']}, torch {doc['torch']}, CUTLASS 4.2.0 (latest run merged: {doc['date']}, "
+             f"commit {commit}; each row's run in column `measured`)", "",
              "`fact optimize` per problem and numerics: the composed module (FACT) against the original in eager mode,",
              "torch.compile (default) and torch.compile (max-autotune), all timed in one process under the same numerics",
              "(fp32/3xtf32: float32 matmul precision \"highest\"; tf32: \"high\"; bf16/fp16: model and inputs cast).",
              "Times: CUDA-event medians after warm-up (compile time excluded, in compile s). Correct: KernelBench's rule",
              "(5 trials, atol = rtol = 1e-2); rel err vs a float64 run of the original.", "",
-             "| problem | numerics | eager ms | compile ms | max-autotune ms | FACT ms | vs eager | vs best compile | correct | rel err FACT / original | FACT ops | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| problem | numerics | eager ms | compile ms | max-autotune ms | FACT ms | vs eager | vs best compile | correct | rel err FACT / original | FACT ops | measured | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         sp = r["speedups"] or {}
         notes = []
@@ -109,7 +123,8 @@ def main() -> int:
         lines.append(f"| {r['problem']} | {r['numerics']} | {fmt(r['eager_ms'])} | {fmt(r['compile_default_ms'])} | "
                      f"{fmt(r['compile_max_autotune_ms'])} | {fmt(r['fact_ms'])} | {fmt(sp.get('vs_eager'), '{:.2f}x')} | "
                      f"{fmt(sp.get('vs_best_compile'), '{:.2f}x')} | {r['correct_kernelbench_1e-2']} | "
-                     f"{fmt(r['rel_err'], '{:.2e}')} / {fmt(r['baseline_rel_err'], '{:.2e}')} | {ops} | {'; '.join(notes)} |")
+                     f"{fmt(r['rel_err'], '{:.2e}')} / {fmt(r['baseline_rel_err'], '{:.2e}')} | {ops} | {r.get('measured', '-')} | "
+                     f"{'; '.join(notes)} |")
     lines += ["", "Kept in PyTorch, per row:"]
     for r in rows:
         kept = "; ".join(f"{k['rule']}@{k['anchor']}: {k['why']}" for k in r["kept_in_pytorch"]) or "nothing"

@@ -14,12 +14,12 @@ WORK_DIR holds tune-<problem>-<numerics>.json and measure-*-result.json (or is a
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import subprocess
 from pathlib import Path
 
-WIN_MARGIN = 0.03  # the tuner's gate (src/realize/family_tuner.cpp)
+import results_table
+
+WIN_MARGIN = results_table.WIN_MARGIN
 ODD_ROWS = 37      # python/fact/realize/norm_case.py: the verify variant's row count
 
 
@@ -73,28 +73,6 @@ def environment(work: Path) -> dict:
     return {}
 
 
-def markdown(doc: dict) -> str:
-    """The results table (fused_h100.md) of every row, GEMM epilogue rows included."""
-    f = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-    lines = [f"# Fused kernels (GEMM epilogues, normalization incl. residual add + norm, attention): {doc.get('device')}, "
-             f"{doc.get('date')}, commit {doc.get('commit')}, torch {doc.get('torch')}, CUTLASS {doc.get('cutlass')}", "",
-             "Times are medians (CUDA events, rotating inputs); rel_err is the relative Frobenius error vs float64.",
-             f"`kept` says what the composed module uses: a FACT kernel only when it verified and beat the baseline by > "
-             f"{WIN_MARGIN:.0%}. 3xtf32 rows are fp32-accurate only if rel_err <= 2x cuBLAS fp32's (column `fp32-accurate`).",
-             "Normalization rows: `checked` names the outputs verified (an add-norm whose sum the graph reads again "
-             "writes it too) and the row counts.", "",
-             "| problem | pattern | numerics | baseline | baseline ms | best CUTLASS ms | CUTLASS / baseline | kept | rel_err "
-             "| baseline rel_err | fp32-accurate | checked |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in doc["rows"]:
-        accurate = {True: "yes", False: "NO", None: "-"}[r.get("fp32_accuracy_target_met")]
-        lines.append(f"| {r['problem']} | {r['pattern']} | {r['numerics']} | {r.get('baseline') or '-'} | "
-                     f"{f(r.get('baseline_ms'), '.4f')} | {f(r.get('fact_ms'), '.4f')} | "
-                     f"{f(r.get('cutlass_vs_baseline'), '.2f')}x | {r.get('kept')} | {f(r.get('rel_err'), '.2e')} | "
-                     f"{f(r.get('baseline_rel_err'), '.2e')} | {accurate} | {r.get('checked') or '-'} |")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("work", type=Path)
@@ -106,17 +84,11 @@ def main() -> int:
         report = json.loads(path.read_text())
         problem = path.stem[len("tune-"):].rsplit("-", 1)[0]
         rows += [row_of(problem, report, r) for r in report["rows"]]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {**environment(args.work), "date": dt.date.today().isoformat(), "commit": commit, "cutlass": "4.2.0",
-           "rows": rows}
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    env = environment(args.work)
+    args.out.write_text(json.dumps(results_table.merge(None, rows, env), indent=1) + "\n")
     if args.merge:
-        merged = json.loads(args.merge.read_text())
-        key = lambda r: (r.get("problem"), r.get("pattern"), r.get("numerics"), r.get("anchor"))  # noqa: E731
-        fresh = {key(r) for r in rows}
-        merged["rows"] = [r for r in merged["rows"] if key(r) not in fresh] + rows
-        args.merge.write_text(json.dumps(merged, indent=1) + "\n")
-        args.merge.with_suffix(".md").write_text(markdown(merged))
+        old_doc = json.loads(args.merge.read_text()) if args.merge.exists() else None
+        results_table.write(args.merge.with_suffix(""), results_table.merge(old_doc, rows, env))
     print(f"{'problem':<24} {'pattern':<22} {'anchor':<12} {'num':<5} {'status':<14} {'fact ms':>9} {'torch ms':>9} "
           f"{'x':>6} {'rel err':>9}  baseline")
     for r in rows:

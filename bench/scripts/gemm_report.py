@@ -10,16 +10,15 @@ and writes the merged table there (RESULTS.json and RESULTS.md) instead of --out
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
 
-# The tuner's gate (src/realize/gemm_tuner.cpp): a FACT kernel is used only when it beats the baseline
-# by more than this fraction; reapplied here so rows measured by older binaries follow today's rule.
-WIN_MARGIN = 0.03
+import results_table
+
+# The tuner's gate, reapplied here so rows measured by older binaries follow today's rule.
+WIN_MARGIN = results_table.WIN_MARGIN
 # The baseline each FACT numerics mode is compared with (same numerics, PyTorch/cuBLAS).
 BASELINE = {"fp32": "cuBLAS fp32", "3xtf32": "cuBLAS fp32", "tf32": "cuBLAS tf32", "bf16": "cuBLAS bf16", "fp16": "cuBLAS fp16"}
 
@@ -90,56 +89,22 @@ def main() -> int:
     ap.add_argument("--out", default="bench/results/gemm_h100")
     ap.add_argument("--merge-into", default=None, help="results file (without suffix) whose other rows are kept")
     args = ap.parse_args()
-    rows, env = {}, {}
+    rows, env, old_doc = {}, {}, None
     if args.merge_into:
         args.out = args.merge_into
         old = Path(args.merge_into).with_suffix(".json")
-        # Rows of an earlier run are kept unless this run measured the same problem, numerics and pattern.
-        old_doc = json.loads(old.read_text()) if old.exists() else {"rows": []}
-        kept = old_doc["rows"]
-        for i, r in enumerate(kept):
-            r.setdefault("measured", f"{old_doc.get('date')} commit {old_doc.get('commit')}")
-            rows[("kept", i, r["problem"], r["numerics"], r.get("pattern"))] = r
+        old_doc = json.loads(old.read_text()) if old.exists() else None
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for d in args.out_dirs:
             for path in tune_reports(d, scratch):
                 report = json.loads(path.read_text())
                 problem = path.stem[len("tune-"):].rsplit("-", 1)[0]
-                # A later run of the same problem and numerics replaces an earlier one.
+                # A later run of the same problem, numerics and anchor replaces an earlier one.
                 for r in report["rows"]:
-                    new = row_of(problem, report, r)
-                    for key in [k for k, v in rows.items() if k[0] == "kept" and
-                                (v["problem"], v["numerics"], v.get("pattern")) == (problem, new["numerics"], new["pattern"])]:
-                        del rows[key]
-                    rows[(problem, report["numerics"], r.get("anchor"))] = new
+                    rows[(problem, report["numerics"], r.get("anchor"))] = row_of(problem, report, r)
             env = env or environment(d, scratch)
-    order = {n: i for i, n in enumerate(["fp32", "3xtf32", "tf32", "bf16", "fp16"])}
-    rows = sorted(rows.values(), key=lambda r: (r["problem"], order.get(r["numerics"], 9)))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    for r in rows:  # rows merged from an earlier file say when they were measured; this run's rows likewise
-        r.setdefault("measured", f"{dt.date.today().isoformat()} commit {commit}")
-    doc = {"device": env.get("device"), "date": dt.date.today().isoformat(), "commit": commit,
-           "torch": env.get("torch"), "cuda": env.get("cuda"), "cutlass": "4.2.0", "rows": rows}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
-    lines = [f"# GEMM benchmark: {doc['device']}, {doc['date']}, commit {commit}, torch {doc['torch']}, CUTLASS 4.2.0", "",
-             "Times are medians (CUDA events, rotating inputs); rel_err is the relative Frobenius error vs float64.",
-             f"`kept` says what the composed module uses: a FACT kernel only when it verified and beat the baseline by > {WIN_MARGIN:.0%}.",
-             "3xtf32 rows are fp32-accurate only if rel_err <= 2x cuBLAS fp32's (column `fp32-accurate`).", "",
-             "| problem | pattern | numerics | baseline | baseline ms | best CUTLASS ms | CUTLASS / baseline | kept | rel_err | baseline rel_err | fp32-accurate |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["baseline_ms"] is None and r["fact_ms"] is None:
-            lines.append(f"| {r['problem']} | {r['pattern']} | {r['numerics']} | - | - | - | - | pytorch ({r['status']}) | - | - | - |")
-            continue
-        lines.append(f"| {r['problem']} | {r['pattern']} | {r['numerics']} | {r['baseline']} | {fmt(r['baseline_ms'], '.4f')} | "
-                     f"{fmt(r['fact_ms'], '.4f')} | {fmt(r['cutlass_vs_baseline'], '.2f')}x | {r['kept']} | "
-                     f"{fmt(r['rel_err'], '.2e')} | {fmt(r['baseline_rel_err'], '.2e')} | "
-                     f"{ {True: 'yes', False: 'NO', None: '-'}[r['fp32_accuracy_target_met']]} |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    print(results_table.write(Path(args.out), results_table.merge(old_doc, list(rows.values()), env)))
     return 0
 
 

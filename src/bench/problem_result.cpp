@@ -169,7 +169,13 @@ ProblemResult read_problem_result(const SuiteProblem& problem, const fs::path& o
   if (!r.rel_err_composed) r.rel_err_composed = worst_trial(e2e, "rel_err_composed");
   r.rel_err_original = number(e2e, "rel_err_original");
   if (!r.rel_err_original) r.rel_err_original = worst_trial(e2e, "rel_err_original");
-  if (auto it = e2e.find("patterns"); it != e2e.end() && it->is_array()) r.fact_patterns = static_cast<int>(it->size());
+  // The patterns the composed module runs as FACT ops: report.json's pattern rows marked accepted (after an
+  // end-to-end fallback none are).
+  if (auto it = report.find("patterns"); it != report.end() && it->is_array()) {
+    int accepted = 0;
+    for (const auto& row : *it) accepted += row.is_object() && row.value("accepted", false) ? 1 : 0;
+    r.fact_patterns = accepted;
+  }
 
   if (e2e["correct"].get<bool>()) {
     r.status = ProblemStatus::correct;

@@ -141,13 +141,16 @@ TEST(BenchResult, ReadsTheOptimizeFolder) {
   // The compose contract: report.json's own "e2e" wins over an e2e.json beside it; null compile = not run.
   write(dir / "contract" / "report.json", R"({"numerics": "tf32", "e2e": {"correct": true, "eager_ms": 4.0,
         "composed_ms": 2.0, "compile_default_ms": 3.0, "compile_max_autotune_ms": null, "numerics": "tf32",
-        "rel_err_composed": 1e-5, "rel_err_original": 1e-5, "patterns": [{"rule": "gemm"}, {"rule": "softmax"}]}})");
+        "rel_err_composed": 1e-5, "rel_err_original": 1e-5},
+        "patterns": [{"rule": "gemm", "accepted": true}, {"rule": "softmax", "accepted": true},
+                     {"rule": "layer_norm", "accepted": false}]})");
   write(dir / "contract" / "e2e.json", R"({"correct": false})");
   auto contract = read_problem_result(p, dir / "contract");
   EXPECT_EQ(contract.status, ProblemStatus::correct);
   EXPECT_DOUBLE_EQ(*contract.speedup_compile(), 1.5);
   EXPECT_FALSE(contract.speedup_compile_max_autotune());
-  EXPECT_EQ(contract.fact_patterns, 2);
+  EXPECT_EQ(contract.fact_patterns, 2) << "accepted pattern rows of report.json";
+  EXPECT_FALSE(today.fact_patterns) << "no pattern rows: unknown, not 0";
 
   write(dir / "wrong" / "report.json", R"({"numerics": "tf32", "steps": []})");
   write(dir / "wrong" / "e2e.json", R"({"correct": false, "eager_ms": 1.0, "composed_ms": 0.5,

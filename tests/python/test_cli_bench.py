@@ -50,6 +50,24 @@ def test_cpu_suite_runs_resumes_and_reports_not_measured(tmp_path):
     assert r3.returncode == 0 and "[start]" not in r3.stderr
     assert json.loads((out / "suite.json").read_text())["problems"][0]["status"] == "not_measured"
 
+    # --report-only reads each finished problem's optimize report again (as if a GPU had measured it here) and
+    # keeps the measuring run's header (its workers), not the redrawing machine's.
+    report = out / "level1" / "tiny_mlp" / "report.json"
+    doc = json.loads(report.read_text())
+    doc.pop("needs_gpu", None)
+    doc["e2e"] = {"correct": True, "eager_ms": 2.0, "composed_ms": 1.0, "numerics": "fp32"}
+    doc["patterns"] = [{"rule": "gemm", "accepted": True}, {"rule": "softmax", "accepted": False}]
+    report.write_text(json.dumps(doc))
+    before = json.loads((out / "suite.json").read_text())
+    before["jobs"] = 3
+    (out / "suite.json").write_text(json.dumps(before))
+    r4 = bench(suite, "--out", out, "--numerics", "fp32", "--top", "1", "--report-only")
+    assert r4.returncode == 0, r4.stderr
+    (p,) = json.loads((out / "suite.json").read_text())["problems"]
+    assert p["status"] == "correct" and p["fact_patterns"] == 1 and p["speedup_eager"] == 2.0
+    md = (out / "suite.md").read_text()
+    assert "3 worker(s)" in md and "| level1/tiny_mlp | correct | 1 |" in md
+
 
 def test_the_problem_set_is_found_and_reported_without_running(tmp_path):
     r = bench(REPO_ROOT / "bench" / "problems", "--out", tmp_path, "--report-only")

@@ -3,6 +3,7 @@ the models of add_norm_models.py trace here and plan exactly one add-norm each, 
 with the sum exported (so the tuned op writes both outputs); fused_ops_report.py turns a tune report into
 fused_h100.json rows that say what was checked, and rewrites the Markdown table when merging."""
 import importlib.util
+import datetime as dt
 import json
 import os
 import subprocess
@@ -77,12 +78,16 @@ def test_report_rows_say_what_was_checked_and_merge_rewrites_the_table(tmp_path)
                        cwd=REPO_ROOT)
     assert r.returncode == 0, r.stderr
     merged = json.loads(results.read_text())["rows"]
-    assert [x["pattern"] for x in merged] == ["gemm_bias_residual", "add_rms_norm", "add_layer_norm"]
-    fused, odd = merged[1], merged[2]
+    # Sorted by problem; the old row keeps its run's stamp, the new rows get today's.
+    assert [x["pattern"] for x in merged] == ["add_rms_norm", "add_layer_norm", "gemm_bias_residual"]
+    fused, odd, kept = merged
+    assert kept["measured"] == "d commit c"
+    assert fused["measured"].startswith(dt.date.today().isoformat() + " commit ")
     assert fused["checked"] == "y and sum vs float64 at 37 and 4096 rows of 4096"
     assert fused["kept"] == "pytorch" and fused["speedup"] == 1.0  # within the 3% margin
     assert odd["checked"] == "y vs float64 at 37 rows of 771" and odd["kept"] == "fact"
     table = results.with_suffix(".md").read_text()
     assert "| minigpt_block | gemm_bias_residual | tf32 |" in table
     assert "| llama3_add_rms_norm | add_rms_norm | bf16 | torch add + F.rms_norm |" in table
+    assert "| d commit c |" in table
     assert table.count("\n|") == 2 + len(merged)  # header, separator, one line per row
