@@ -16,6 +16,7 @@
 #include "discover/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
+#include "family_nvcc_check.h"
 #include "ir/ir_io.h"
 #include "realize/attention_codegen.h"
 #include "realize/attention_config.h"
@@ -263,16 +264,7 @@ void expect_attention_compiles(Numerics n, Arch arch, const std::string& name,
   auto it = std::find_if(ranked.begin(), ranked.end(), [&](const AttentionConfig& c) { return c.kernel == kernel; });
   ASSERT_NE(it, ranked.end()) << to_string(kernel);
   const AttentionConfig& c = *it;
-  auto src = generate_attention_kernel(c);
-  fs::path dir = fs::temp_directory_path() / "fact_test_nvcc";
-  fs::create_directories(dir);
-  fs::path cu = dir / (name + ".cu"), so = dir / (name + ".so");
-  fact::write_file_atomic(cu, src.text);
-  fact::ProcessOptions o;
-  o.timeout = std::chrono::seconds(600);
-  auto r = fact::run_process(nvcc_command(c.arch, cu, so, fact::cutlass_dir()), o);
-  EXPECT_EQ(r.exit_code, 0) << c.summary() << "\n" << r.err.substr(0, 6000);
-  EXPECT_TRUE(fs::exists(so));
+  expect_kernel_compiles(c.arch, generate_attention_kernel(c).text, name, c.summary());
 }
 }  // namespace
 

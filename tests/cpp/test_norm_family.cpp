@@ -14,6 +14,7 @@
 #include "discover/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
+#include "family_nvcc_check.h"
 #include "ir/ir_io.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
@@ -258,19 +259,7 @@ namespace {
 
 void expect_norm_compiles(const NormProblem& p, const std::string& name) {
   NormConfig c = enumerate_norm_configs(p, 1).ranked.at(0);
-  auto src = generate_norm_kernel(c);
-  fs::path dir = fs::temp_directory_path() / "fact_test_nvcc";
-  fs::create_directories(dir);
-  fs::path cu = dir / (name + ".cu"), so = dir / (name + ".so");
-  std::ofstream(cu) << src.text;
-  auto t0 = std::chrono::steady_clock::now();
-  fact::ProcessOptions o;
-  o.timeout = std::chrono::seconds(600);
-  auto r = fact::run_process(nvcc_command(c.arch, cu, so, fact::cutlass_dir()), o);
-  std::printf("[nvcc] %s (%s): %.1f s, exit %d\n", name.c_str(), c.summary().c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), r.exit_code);
-  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 6000);
-  EXPECT_TRUE(fs::exists(so));
+  expect_kernel_compiles(c.arch, generate_norm_kernel(c).text, name, c.summary());
 }
 
 }  // namespace
