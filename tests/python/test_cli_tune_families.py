@@ -6,21 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from composed_module import REPO_ROOT, fact, needs_fact_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
 IR = REPO_ROOT / "tests" / "cpp" / "data" / "ir" / "minigpt_block.json"
 
-pytestmark = pytest.mark.skipif(not FACT_BIN.is_file(), reason=f"fact binary not found at {FACT_BIN} (build it)")
-
-
-def fact(*args, env=None):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=900, env=env)
+pytestmark = needs_fact_binary
 
 
 def test_tune_norms_build_only_and_attention_without_template(tmp_path):

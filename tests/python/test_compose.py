@@ -1,41 +1,20 @@
 """Tests for `fact compose` (stage 3) through the built binary: a tiny MLP is traced, discovered, given a
 fabricated tune report, composed, and the composed ModelNew (with CPU reference ops for torch.ops.fact)
-must match the original module; a report of another plan is a clear error that leaves no folder.
-
-The binary is $FACT_BIN, else <repo>/build-compose/fact, else <repo>/build/fact."""
-import importlib.util
+must match the original module; a report of another plan is a clear error that leaves no folder."""
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import torch
+from composed_module import REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, needs_fact_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from fact.compose.reference_ops import register_reference_ops
+
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
 SWIGLU_FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_swiglu.py"
 
-
-def _find_binary():
-    if os.environ.get("FACT_BIN"):
-        return Path(os.environ["FACT_BIN"])
-    for build in ("build-compose", "build"):
-        if (REPO_ROOT / build / "fact").is_file():
-            return REPO_ROOT / build / "fact"
-    return REPO_ROOT / "build-compose" / "fact"
-
-
-FACT_BIN = _find_binary()
-pytestmark = pytest.mark.skipif(not FACT_BIN.is_file() or not os.access(FACT_BIN, os.X_OK),
-                                reason=f"fact binary not found at {FACT_BIN} (build it, or set FACT_BIN)")
-
-from fact.compose.reference_ops import register_reference_ops  # noqa: E402
-
-
-def fact(*args):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+pytestmark = needs_fact_binary
 
 
 @pytest.fixture(scope="module")
@@ -84,23 +63,9 @@ def compose(work, plan_path, report, name, model=FIXTURE):
     return fact("compose", plan_path, report_path, "--model", model, "--out", out), out
 
 
-def load_model_new(out):
-    spec = importlib.util.spec_from_file_location(f"composed_{out.name}", out / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def assert_matches_original(out):
     register_reference_ops(out / "manifest.json")
-    composed = load_model_new(out)
-    torch.manual_seed(0)
-    original = composed.Model(*composed.get_init_inputs())
-    model_new = composed.ModelNew(*composed.get_init_inputs())
-    model_new.load_state_dict(original.state_dict(), strict=True)
-    for _ in range(3):
-        x = torch.randn(4, 8, 16)
-        torch.testing.assert_close(model_new(x), original(x), atol=1e-5, rtol=1e-5)
+    assert_model_new_equals_model(load_model_new(out), atol=1e-5, rtol=1e-5)
 
 
 def test_accepted_gemm_pattern_is_a_fact_call_and_matches(plan):
@@ -177,11 +142,4 @@ def test_swiglu_pattern_runs_the_up_projection_then_one_fact_call(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert [a["epilogue"] for a in manifest["accepted"]] == ["bias_silu_mul"]
     register_reference_ops(out / "manifest.json")
-    composed = load_model_new(out)
-    torch.manual_seed(0)
-    original = composed.Model(*composed.get_init_inputs())
-    model_new = composed.ModelNew(*composed.get_init_inputs())
-    model_new.load_state_dict(original.state_dict(), strict=True)
-    for _ in range(3):
-        x = torch.randn(4, 8, 16)
-        torch.testing.assert_close(model_new(x), original(x), atol=1e-5, rtol=1e-5)
+    assert_model_new_equals_model(load_model_new(out), atol=1e-5, rtol=1e-5)

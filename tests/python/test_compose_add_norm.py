@@ -5,24 +5,16 @@ tune report in which the normalization patterns won, and composed: every add-nor
 the residual passed in, the add gone), which returns (normed, sum) exactly when the graph reads the sum again, and
 the composed module, with the CPU reference ops, equals the original, in process and copied elsewhere without the
 fact package (FACT_REFERENCE_OPS=1)."""
-import importlib.util
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import torch
+from composed_module import (REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, max_diff,
+                             needs_fact_binary, run_copied)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
+from fact.compose.reference_ops import register_reference_ops
 
-pytestmark = pytest.mark.skipif(not FACT_BIN.is_file(), reason=f"fact binary not found at {FACT_BIN} (build it)")
-
-from fact.compose.reference_ops import register_reference_ops  # noqa: E402
+pytestmark = needs_fact_binary
 
 # name -> (model file, size line to rewrite or None, expected add-norm rules with the sums they export)
 CASES = {
@@ -33,10 +25,6 @@ CASES = {
     "prenorm_residual": (REPO_ROOT / "tests/python/data/compose/prenorm_residual.py", None,
                          {("add_layer_norm", True), ("add_rms_norm", True)}),
 }
-
-
-def fact(*args):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
 
 
 def model_file(name, folder):
@@ -121,52 +109,12 @@ def test_add_norm_calls_take_the_residual_and_return_the_sum_only_when_read_agai
     assert "torch.ops.aten.add.Tensor(" not in source, source
 
 
-def load(out):
-    spec = importlib.util.spec_from_file_location(f"composed_{out.parent.name}", out / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def outputs(value):
-    return value if isinstance(value, tuple) else (value,)
-
-
 def test_composed_with_reference_ops_equals_the_original(composed):
     _, work, _ = composed
-    out = work / "composed"
-    register_reference_ops(out / "manifest.json")
-    m = load(out)
-    torch.manual_seed(0)
-    original = m.Model(*m.get_init_inputs())
-    new = m.ModelNew(*m.get_init_inputs())
-    new.load_state_dict(original.state_dict(), strict=True)
-    with torch.no_grad():
-        for _ in range(3):
-            x = m.get_inputs()
-            got, want = outputs(new(*x)), outputs(original(*x))
-            assert len(got) == len(want)
-            for a, b in zip(got, want):
-                torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    register_reference_ops(work / "composed" / "manifest.json")
+    assert_model_new_equals_model(load_model_new(work / "composed"), atol=1e-5, rtol=1e-5)
 
 
 def test_copied_folder_runs_without_fact_on_reference_ops(composed, tmp_path):
     _, work, _ = composed
-    folder = tmp_path / "elsewhere"
-    shutil.copytree(work / "composed", folder)
-    check = ("import importlib.util, torch\n"
-             "assert importlib.util.find_spec('fact') is None\n"
-             "import model_new as m\n"
-             "torch.manual_seed(0)\n"
-             "a = m.Model(*m.get_init_inputs()); b = m.ModelNew(*m.get_init_inputs())\n"
-             "b.load_state_dict(a.state_dict(), strict=True)\n"
-             "x = m.get_inputs()\n"
-             "ya, yb = a(*x), b(*x)\n"
-             "ya, yb = (ya if isinstance(ya, tuple) else (ya,)), (yb if isinstance(yb, tuple) else (yb,))\n"
-             "assert len(ya) == len(yb)\n"
-             "print('MAXDIFF', max(float((p - q).abs().max()) for p, q in zip(ya, yb)))\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACT_REFERENCE_OPS")}
-    r = subprocess.run([sys.executable, "-c", check], cwd=folder, env=dict(env, FACT_REFERENCE_OPS="1"),
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert float(r.stdout.split("MAXDIFF")[1]) < 1e-5
+    assert max_diff(run_copied(work / "composed", tmp_path, FACT_REFERENCE_OPS="1")) < 1e-5

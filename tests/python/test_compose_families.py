@@ -7,26 +7,20 @@ torch.ops.fact.norm_* / attn_* / rope_* with the matched tensors (attention: the
 un-expanded K/V; rope: the transposed q/k views and the [T, D] tables) and, with the CPU reference ops, equal the
 original module. The composed
 folder, copied elsewhere, still runs without the fact package (FACT_REFERENCE_OPS=1)."""
-import importlib.util
 import json
 import math
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from composed_module import (REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, max_diff,
+                             needs_fact_binary, run_copied)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
+from fact.compose.reference_ops import register_reference_ops
+
 PROBLEMS = REPO_ROOT / "bench" / "problems" / "level3"
 
-pytestmark = pytest.mark.skipif(not FACT_BIN.is_file(), reason=f"fact binary not found at {FACT_BIN} (build it)")
-
-from fact.compose.reference_ops import register_reference_ops  # noqa: E402
+pytestmark = needs_fact_binary
 
 # The problems' size constants, made small (head dim 16 in both; Llama keeps 4 query heads per KV head).
 SMALL = {
@@ -42,10 +36,6 @@ FAMILIES = {
 }
 GEMM_EPILOGUE = {"gemm": "none", "gemm_bias_gelu_tanh": "bias_gelu_tanh", "gemm_bias_residual": "bias_residual",
                  "gemm_swiglu": "bias_silu_mul"}
-
-
-def fact(*args):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
 
 
 def small_problem(name, folder):
@@ -110,13 +100,6 @@ def composed(request, tmp_path_factory):
     return request.param, work, doc, report
 
 
-def load(out):
-    spec = importlib.util.spec_from_file_location(f"composed_{out.parent.name}", out / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_family_patterns_are_fact_calls_with_the_matched_inputs(composed):
     name, work, doc, _ = composed
     source = (work / "composed" / "model_new.py").read_text()
@@ -173,17 +156,8 @@ def test_family_patterns_are_fact_calls_with_the_matched_inputs(composed):
 
 def test_composed_with_reference_ops_equals_the_original(composed):
     _, work, _, _ = composed
-    out = work / "composed"
-    register_reference_ops(out / "manifest.json")
-    m = load(out)
-    torch.manual_seed(0)
-    original = m.Model(*m.get_init_inputs())
-    new = m.ModelNew(*m.get_init_inputs())
-    new.load_state_dict(original.state_dict(), strict=True)
-    with torch.no_grad():
-        for _ in range(3):
-            x = m.get_inputs()
-            torch.testing.assert_close(new(*x), original(*x), atol=1e-5, rtol=1e-5)
+    register_reference_ops(work / "composed" / "manifest.json")
+    assert_model_new_equals_model(load_model_new(work / "composed"), atol=1e-5, rtol=1e-5)
 
 
 def test_attention_reference_returns_the_strided_view_the_kernel_returns(composed):
@@ -200,21 +174,6 @@ def test_attention_reference_returns_the_strided_view_the_kernel_returns(compose
 
 def test_copied_folder_runs_without_fact_on_reference_ops(composed, tmp_path):
     _, work, _, _ = composed
-    folder = tmp_path / "elsewhere"
-    shutil.copytree(work / "composed", folder)
-    check = ("import importlib.util, torch\n"
-             "assert importlib.util.find_spec('fact') is None\n"
-             "import model_new as m\n"
-             "torch.manual_seed(0)\n"
-             "a = m.Model(*m.get_init_inputs()); b = m.ModelNew(*m.get_init_inputs())\n"
-             "b.load_state_dict(a.state_dict(), strict=True)\n"
-             "x = m.get_inputs()\n"
-             "print('MAXDIFF', float((b(*x) - a(*x)).abs().max()))\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACT_REFERENCE_OPS")}
-    r = subprocess.run([sys.executable, "-c", check], cwd=folder, env=dict(env, FACT_REFERENCE_OPS="1"),
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert float(r.stdout.split("MAXDIFF")[1]) < 1e-5
-    r = subprocess.run([sys.executable, "-c", check], cwd=folder, env=env, capture_output=True, text=True,
-                       timeout=300)
+    assert max_diff(run_copied(work / "composed", tmp_path, FACT_REFERENCE_OPS="1")) < 1e-5
+    r = run_copied(work / "composed", tmp_path)
     assert r.returncode != 0 and "libfact_ops.so is not in" in r.stderr

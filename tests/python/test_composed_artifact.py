@@ -2,37 +2,14 @@
 the path), loads its op library from its own folder, and fails with a clear message when the library is
 missing or cannot run here (no CUDA GPU); FACT_REFERENCE_OPS=1 runs the shipped PyTorch references."""
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from composed_module import REPO_ROOT, fact, max_diff, needs_fact_binary, run_copied
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
-FACT_BIN = Path(os.environ.get("FACT_BIN", REPO_ROOT / "build" / "fact"))
 
-pytestmark = pytest.mark.skipif(not FACT_BIN.exists(), reason=f"fact binary not built at {FACT_BIN}")
-
-# Run inside the copied folder: imports model_new, checks `fact` is not importable, compares with Model.
-CHECK = """
-import importlib.util, sys, torch
-assert importlib.util.find_spec("fact") is None, "the fact package is on the path"
-import model_new as m
-torch.manual_seed(0)
-original = m.Model(*m.get_init_inputs())
-new = m.ModelNew(*m.get_init_inputs())
-new.load_state_dict(original.state_dict(), strict=True)
-x = m.get_inputs()
-print("MAXDIFF", float((new(*x) - original(*x)).abs().max()))
-"""
-
-
-def fact(*args):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+pytestmark = needs_fact_binary
 
 
 @pytest.fixture(scope="module")
@@ -51,36 +28,24 @@ def plan(tmp_path_factory):
     return work
 
 
-def composed_copy(work, name, tmp_path, *extra):
+def composed(work, name, *extra):
     out = work / name
     r = fact("compose", work / "plan.json", work / "tune.json", "--model", FIXTURE, "--out", out, *extra)
     assert r.returncode == 0, r.stderr
-    dest = tmp_path / "elsewhere"
-    shutil.copytree(out, dest)
-    return dest
-
-
-def run_in(folder, **env_extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACT_REFERENCE_OPS")}
-    env.update(env_extra)
-    return subprocess.run([sys.executable, "-c", CHECK], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return out
 
 
 def test_missing_library_is_a_clear_import_error(plan, tmp_path):
-    folder = composed_copy(plan, "no_lib", tmp_path)
+    folder = composed(plan, "no_lib")
     assert (folder / "reference_ops.py").is_file() and not (folder / "libfact_ops.so").exists()
-    r = run_in(folder)
+    r = run_copied(folder, tmp_path)
     assert r.returncode != 0
     assert "ImportError" in r.stderr and "gemm_art_gelu" in r.stderr
     assert "libfact_ops.so is not in" in r.stderr and "FACT_REFERENCE_OPS=1" in r.stderr
 
 
 def test_reference_ops_shipped_with_the_folder_run_without_fact(plan, tmp_path):
-    folder = composed_copy(plan, "ref", tmp_path)
-    r = run_in(folder, FACT_REFERENCE_OPS="1")
-    assert r.returncode == 0, r.stderr
-    assert float(r.stdout.split("MAXDIFF")[1]) < 1e-5
+    assert max_diff(run_copied(composed(plan, "ref"), tmp_path, FACT_REFERENCE_OPS="1")) < 1e-5
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a CUDA GPU")
@@ -88,11 +53,11 @@ def test_library_in_folder_without_gpu_names_the_arch(plan, tmp_path):
     lib_dir = tmp_path / "ops"
     lib_dir.mkdir()
     (lib_dir / "libfact_ops.so").write_bytes(b"\x7fELF not really")  # only its presence matters here
-    folder = composed_copy(plan, "with_lib", tmp_path, "--op-library", lib_dir / "libfact_ops.so")
+    folder = composed(plan, "with_lib", "--op-library", lib_dir / "libfact_ops.so")
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["op_library"] == "libfact_ops.so" and (folder / "libfact_ops.so").is_file()
     assert {"kernels", "toolchain", "numerics", "arch"} <= set(manifest)
-    r = run_in(folder)
+    r = run_copied(folder, tmp_path)
     assert r.returncode != 0
     assert "sm90" in r.stderr and "no CUDA GPU" in r.stderr
 

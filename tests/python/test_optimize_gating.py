@@ -1,26 +1,17 @@
 """`fact optimize --tune-report` on a CPU machine: a winner whose op library cannot be built here (no CUDA
 torch: the failed-build case) and a pattern whose kernels all failed verification both keep PyTorch's ops
 with a report line, and the composed module is correct (checked by the end-to-end check and here)."""
-import importlib.util
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
+from composed_module import REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, needs_fact_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
-FACT_BIN = Path(os.environ.get("FACT_BIN", REPO_ROOT / "build" / "fact"))
 
-pytestmark = [pytest.mark.skipif(not FACT_BIN.exists(), reason=f"fact binary not built at {FACT_BIN}"),
+pytestmark = [needs_fact_binary,
               pytest.mark.skipif(torch.cuda.is_available(), reason="the op library builds on a CUDA machine: "
                                  "the failed-build case is the CPU machine's")]
-
-
-def fact(*args):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +59,4 @@ def test_composed_module_equals_original(optimized):
     out, _ = optimized
     source = (out / "composed" / "model_new.py").read_text()
     assert "= torch.ops.fact." not in source
-    spec = importlib.util.spec_from_file_location("gated_tiny", out / "composed" / "model_new.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    torch.manual_seed(0)
-    original = mod.Model(*mod.get_init_inputs())
-    composed = mod.ModelNew(*mod.get_init_inputs())
-    composed.load_state_dict(original.state_dict(), strict=True)
-    x = mod.get_inputs()
-    torch.testing.assert_close(composed(*x), original(*x), rtol=0, atol=0)
+    assert_model_new_equals_model(load_model_new(out / "composed", "gated_tiny"), rtol=0, atol=0)

@@ -4,33 +4,25 @@
 GPU), and `fact compose` with a tune report accepting it calls torch.ops.fact.rowwise_<entry> with the
 module's input, which with the CPU reference ops (the fragment replayed in float64) equals the module.
 `fact ops build` wraps the registered kernel in the op; a registry kernel changed after tuning is refused."""
-import importlib.util
 import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from composed_module import REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, needs_fact_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
+from fact.compose.reference_ops import register_reference_ops
+from fact.realize.rowwise_case import ProblemError, RowwiseCase, parse_problem
+
 PROBLEM = REPO_ROOT / "bench" / "problems" / "level2" / "swish_absmax_rows.py"
 KERNEL = REPO_ROOT / "bench" / "scripts" / "agent_replies" / "simple.cu"
 ENTRY = "swish_absmax_rows"
 ROWS, COLS = 64, 256
 
-pytestmark = pytest.mark.skipif(not FACT_BIN.is_file(), reason=f"fact binary not found at {FACT_BIN} (build it)")
-
-from fact.compose.reference_ops import register_reference_ops  # noqa: E402
-from fact.realize.rowwise_case import ProblemError, RowwiseCase, parse_problem  # noqa: E402
-
-
-def fact(*args, env):
-    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=900,
-                          env=env)
+pytestmark = needs_fact_binary
 
 
 def literal(a):
@@ -156,15 +148,7 @@ def test_compose_calls_the_rowwise_op_with_the_module_input(composed):
 
 def test_composed_with_reference_ops_equals_the_original(composed):
     register_reference_ops(composed / "manifest.json")
-    spec = importlib.util.spec_from_file_location("composed_rowwise", composed / "model_new.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    torch.manual_seed(0)
-    original, new = m.Model(*m.get_init_inputs()), m.ModelNew(*m.get_init_inputs())
-    with torch.no_grad():
-        for _ in range(3):
-            x = m.get_inputs()
-            torch.testing.assert_close(new(*x), original(*x), atol=1e-6, rtol=1e-5)
+    assert_model_new_equals_model(load_model_new(composed, "composed_rowwise"), atol=1e-6, rtol=1e-5)
 
 
 def test_op_library_wraps_the_registered_kernel_and_refuses_a_changed_one(work, tuned):

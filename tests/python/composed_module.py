@@ -1,0 +1,85 @@
+"""What the tests driving the `fact` CLI share: the binary, and checking a composed folder's ModelNew against its
+Model, in this process or in a copy of the folder run by a fresh Python without the fact package."""
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
+
+needs_fact_binary = pytest.mark.skipif(not (FACT_BIN.is_file() and os.access(FACT_BIN, os.X_OK)),
+                                       reason=f"fact binary not found at {FACT_BIN} (build it, or set FACT_BIN)")
+
+# Run inside a copied folder: `fact` must not be importable; prints the largest difference over all outputs.
+COPIED_CHECK = """
+import importlib.util, torch
+assert importlib.util.find_spec("fact") is None, "the fact package is on the path"
+import model_new as m
+torch.manual_seed(0)
+original = m.Model(*m.get_init_inputs())
+new = m.ModelNew(*m.get_init_inputs())
+new.load_state_dict(original.state_dict(), strict=True)
+x = m.get_inputs()
+want, got = original(*x), new(*x)
+want, got = (want if isinstance(want, tuple) else (want,)), (got if isinstance(got, tuple) else (got,))
+assert len(want) == len(got), (len(want), len(got))
+print("MAXDIFF", max(float((a - b).abs().max()) for a, b in zip(got, want)))
+"""
+
+
+def fact(*args, env=None, timeout=900):
+    return subprocess.run([str(FACT_BIN), *map(str, args)], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=timeout, env=env)
+
+
+def load_model_new(folder, name=None):
+    """Imports FOLDER/model_new.py under a module name unique to the folder."""
+    folder = Path(folder)
+    spec = importlib.util.spec_from_file_location(name or f"composed_{folder.parent.name}_{folder.name}",
+                                                  folder / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def outputs(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def assert_model_new_equals_model(module, rounds=3, **tolerance):
+    """ModelNew, given Model's weights, returns Model's outputs on ROUNDS fresh inputs."""
+    torch.manual_seed(0)
+    original = module.Model(*module.get_init_inputs())
+    new = module.ModelNew(*module.get_init_inputs())
+    new.load_state_dict(original.state_dict(), strict=True)
+    with torch.no_grad():
+        for _ in range(rounds):
+            x = module.get_inputs()
+            got, want = outputs(new(*x)), outputs(original(*x))
+            assert len(got) == len(want)
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, **tolerance)
+
+
+def run_copied(folder, tmp_path, **env_extra):
+    """Copies the composed FOLDER to TMP_PATH/elsewhere and runs COPIED_CHECK there with neither PYTHONPATH nor
+    FACT_REFERENCE_OPS from this process (ENV_EXTRA added)."""
+    dest = Path(tmp_path) / "elsewhere"
+    if not dest.exists():
+        shutil.copytree(folder, dest)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACT_REFERENCE_OPS")}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-c", COPIED_CHECK], cwd=dest, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def max_diff(result):
+    """The MAXDIFF a successful run_copied printed."""
+    assert result.returncode == 0, result.stderr
+    return float(result.stdout.split("MAXDIFF")[1])
