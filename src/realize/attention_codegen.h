@@ -1,8 +1,9 @@
 #pragma once
 // Renders attention kernels from the config's kernel template (templates/cute/attention_fwd.cu.in for
-// sm80_mma, attention_fwd_sm90.cu.in for sm90_wgmma; both have the slots config_id, summary, element, numerics,
-// head_dim, block_m, block_n, warps, config_json and export fact_<id>_can_implement/_run/_describe taking
-// const FactAttentionArgs*) and their op wrappers (one wrapper template for both).
+// sm80_mma, attention_fwd_sm90.cu.in for sm90_wgmma, attention_fwd_sm90_ws.cu.in for sm90_tma_ws; all three have
+// the slots config_id, summary, element, numerics, head_dim, block_m, block_n, warps, config_json and export
+// fact_<id>_can_implement/_run/_describe taking const FactAttentionArgs*) and their op wrappers (one wrapper
+// template for all).
 #include <string>
 
 #include "realize/attention_config.h"

@@ -14,8 +14,9 @@
 namespace fact::realize {
 namespace {
 
-constexpr EnumNames<AttentionKernel, 2> kKernels{
-    {{AttentionKernel::sm80_mma, "sm80_mma"}, {AttentionKernel::sm90_wgmma, "sm90_wgmma"}}};
+constexpr EnumNames<AttentionKernel, 3> kKernels{{{AttentionKernel::sm80_mma, "sm80_mma"},
+                                                  {AttentionKernel::sm90_wgmma, "sm90_wgmma"},
+                                                  {AttentionKernel::sm90_tma_ws, "sm90_tma_ws"}}};
 
 // The kernel's entry in data/families/attention.json ("kernels", in order of preference).
 nlohmann::json kernel_data(AttentionKernel k) {

@@ -2,7 +2,9 @@
 // One attention kernel configuration in FlashAttention-2 terms: which kernel (its template), the CTA's query
 // tile (block_m), the K/V tile it streams (block_n) and its warps, plus the traits the kernel is specialized on
 // (element, numerics, head dim, arch). The kernels and their axes are data/families/attention.json's "kernels":
-// sm80_mma (templates/cute/attention_fwd.cu.in) and sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in).
+// sm80_mma (templates/cute/attention_fwd.cu.in), sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in) and
+// sm90_tma_ws (templates/cute/attention_fwd_sm90_ws.cu.in, whose `warps` counts consumer warps: its CTA adds a
+// producer warpgroup of 128 threads).
 #include <string>
 #include <vector>
 
@@ -12,9 +14,10 @@
 
 namespace fact::realize {
 
-// The kernel a config renders: mma.sync on sm80+ (every numerics mode) or Hopper's warpgroup MMA (16-bit modes).
-enum class AttentionKernel { sm80_mma, sm90_wgmma };
-std::string to_string(AttentionKernel k);  // "sm80_mma", "sm90_wgmma"
+// The kernel a config renders: mma.sync on sm80+ (every numerics mode), or Hopper's warpgroup MMA (16-bit modes)
+// with cp.async loads by all threads or with TMA loads by a producer warpgroup (warp specialization).
+enum class AttentionKernel { sm80_mma, sm90_wgmma, sm90_tma_ws };
+std::string to_string(AttentionKernel k);  // "sm80_mma", "sm90_wgmma", "sm90_tma_ws"
 AttentionKernel attention_kernel_from_string(const std::string& s);
 
 struct AttentionConfig {
@@ -43,8 +46,8 @@ struct AttentionConfigSpace {
 };
 // Every kernel of data/families/attention.json that takes the problem's arch and numerics, each over its own
 // axes, filtered by shared memory, head dim and rows per warp, ranked by wave quantization of the (query tiles x
-// batch x heads) grid and work skipped under the causal mask. Both kernels' candidates are kept (each kernel's
-// best first, alternating) so that a short top_n still measures both where both apply.
+// batch x heads) grid and work skipped under the causal mask. Every kernel's candidates are kept (each kernel's
+// best first, alternating) so that a short top_n still measures each kernel that applies.
 AttentionConfigSpace enumerate_attention_configs(const AttentionProblem& problem, int top_n);
 
 }  // namespace fact::realize

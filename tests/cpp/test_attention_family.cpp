@@ -1,7 +1,7 @@
 // The attention family: sdpa_attention(_manual) matches -> AttentionProblem on the MiniGPT and Llama
-// blocks (strides of the module's views, GQA, causal, scale), the config space of its two kernels
-// (sm80_mma everywhere, sm90_wgmma on sm90 in bf16/fp16), generation against a stand-in with the real
-// templates' slot set (tests/cpp/data) and from both real templates, op wrappers, and nvcc compiles.
+// blocks (strides of the module's views, GQA, causal, scale), the config space of its three kernels
+// (sm80_mma everywhere, sm90_wgmma and sm90_tma_ws on sm90 in bf16/fp16), generation against a stand-in with the
+// real templates' slot set (tests/cpp/data) and from the real templates, op wrappers, and nvcc compiles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,7 +119,7 @@ TEST(AttentionConfigSpace, FilteredBySharedMemoryAndWarpRows) {
   EXPECT_THROW(enumerate_attention_configs(p, 8), fact::Error);
 }
 
-TEST(AttentionConfigSpace, WgmmaKernelOnlyOnSm90In16BitModes) {
+TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   auto t = traced("minigpt_block.json");
   auto space_of = [&](Numerics n, Arch a) {
     return enumerate_attention_configs(attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, a), 100);
@@ -129,25 +129,35 @@ TEST(AttentionConfigSpace, WgmmaKernelOnlyOnSm90In16BitModes) {
   };
   for (Numerics n : {Numerics::bf16, Numerics::fp16}) {
     auto s90 = space_of(n, Arch::sm90);
-    EXPECT_EQ(s90.enumerated, 12 + 8) << to_string(n);  // sm80_mma's 2x3x2 axes and sm90_wgmma's 2x2x2
-    // 64 query rows per warpgroup: (64, 4 warps) and (128, 8 warps), each with block_n 64 and 128.
+    // sm80_mma's 2x3x2 axes, sm90_tma_ws's and sm90_wgmma's 2x2x2 each.
+    EXPECT_EQ(s90.enumerated, 12 + 8 + 8) << to_string(n);
+    // 64 query rows per (consumer) warpgroup: (64, 4 warps) and (128, 8 warps), each with block_n 64 and 128.
+    EXPECT_EQ(count(s90, AttentionKernel::sm90_tma_ws), 4) << to_string(n);
     EXPECT_EQ(count(s90, AttentionKernel::sm90_wgmma), 4) << to_string(n);
     EXPECT_GT(count(s90, AttentionKernel::sm80_mma), 0) << to_string(n);
-    for (const auto& c : s90.ranked)
-      if (c.kernel == AttentionKernel::sm90_wgmma) {
-        EXPECT_EQ(c.block_m, 16 * c.warps) << c.summary();
-        EXPECT_EQ(c.template_name(), "cute/attention_fwd_sm90.cu.in");
-        EXPECT_TRUE(contains(c.summary(), "sm90_wgmma")) << c.summary();
-      }
-    // A short --top still measures both kernels: their candidates alternate, the wgmma kernel's first.
+    for (const auto& c : s90.ranked) {
+      if (c.kernel == AttentionKernel::sm80_mma) continue;
+      bool ws = c.kernel == AttentionKernel::sm90_tma_ws;
+      EXPECT_EQ(c.block_m, 16 * c.warps) << c.summary();
+      EXPECT_EQ(c.template_name(), ws ? "cute/attention_fwd_sm90_ws.cu.in" : "cute/attention_fwd_sm90.cu.in");
+      EXPECT_TRUE(contains(c.summary(), ws ? "sm90_tma_ws" : "sm90_wgmma")) << c.summary();
+    }
+    // A short --top still measures every kernel: their candidates alternate in the data's order.
     AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, Arch::sm90);
-    auto two = enumerate_attention_configs(p, 2).ranked;
-    ASSERT_EQ(two.size(), 2u);
-    EXPECT_EQ(two[0].kernel, AttentionKernel::sm90_wgmma);
-    EXPECT_EQ(two[1].kernel, AttentionKernel::sm80_mma);
-    EXPECT_EQ(count(space_of(n, Arch::sm80), AttentionKernel::sm90_wgmma), 0) << to_string(n);
+    auto three = enumerate_attention_configs(p, 3).ranked;
+    ASSERT_EQ(three.size(), 3u);
+    EXPECT_EQ(three[0].kernel, AttentionKernel::sm90_tma_ws);
+    EXPECT_EQ(three[1].kernel, AttentionKernel::sm90_wgmma);
+    EXPECT_EQ(three[2].kernel, AttentionKernel::sm80_mma);
+    auto s80 = space_of(n, Arch::sm80);
+    EXPECT_EQ(count(s80, AttentionKernel::sm90_wgmma), 0) << to_string(n);
+    EXPECT_EQ(count(s80, AttentionKernel::sm90_tma_ws), 0) << to_string(n);
+    EXPECT_EQ(s80.enumerated, 12) << to_string(n);
   }
-  for (Numerics n : {Numerics::tf32, Numerics::fp32}) EXPECT_EQ(count(space_of(n, Arch::sm90), AttentionKernel::sm90_wgmma), 0);
+  for (Numerics n : {Numerics::tf32, Numerics::fp32}) {
+    EXPECT_EQ(count(space_of(n, Arch::sm90), AttentionKernel::sm90_wgmma), 0) << to_string(n);
+    EXPECT_EQ(count(space_of(n, Arch::sm90), AttentionKernel::sm90_tma_ws), 0) << to_string(n);
+  }
 
   // The rejection names the reason; the two kernels of one shape are different configs.
   AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::bf16, Arch::sm90);
@@ -158,6 +168,11 @@ TEST(AttentionConfigSpace, WgmmaKernelOnlyOnSm90In16BitModes) {
   AttentionConfig mma = c;
   mma.kernel = AttentionKernel::sm80_mma;
   EXPECT_NE(mma.id(), c.id());
+  AttentionConfig ws = c;
+  ws.kernel = AttentionKernel::sm90_tma_ws;
+  EXPECT_NE(ws.id(), c.id());
+  EXPECT_EQ(attention_config_rejection(p, ws), "");
+  EXPECT_EQ(AttentionConfig::from_json(ws.to_json()).kernel, AttentionKernel::sm90_tma_ws);
   AttentionConfig rows = c;
   rows.warps = 4;  // 32 rows per warp: not one warpgroup GMMA per 64 rows
   EXPECT_TRUE(contains(attention_config_rejection(p, rows), "row count per warp")) << attention_config_rejection(p, rows);
@@ -165,6 +180,8 @@ TEST(AttentionConfigSpace, WgmmaKernelOnlyOnSm90In16BitModes) {
   p80.arch = Arch::sm80;
   AttentionConfig on80 = c;
   on80.arch = Arch::sm80;
+  EXPECT_TRUE(contains(attention_config_rejection(p80, on80), "does not run on sm80"));
+  on80.kernel = AttentionKernel::sm90_tma_ws;
   EXPECT_TRUE(contains(attention_config_rejection(p80, on80), "does not run on sm80"));
   AttentionProblem p32 = p;
   p32.head_dim = 32;
@@ -221,23 +238,38 @@ TEST(AttentionCodegen, RealTemplateRendersEveryConfigOfTheMiniGptSpaceInEveryMod
   }
 }
 
-TEST(AttentionCodegen, WgmmaKernelRendersGmmaAtomsWithEverySlotFilled) {
+TEST(AttentionCodegen, WgmmaKernelsRenderGmmaAtomsWithEverySlotFilled) {
   auto t = traced("minigpt_block.json");
   AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::fp16, Arch::sm90);
-  int rendered = 0;
+  int rendered = 0, rendered_ws = 0;
   for (const auto& c : enumerate_attention_configs(p, 100).ranked) {
     auto src = generate_attention_kernel(c);
-    bool wgmma = c.kernel == AttentionKernel::sm90_wgmma;
-    EXPECT_EQ(src.template_name, wgmma ? "cute/attention_fwd_sm90.cu.in" : "cute/attention_fwd.cu.in");
-    // Only the wgmma kernel holds GMMA atoms, and it holds no mma.sync.
+    bool ws = c.kernel == AttentionKernel::sm90_tma_ws;
+    bool wgmma = c.kernel == AttentionKernel::sm90_wgmma || ws;
+    EXPECT_EQ(src.template_name, ws      ? "cute/attention_fwd_sm90_ws.cu.in"
+                                 : wgmma ? "cute/attention_fwd_sm90.cu.in"
+                                         : "cute/attention_fwd.cu.in");
+    // Only the wgmma kernels hold GMMA atoms, and they hold no mma.sync; only the warp-specialized one loads by
+    // TMA, and it has no cp.async.
     EXPECT_EQ(contains(src.text, "GMMA::ss_op_selector<Element, Element, float"), wgmma) << c.summary();
     EXPECT_EQ(contains(src.text, "SM80_16x8x16_F32F16F16F32_TN"), !wgmma) << c.summary();
+    EXPECT_EQ(contains(src.text, "make_tma_copy(SM90_TMA_LOAD{}"), ws) << c.summary();
+    EXPECT_EQ(contains(src.text, "cp_async_fence"), !ws) << c.summary();
+    if (ws) {
+      ++rendered_ws;
+      for (const char* part : {"warpgroup_reg_dealloc<kProducerRegs>", "warpgroup_reg_alloc<kConsumerRegs>",
+                               "constexpr int kThreads = kConsumerThreads + 128;", "__grid_constant__ TmaK const tma_k",
+                               "arrive_and_expect_tx(&bars.full_k[s], kStageBytes)", "tma_partition(",
+                               "#include <cute/atom/copy_traits_sm90_tma.hpp>", "return FACT_ERR_INIT;"})
+        EXPECT_TRUE(contains(src.text, part)) << part;
+    }
     if (!wgmma) continue;
     ++rendered;
     EXPECT_FALSE(contains(src.text, "{{")) << c.summary();
     for (const char* part : {"GMMA::rs_op_selector<Element, Element, float", "GMMA::Major::MN", "GMMA::Layout_SW128_Atom",
                              "GMMA::Layout_SW64_Atom", "warpgroup_arrive();", "warpgroup_wait<1>();",
-                             "fence_view_async_shared", "#include <cute/atom/mma_traits_sm90_gmma.hpp>"})
+                             ws ? "fence_barrier_init" : "fence_view_async_shared",
+                             "#include <cute/atom/mma_traits_sm90_gmma.hpp>"})
       EXPECT_TRUE(contains(src.text, part)) << part;
     EXPECT_TRUE(contains(src.text, "// FACT kernel " + c.id() + ": " + c.summary()));
     EXPECT_TRUE(contains(src.text, "namespace fact_" + c.id() + " {"));
@@ -251,15 +283,18 @@ TEST(AttentionCodegen, WgmmaKernelRendersGmmaAtomsWithEverySlotFilled) {
     EXPECT_TRUE(contains(src.text, "int fact_" + c.id() + "_run(const FactAttentionArgs* args)"));
     EXPECT_TRUE(contains(src.text, "R\"FACT_JSON(" + c.to_json().dump() + ")FACT_JSON\""));
   }
-  EXPECT_EQ(rendered, 4);
+  EXPECT_EQ(rendered, 8);
+  EXPECT_EQ(rendered_ws, 4);
 }
 
 namespace {
+// The first candidate of `kernel` for MiniGPT's causal head dim 96, or for Llama-3's causal GQA head dim 128.
 void expect_attention_compiles(Numerics n, Arch arch, const std::string& name,
-                               AttentionKernel kernel = AttentionKernel::sm80_mma) {
-  auto t = traced("minigpt_block.json");
-  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, arch);
-  ASSERT_TRUE(p.causal && p.head_dim == 96);
+                               AttentionKernel kernel = AttentionKernel::sm80_mma, bool llama = false) {
+  auto t = traced(llama ? "llama3_block.json" : "minigpt_block.json");
+  AttentionProblem p =
+      attention_problem_from_match(t.rule(llama ? "sdpa_attention" : "sdpa_attention_manual"), t.graph, n, arch);
+  ASSERT_TRUE(p.causal && p.head_dim == (llama ? 128 : 96));
   auto ranked = enumerate_attention_configs(p, 100).ranked;
   auto it = std::find_if(ranked.begin(), ranked.end(), [&](const AttentionConfig& c) { return c.kernel == kernel; });
   ASSERT_NE(it, ranked.end()) << to_string(kernel);
@@ -275,4 +310,10 @@ TEST(AttentionCodegenNvcc, Sm80Bf16Compiles) { expect_attention_compiles(Numeric
 // shapes, S's accumulator as P's A operand) only fire in a real sm_90a compile.
 TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaCompiles) {
   expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_wgmma_attention", AttentionKernel::sm90_wgmma);
+}
+// The warp-specialized TMA kernel on Llama-3's causal GQA head dim 128 in bf16: the TMA descriptors' types (built
+// from the smem layouts, V's through the V^T tile), the producer/consumer split and the GMMA layouts only
+// instantiate in a real sm_90a compile.
+TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsCompiles) {
+  expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_attention", AttentionKernel::sm90_tma_ws, true);
 }
