@@ -1,6 +1,7 @@
 """Builds, verifies and times FACT's attention kernels on the GPU: sm80_mma (templates/cute/attention_fwd.cu.in,
-mma.sync, every numerics mode) and sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in, Hopper warpgroup MMA,
-bf16/fp16 only).
+mma.sync, every numerics mode), sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in, Hopper warpgroup MMA,
+bf16/fp16 only) and sm90_tma_ws (templates/cute/attention_fwd_sm90_ws.cu.in, the same MMA fed by TMA from a
+producer warpgroup through mbarriers, bf16/fp16 only).
 
 For each numerics mode and head dim it renders the templates for a small config space, compiles the
 candidates in parallel, checks every candidate on random inputs (causal and not, odd sequence lengths,
@@ -11,7 +12,9 @@ matmul-softmax-matmul chain. Writes OUT/attention_rows.json (rows in the schema 
 bench/results/gemm_h100.json) and prints a table, with the best time of each kernel per shape.
 
 Usage (device): python3 bench/scripts/attention_h100.py --out $OUT [--numerics tf32,bf16] [--jobs 16]
-                [--kernels sm80_mma,sm90_wgmma]
+                [--kernels sm80_mma,sm90_wgmma,sm90_tma_ws]
+Kernels synchronized by mbarrier pipelines (ISOLATED) are first checked in a child process with a time limit,
+so that a deadlocked candidate fails its check instead of hanging the run.
 """
 from __future__ import annotations
 
@@ -36,7 +39,11 @@ from fact.realize.kernel_abi import FactAttentionArgs  # noqa: E402
 from fact.realize.timing import time_launches  # noqa: E402
 
 TEMPLATES = {"sm80_mma": ROOT / "templates/cute/attention_fwd.cu.in",
-             "sm90_wgmma": ROOT / "templates/cute/attention_fwd_sm90.cu.in"}
+             "sm90_wgmma": ROOT / "templates/cute/attention_fwd_sm90.cu.in",
+             "sm90_tma_ws": ROOT / "templates/cute/attention_fwd_sm90_ws.cu.in"}
+TAGS = {"sm80_mma": "attn", "sm90_wgmma": "attn90", "sm90_tma_ws": "attnws"}
+ISOLATED = {"sm90_tma_ws"}
+CHECK_TIMEOUT_S = 120
 ELEMENT = {"tf32": "float", "3xtf32": "float", "bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t"}
 TORCH_DTYPE = {"tf32": torch.float32, "3xtf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # The same numerics for PyTorch: fp32 matmuls on TF32 tensor cores or not.
@@ -70,11 +77,18 @@ def configs(numerics: str, head_dim: int, kernels):
                 continue
             yield {"kernel": "sm90_wgmma", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
                    "block_n": block_n, "warps": block_m // 16}
+    # The warp-specialized TMA kernel: the same axes; warps counts its consumer warps (the CTA adds a producer
+    # warpgroup), and its shared memory adds 128 bytes of mbarriers to the 1 KB alignment.
+    if "sm90_tma_ws" in kernels and size == 2 and head_dim in (64, 96, 128):
+        for block_m, block_n in itertools.product((64, 128), (64, 128)):
+            if (block_m + 4 * block_n) * head_dim * size + 1152 > SMEM_LIMIT:
+                continue
+            yield {"kernel": "sm90_tma_ws", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
+                   "block_n": block_n, "warps": block_m // 16}
 
 
 def config_id(c: dict) -> str:
-    tag = "attn90" if c["kernel"] == "sm90_wgmma" else "attn"
-    return f"{tag}_{c['numerics']}_d{c['head_dim']}_m{c['block_m']}_n{c['block_n']}_w{c['warps']}"
+    return f"{TAGS[c['kernel']]}_{c['numerics']}_d{c['head_dim']}_m{c['block_m']}_n{c['block_n']}_w{c['warps']}"
 
 
 def render(c: dict) -> str:
@@ -298,7 +312,7 @@ def markdown(result: dict) -> str:
     n_ok = sum(c["ok"] for c in result["checks"])
     worst = {}
     for c in result["checks"]:
-        n = ("sm90_wgmma " if c["id"].startswith("attn90_") else "") + c["id"].split("_")[1]
+        n = ("" if c["kernel"] == "sm80_mma" else c["kernel"] + " ") + c["id"].split("_")[1]
         worst[n] = max(worst.get(n, 0.0), c["worst_rel_err"])
     lines = [f"# FACT attention kernel vs PyTorch ({result['device']})", "",
              f"date {result['date']}, commit {result['commit']}, torch {result['torch']}, CUDA {result['cuda']}. "
@@ -321,17 +335,38 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def isolated_check(lib: Path, b: dict) -> dict:
+    """check() in a child process under a time limit: a hang or crash there is a failed check, not a stuck run."""
+    cmd = [sys.executable, __file__, "--check-one", str(lib), b["id"], json.dumps(b["config"])]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "worst_rel_err": float("inf"), "cases": [],
+                "error": f"check did not finish in {CHECK_TIMEOUT_S} s (deadlock?)"}
+    for line in r.stdout.splitlines():
+        if line.startswith("CHECK_RESULT "):
+            return json.loads(line[len("CHECK_RESULT "):])
+    return {"ok": False, "worst_rel_err": float("inf"), "cases": [],
+            "error": f"check process exited {r.returncode}: {r.stderr[-1500:]}"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out/attention")))
     ap.add_argument("--numerics", default="tf32,3xtf32,bf16,fp16")
     ap.add_argument("--head-dims", default="64,96,128")
-    ap.add_argument("--kernels", default="sm80_mma,sm90_wgmma", help="which attention kernels to build")
+    ap.add_argument("--kernels", default="sm80_mma,sm90_wgmma,sm90_tma_ws", help="which attention kernels to build")
+    ap.add_argument("--check-one", nargs=3, metavar=("LIB", "ID", "CONFIG_JSON"),
+                    help="(internal) check one built candidate and print its result as JSON")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--warmup-ms", type=float, default=50)
     ap.add_argument("--rep-ms", type=float, default=300)
     ap.add_argument("--commit", default="unknown", help="the commit measured (the device copy has no .git)")
     args = ap.parse_args()
+    if args.check_one:
+        lib, cid, config = args.check_one
+        print("CHECK_RESULT " + json.dumps(check(Kernel(Path(lib), cid), json.loads(config))), flush=True)
+        return 0
     cutlass_include = os.path.join(os.environ["CUTLASS_DIR"], "include")
     work = Path("/tmp/fact-attention")
     work.mkdir(parents=True, exist_ok=True)
@@ -356,12 +391,18 @@ def main() -> int:
     for b in builds:
         if not b["ok"]:
             continue
-        kernel = Kernel(work / f"{b['id']}.so", b["id"])
-        res = check(kernel, b["config"])
-        checks.append({"id": b["id"], "ptxas": b["ptxas"], **res})
+        lib = work / f"{b['id']}.so"
+        res = isolated_check(lib, b) if b["config"]["kernel"] in ISOLATED else None
+        kernel = None
+        if res is None or res["ok"]:
+            kernel = Kernel(lib, b["id"])
+            res = check(kernel, b["config"])
+        checks.append({"id": b["id"], "kernel": b["config"]["kernel"], "ptxas": b["ptxas"], **res})
         print(f"  check {b['id']}: {'ok' if res['ok'] else 'FAILED'} worst rel err {res['worst_rel_err']:.2e} "
               f"[{b['ptxas']}]", flush=True)
         if not res["ok"]:
+            if "error" in res:
+                print(f"     {res['error']}", flush=True)
             for cse in res["cases"]:
                 if not cse["ok"]:
                     print(f"     {cse}", flush=True)
