@@ -69,21 +69,17 @@ def configs(numerics: str, head_dim: int, kernels):
                 continue
             yield {"kernel": "sm80_mma", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
                    "block_n": block_n, "warps": warps}
-    # The wgmma kernel (data/families/attention.json): 16-bit modes, head dims 64/96/128, 64 query rows per
-    # warpgroup of 4 warps; Q + two stages of K and V in shared memory, plus 1 KB to align its swizzled tiles.
-    if "sm90_wgmma" in kernels and size == 2 and head_dim in (64, 96, 128):
+    # The Hopper kernels (data/families/attention.json): 16-bit modes, head dims 64/96/128, 64 query rows per
+    # warpgroup of 4 warps; Q + two stages of K and V in shared memory, plus 1 KB to align the swizzled tiles and,
+    # for the warp-specialized TMA kernel, 128 bytes of mbarriers. Its warps count the consumer warps only (the
+    # CTA adds a producer warpgroup).
+    for kernel, padding in (("sm90_wgmma", 1024), ("sm90_tma_ws", 1152)):
+        if kernel not in kernels or size != 2 or head_dim not in (64, 96, 128):
+            continue
         for block_m, block_n in itertools.product((64, 128), (64, 128)):
-            if (block_m + 4 * block_n) * head_dim * size + 1024 > SMEM_LIMIT:
+            if (block_m + 4 * block_n) * head_dim * size + padding > SMEM_LIMIT:
                 continue
-            yield {"kernel": "sm90_wgmma", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
-                   "block_n": block_n, "warps": block_m // 16}
-    # The warp-specialized TMA kernel: the same axes; warps counts its consumer warps (the CTA adds a producer
-    # warpgroup), and its shared memory adds 128 bytes of mbarriers to the 1 KB alignment.
-    if "sm90_tma_ws" in kernels and size == 2 and head_dim in (64, 96, 128):
-        for block_m, block_n in itertools.product((64, 128), (64, 128)):
-            if (block_m + 4 * block_n) * head_dim * size + 1152 > SMEM_LIMIT:
-                continue
-            yield {"kernel": "sm90_tma_ws", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
+            yield {"kernel": kernel, "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
                    "block_n": block_n, "warps": block_m // 16}
 
 
