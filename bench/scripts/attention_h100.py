@@ -38,9 +38,10 @@ sys.path.insert(0, str(ROOT / "python"))
 from fact.realize.kernel_abi import FactAttentionArgs  # noqa: E402
 from fact.realize.timing import time_launches  # noqa: E402
 
-TEMPLATES = {"sm80_mma": ROOT / "templates/cute/attention_fwd.cu.in",
-             "sm90_wgmma": ROOT / "templates/cute/attention_fwd_sm90.cu.in",
-             "sm90_tma_ws": ROOT / "templates/cute/attention_fwd_sm90_ws.cu.in"}
+# The kernels, their templates, axes and limits as the tuner reads them.
+FAMILY = json.loads((ROOT / "data/families/attention.json").read_text())
+KERNELS = {k["name"]: k for k in FAMILY["kernels"]}
+TEMPLATES = {name: ROOT / "templates" / k["template"] for name, k in KERNELS.items()}
 TAGS = {"sm80_mma": "attn", "sm90_wgmma": "attn90", "sm90_tma_ws": "attnws"}
 ISOLATED = {"sm90_tma_ws"}
 CHECK_TIMEOUT_S = 120
@@ -48,7 +49,7 @@ ELEMENT = {"tf32": "float", "3xtf32": "float", "bf16": "cutlass::bfloat16_t", "f
 TORCH_DTYPE = {"tf32": torch.float32, "3xtf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # The same numerics for PyTorch: fp32 matmuls on TF32 tensor cores or not.
 MATMUL_PRECISION = {"tf32": "high", "3xtf32": "highest", "bf16": "highest", "fp16": "highest"}
-SMEM_LIMIT = 227 * 1024
+SMEM_LIMIT = FAMILY["limits"]["smem_bytes"]["sm90"]
 # Relative error vs float64 a kernel may have in each mode: a few units of the operand rounding (TF32 and
 # fp16 keep 10 mantissa bits, bf16 7); 3xtf32 promises fp32 accuracy.
 TOLERANCE = {"tf32": 2e-3, "bf16": 1.6e-2, "fp16": 2e-3, "3xtf32": 1e-6}
@@ -69,18 +70,23 @@ def configs(numerics: str, head_dim: int, kernels):
                 continue
             yield {"kernel": "sm80_mma", "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
                    "block_n": block_n, "warps": warps}
-    # The Hopper kernels (data/families/attention.json): 16-bit modes, head dims 64/96/128, 64 query rows per
-    # warpgroup of 4 warps; Q + two stages of K and V in shared memory, plus 1 KB to align the swizzled tiles and,
-    # for the warp-specialized TMA kernel, 128 bytes of mbarriers. Its warps count the consumer warps only (the
-    # CTA adds a producer warpgroup).
-    for kernel, padding in (("sm90_wgmma", 1024), ("sm90_tma_ws", 1152)):
-        if kernel not in kernels or size != 2 or head_dim not in (64, 96, 128):
+    # The Hopper kernels over their axes in data/families/attention.json, with its limits: head dims, rows per
+    # warp (64 query rows per warpgroup of 4 warps) and Q + kv_stages of K and V plus the kernel's padding (1 KB to
+    # align the swizzled tiles; the TMA kernel adds its mbarriers) in shared memory. The TMA kernel's warps count
+    # its consumer warps only (the CTA adds a producer warpgroup).
+    for kernel in ("sm90_wgmma", "sm90_tma_ws"):
+        data = KERNELS[kernel]
+        axes, limits = data["config_space"], data["limits"]
+        if kernel not in kernels or numerics not in data["numerics"] or head_dim not in limits["head_dims"]:
             continue
-        for block_m, block_n in itertools.product((64, 128), (64, 128)):
-            if (block_m + 4 * block_n) * head_dim * size + padding > SMEM_LIMIT:
+        for block_m, block_n, warps in itertools.product(axes["block_m"], axes["block_n"], axes["warps"]):
+            if block_m % warps or block_m // warps not in limits["rows_per_warp"]:
+                continue
+            smem = (block_m + 2 * limits["kv_stages"] * block_n) * head_dim * size + limits["smem_padding_bytes"]
+            if smem > SMEM_LIMIT:
                 continue
             yield {"kernel": kernel, "numerics": numerics, "head_dim": head_dim, "block_m": block_m,
-                   "block_n": block_n, "warps": block_m // 16}
+                   "block_n": block_n, "warps": warps}
 
 
 def config_id(c: dict) -> str:
