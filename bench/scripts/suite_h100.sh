@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The problem suite on the device: `fact bench` over bench/problems (or one level folder) inside one
 # 10-minute call, resumable over several calls.
-# Usage (device): [MAX_AUTOTUNE=1] [JOBS=n] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+# Usage (device): [MAX_AUTOTUNE=1] [JOBS=n] [PROBLEM_TIMEOUT_S=s] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+#   numerics "default": each problem's own (3xtf32 for fp32 models). KernelBench, which never travels with the
+#   repo, is carried as a copy in an ignored folder: `mkdir -p .kb && cp -r ../shared/kernelbench/level3 .kb/`,
+#   then suite-dir .kb and carry .kb too.
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state holding the previous call's
 #   suite.tgz: a problem finished there is skipped, an unfinished one runs again, and the tuning
 #   database inside it keeps every measured kernel.
@@ -26,10 +29,14 @@ if [ ! -f "$suite/tuning.sqlite" ] && [ -f .devcache/tuning.sqlite ]; then cp .d
 # torch.compile max-autotune takes minutes per model: left out unless MAX_AUTOTUNE=1 (reported as not run).
 extra=()
 [ "${MAX_AUTOTUNE:-0}" = 1 ] || extra+=(--no-max-autotune)
+# A problem past this many seconds fails (final); one cut by the hard stop below runs again in the next call.
+extra+=(--problem-timeout "${PROBLEM_TIMEOUT_S:-1800}")
+numerics_flag=(--numerics "$numerics")
+[ "$numerics" = default ] && numerics_flag=()
 nvidia-smi -L
 
 # fact bench and every process it starts share one session, so the hard stop reaches all of them.
-setsid "$FACT_BIN" bench "$dir" --out "$suite" --numerics "$numerics" --top "$top" --resume \
+setsid "$FACT_BIN" bench "$dir" --out "$suite" "${numerics_flag[@]}" --top "$top" --resume \
   --db "$suite/tuning.sqlite" --time-budget "$budget" --jobs "$jobs" "${extra[@]}" > "$OUT/suite.stdout" 2> "$OUT/suite.log" &
 sid=$!
 for ((t = 0; t < hard; t += 5)); do kill -0 "$sid" 2>/dev/null || break; sleep 5; done
@@ -40,7 +47,7 @@ fi
 wait "$sid" 2>/dev/null
 rc=$?
 # Without a finished run the report is the one rewritten after each problem; --report-only redraws it all.
-"$FACT_BIN" bench "$dir" --out "$suite" --numerics "$numerics" --top "$top" --report-only >> "$OUT/suite.stdout" 2>> "$OUT/suite.log"
+"$FACT_BIN" bench "$dir" --out "$suite" "${numerics_flag[@]}" --top "$top" --report-only >> "$OUT/suite.stdout" 2>> "$OUT/suite.log"
 tar -C "$OUT" --exclude='*.so' --exclude='*.o' --exclude='*.cubin' --exclude='tune-work' -czf "$OUT/suite.tgz" suite
 cp "$suite"/suite.json "$suite"/suite.md "$OUT"/ 2>/dev/null
 cp "$suite"/suite.png "$OUT"/ 2>/dev/null || echo "no chart (matplotlib missing on the device?); redraw here with --report-only"

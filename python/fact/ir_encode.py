@@ -1,15 +1,23 @@
-"""Encoding a torch.export ExportedProgram as a FACT IR document (docs/ir-format.md, version 1)."""
+"""Encoding a torch.export ExportedProgram as a FACT IR document (docs/ir-format.md, version 1).
+
+Any graph encodes: an op FACT has no table entry for keeps its name and gets its category from PyTorch (tags and
+schema), and what the composer cannot write back as ATen calls (higher-order ops, submodule attributes, tensor
+constants made inside forward, call structures PyTorch cannot serialize) is named in `replay_blocker`, so FACT
+leaves the whole module to PyTorch instead of stopping.
+"""
 from __future__ import annotations
 
 import inspect
 import math
 import operator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind
 
 IR_FORMAT = "fact-ir"
 IR_VERSION = 1
@@ -20,10 +28,6 @@ PLACEHOLDER_KINDS = {
     InputKind.BUFFER: "buffer",
     InputKind.CONSTANT_TENSOR: "constant",
 }
-
-
-class UnsupportedGraph(Exception):
-    """The exported graph uses something version 1 of the IR cannot describe."""
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -57,20 +61,39 @@ def tensor_meta(t: torch.Tensor) -> dict:
     return {"shape": [int(s) for s in t.shape], "strides": [int(s) for s in t.stride()], "dtype": dtype_name(t.dtype)}
 
 
-def output_metas(node: torch.fx.Node) -> list[dict]:
-    """One description per tensor result; non-tensor results (None, ints) have none."""
+def output_metas(node: torch.fx.Node) -> tuple[list[dict], str | None]:
+    """One description per tensor result (non-tensor results have none), and why getitem indices would not
+    line up with them (a None or a non-tensor among several results), or None."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return [tensor_meta(val)]
+        return [tensor_meta(val)], None
     if isinstance(val, (list, tuple)):
-        if any(v is not None and not isinstance(v, torch.Tensor) for v in val):
-            raise UnsupportedGraph(f"node {node.name} ({node.target}) returns a non-tensor inside a list")
         metas = [tensor_meta(v) for v in val if isinstance(v, torch.Tensor)]
         if len(metas) != len(val):
-            # A None in the middle would shift getitem indices against `outputs`.
-            raise UnsupportedGraph(f"node {node.name} ({node.target}) returns None among its tensor results")
-        return metas
-    return []
+            return metas, f"node {node.name} ({node.target}) returns a non-tensor among its results"
+        return metas, None
+    return [], None
+
+
+def is_view_schema(op: torch._ops.OpOverload) -> bool:
+    """The op returns an alias of an input without writing it (view, reshape, transpose, ...)."""
+    returns = op._schema.returns
+    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+
+
+def op_category(target) -> str:
+    """The op's category as PyTorch itself describes it: tags, then the schema's aliasing. FACT's own table
+    (data/ir/aten_ops.json) overrides this for the ops its families care about (GEMMs, attention, norms)."""
+    if not isinstance(target, torch._ops.OpOverload):
+        return "other"
+    tags = set(target.tags)
+    if torch.Tag.pointwise in tags:
+        return "elementwise"
+    if torch.Tag.reduction in tags:
+        return "reduction"
+    if torch.Tag.inplace_view in tags or is_view_schema(target):
+        return "view"
+    return "other"
 
 
 def op_name(node: torch.fx.Node) -> str:
@@ -78,7 +101,8 @@ def op_name(node: torch.fx.Node) -> str:
         return "getitem"
     if isinstance(node.target, torch._ops.OpOverload):
         return str(node.target)
-    # Higher-order ops and Python callables: named so that IR validation rejects them with this name.
+    if isinstance(node.target, torch._ops.HigherOrderOperator):
+        return f"higher_order.{node.target.name()}"
     module = getattr(node.target, "__module__", None) or ""
     name = getattr(node.target, "__name__", None) or str(node.target)
     return f"{module}.{name}" if module else name
@@ -91,12 +115,102 @@ def forward_input_names(model: torch.nn.Module, count: int) -> list[str] | None:
     return positional[:count] if len(positional) >= count else None
 
 
-def encode_program(ep: ExportedProgram, input_names: list[str] | None = None) -> tuple[list[dict], list]:
-    """The IR's `nodes` (graph order, so every ref points to an earlier node) and top-level `outputs`.
+@dataclass
+class Encoded:
+    nodes: list[dict]
+    outputs: list
+    call: dict                      # how forward was called and what it returned (docs/ir-format.md, "call")
+    replay_blocker: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def has_attribute_path(model: torch.nn.Module | None, target: str) -> bool:
+    if model is None:
+        return True
+    obj = model
+    for part in target.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+# Higher-order ops that only wrap a region in a mode that does not change an inference forward's values: their
+# body is inlined, so the graph stays plain ATen (Hugging Face Llama's rotary embedding runs under
+# set_grad_enabled(False)). The value: where in the arguments the body's submodule is, or None to keep the op
+# (an autocast region that does cast: inlining it would change the numbers).
+INLINED_WRAPPERS = {
+    "wrap_with_set_grad_enabled": lambda args: 1,
+    "wrap_with_autocast": lambda args: 4 if len(args) > 4 and args[2] is False else None,
+}
+
+
+def inline_wrappers(ep: ExportedProgram) -> None:
+    """Replaces each call of an INLINED_WRAPPERS op by the nodes of its body, in place."""
+    gm, graph = ep.graph_module, ep.graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
+            continue
+        where = INLINED_WRAPPERS.get(node.target.name(), lambda args: None)(node.args)
+        if where is None or getattr(node.args[where], "op", None) != "get_attr":
+            continue
+        body = getattr(gm, node.args[where].target)
+        if any(n.op == "get_attr" for n in body.graph.nodes):
+            continue  # a nested region: left as it is (the graph then says it cannot be replayed)
+        operands = iter(node.args[where + 1:])
+        env, results = {}, None
+        with graph.inserting_before(node):
+            for inner in body.graph.nodes:
+                if inner.op == "placeholder":
+                    env[inner] = next(operands)
+                elif inner.op == "output":
+                    results = inner.args[0]
+                else:
+                    env[inner] = graph.node_copy(inner, lambda n: env[n])
+        results = list(results) if isinstance(results, (list, tuple)) else [results]
+        if any(user.target is not operator.getitem for user in node.users):
+            continue
+        for user in list(node.users):
+            user.replace_all_uses_with(env.get(results[user.args[1]], results[user.args[1]]))
+            graph.erase_node(user)
+        submodule = node.args[where]
+        graph.erase_node(node)
+        if not submodule.users:
+            graph.erase_node(submodule)
+    gm.recompile()
+
+
+def call_structure(ep: ExportedProgram, user_placeholders: list[torch.fx.Node]) -> tuple[dict, str | None]:
+    """forward's argument and result structure as PyTorch serializes pytrees, and one guard per flattened
+    argument (a tensor's shape, or a non-tensor's traced value): the composed module replays the graph only for
+    calls of that structure and those shapes, and runs the original forward for any other."""
+    guards = []
+    for node in user_placeholders:
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            guards.append({"shape": [int(s) for s in val.shape]})
+        elif val is None or isinstance(val, (bool, int, float, str)):
+            guards.append({"value": encode_value(val)})
+        else:
+            return {}, f"forward argument {node.name} is a {type(val).__name__}, which the IR cannot guard"
+    try:
+        in_spec = pytree.treespec_dumps(ep.call_spec.in_spec)
+        out_spec = pytree.treespec_dumps(ep.call_spec.out_spec)
+    except Exception as e:  # noqa: BLE001 - a type PyTorch cannot serialize: the module stays PyTorch's
+        return {}, f"forward's arguments or results hold a type PyTorch cannot serialize ({type(e).__name__}: {e})"
+    return {"in_spec": in_spec, "out_spec": out_spec, "inputs": guards}, None
+
+
+def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
+                   model: torch.nn.Module | None = None) -> Encoded:
+    """The IR's `nodes` (graph order, so every ref points to an earlier node), top-level `outputs` (forward's
+    results, flattened), `call` and the first reason the graph cannot be replayed, if any.
 
     `input_names` are the user inputs' names as forward() spells them; export's placeholder names may differ
-    (it lower-cases `A` to `a`), and the node name stays export's.
+    (it lower-cases `A` to `a`), and the node name stays export's. `model` lets constants be checked.
     """
+    inline_wrappers(ep)
+    blockers: list[str] = []
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
     if input_names is None or len(input_names) != len(user_specs):
         input_names = [s.arg.name for s in user_specs]  # inputs nested in lists flatten to several placeholders
@@ -104,32 +218,61 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None) ->
 
     kinds: dict[str, tuple[str, str]] = {}
     for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
         if spec.kind not in PLACEHOLDER_KINDS:
-            raise UnsupportedGraph(f"graph input {spec.arg.name} has kind {spec.kind.name}, which the IR cannot describe")
+            blockers.append(f"graph input {name} has kind {spec.kind.name}, which the IR cannot describe")
+            kinds[name] = ("opaque", spec.kind.name)
+            continue
         kind = PLACEHOLDER_KINDS[spec.kind]
-        target = user_names[spec.arg.name] if kind == "input" else spec.target
-        kinds[spec.arg.name] = (kind, target)
+        target = user_names[name] if kind == "input" else spec.target
+        if kind == "constant" and not has_attribute_path(model, target):
+            blockers.append(f"tensor constant {target} is made inside forward, not an attribute the module keeps")
+        kinds[name] = (kind, target)
 
+    user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
     nodes: list[dict] = []
     outputs: list = []
+    user_placeholders = []
     for node in ep.graph.nodes:
+        metas, meta_problem = output_metas(node)
+        if meta_problem:
+            blockers.append(meta_problem)
         if node.op == "placeholder":
             kind, target = kinds[node.name]
-            nodes.append({"name": node.name, "kind": kind, "target": target, "outputs": output_metas(node)})
+            if kind == "opaque":
+                nodes.append({"name": node.name, "kind": "op", "op": f"placeholder.{target}", "args": [],
+                              "kwargs": {}, "category": "other", "outputs": metas})
+                continue
+            if kind == "input":
+                user_placeholders.append(node)
+            nodes.append({"name": node.name, "kind": kind, "target": target, "outputs": metas})
         elif node.op == "call_function":
-            nodes.append({
+            entry = {
                 "name": node.name,
                 "kind": "op",
                 "op": op_name(node),
                 "args": [encode_value(a) for a in node.args],
                 "kwargs": {k: encode_value(v) for k, v in node.kwargs.items()},
-                "outputs": output_metas(node),
-            })
+                "category": op_category(node.target),
+                "outputs": metas,
+            }
+            if not (node.target is operator.getitem or isinstance(node.target, torch._ops.OpOverload)):
+                blockers.append(f"node {node.name} calls {entry['op']}, which is not an ATen op the composer can call")
+            nodes.append(entry)
         elif node.op == "output":
             results = node.args[0]
-            outputs = [encode_value(r) for r in (results if isinstance(results, (list, tuple)) else [results])]
+            results = list(results) if isinstance(results, (list, tuple)) else [results]
+            if len(results) == len(ep.graph_signature.output_specs):
+                results = [results[i] for i in user_outputs]
+            outputs = [encode_value(r) for r in results]
         else:
-            raise UnsupportedGraph(
-                f"graph node {node.name} is a {node.op} (from control-flow operators such as torch.cond), "
-                "which the IR cannot describe")
-    return nodes, outputs
+            # get_attr (the subgraphs of torch.cond, torch.map, ...): kept as an opaque node so the graph still
+            # describes the module; the composer cannot write it back.
+            blockers.append(f"graph node {node.name} is a {node.op} ({node.target}), from a control-flow operator "
+                            "such as torch.cond")
+            nodes.append({"name": node.name, "kind": "op", "op": f"{node.op}", "args": [{"repr": str(node.target)}],
+                          "kwargs": {}, "category": "other", "outputs": metas})
+    call, call_problem = call_structure(ep, user_placeholders)
+    if call_problem:
+        blockers.append(call_problem)
+    return Encoded(nodes, outputs, call, blockers[0] if blockers else None)

@@ -4,8 +4,10 @@
 
 Without --device the model is built on the meta device (no memory is allocated, so an 8B-sized block traces on
 any machine) and, if construction or export fails there, rebuilt with real CPU tensors; a note on stderr says so.
-On failure the output file does not exist, stderr holds one line starting `fact-trace: error: `, and the exit
-code is 2 when the problem file is at fault, 1 for anything else.
+A module torch.export cannot trace (data-dependent control flow, Python it does not support) is not an error: the IR
+then has no graph, `replay_blocker` names the module and the cause, a note on stderr says the same, and FACT leaves
+the whole module to PyTorch. On failure the output file does not exist, stderr holds one line starting
+`fact-trace: error: `, and the exit code is 2 when the problem file is at fault, 1 for anything else.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from fact.ir_encode import IR_FORMAT, IR_VERSION, UnsupportedGraph, encode_program, encode_value, forward_input_names
+from fact.ir_encode import IR_FORMAT, IR_VERSION, encode_program, encode_value, forward_input_names
 from fact.problem import Problem, ProblemError, first_line, instantiate, load_problem, where
 
 PROG = "fact-trace"
@@ -39,11 +41,13 @@ class OutputError(Exception):
 
 @dataclass
 class Export:
-    program: torch.export.ExportedProgram
+    program: torch.export.ExportedProgram | None  # None: torch.export could not trace the module (see failure)
     init_inputs: list
     input_names: list[str] | None  # forward()'s names for the user inputs
     device: str
     meta_failure: str | None = None  # why tracing on meta failed, when it fell back to cpu
+    model: torch.nn.Module | None = None
+    failure: str | None = None  # why torch.export could not trace the module at all
 
 
 def export_on(problem: Problem, device: str) -> Export:
@@ -53,36 +57,46 @@ def export_on(problem: Problem, device: str) -> Export:
             program = torch.export.export(model, tuple(inputs))
         except Exception as e:
             raise TraceError(f"{where(problem.path, e)}: torch.export cannot trace Model.forward: {first_line(e)}") from e
-    return Export(program, init_inputs, forward_input_names(model, len(inputs)), device)
+    return Export(program, init_inputs, forward_input_names(model, len(inputs)), device, model=model)
 
 
 def export_with_fallback(problem: Problem, device: str | None) -> Export:
     """`device` None means meta, then real CPU tensors if building or exporting on meta fails."""
     if device is not None:
-        return export_on(problem, device)
+        try:
+            return export_on(problem, device)
+        except TraceError as e:
+            return Export(None, [], None, device, failure=str(e))
     try:
         return export_on(problem, "meta")
     except (ProblemError, TraceError) as meta_error:
         try:
             exported = export_on(problem, "cpu")
-        except (ProblemError, TraceError) as cpu_error:
-            raise type(cpu_error)(f"{cpu_error} (on meta and on cpu)") from cpu_error
+        except ProblemError as cpu_error:
+            raise ProblemError(f"{cpu_error} (on meta and on cpu)") from cpu_error
+        except TraceError as cpu_error:
+            # The file is fine but torch.export cannot follow its forward: the module stays PyTorch's.
+            return Export(None, [], None, "cpu", failure=f"{cpu_error} (on meta and on cpu)")
         exported.meta_failure = str(meta_error)
         return exported
 
 
 def build_document(problem: Problem, exported: Export) -> dict:
-    nodes, outputs = encode_program(exported.program, exported.input_names)
-    return {
+    document = {
         "format": IR_FORMAT,
         "version": IR_VERSION,
         "source": {"path": str(problem.path), "sha256": problem.sha256, "module_class": "Model"},
         "torch_version": torch.__version__,
         "trace_device": exported.device,
         "init_inputs": encode_value(exported.init_inputs),
-        "nodes": nodes,
-        "outputs": outputs,
     }
+    if exported.program is None:
+        return {**document, "replay_blocker": exported.failure, "nodes": [],
+                "outputs": []}
+    encoded = encode_program(exported.program, exported.input_names, exported.model)
+    if encoded.replay_blocker:
+        document["replay_blocker"] = encoded.replay_blocker
+    return {**document, "call": encoded.call, "nodes": encoded.nodes, "outputs": encoded.outputs}
 
 
 def dumps(document: dict) -> str:
@@ -137,6 +151,11 @@ def trace(model_path: Path, out_path: Path, device: str | None, verbose: bool = 
     with quiet_stderr(not verbose):
         exported = export_with_fallback(problem, device)
         document = build_document(problem, exported)
+    if exported.failure:
+        print(f"{PROG}: note: {' '.join(exported.failure.split())}; FACT leaves the whole module to PyTorch",
+              file=sys.stderr)
+    elif document.get("replay_blocker"):
+        print(f"{PROG}: note: {document['replay_blocker']}; FACT leaves the whole module to PyTorch", file=sys.stderr)
     if exported.meta_failure:
         print(f"{PROG}: note: tracing on meta failed ({exported.meta_failure}); traced with real CPU tensors instead",
               file=sys.stderr)
@@ -172,8 +191,6 @@ def main(argv: list[str] | None = None) -> int:
         trace(args.model, args.output, args.device, args.verbose)
     except (ProblemError, TraceError) as e:
         return fail(str(e), EXIT_BAD_INPUT, args.output)
-    except UnsupportedGraph as e:
-        return fail(f"{args.model}: {e}", EXIT_BAD_INPUT, args.output)
     except OutputError as e:
         return fail(str(e), EXIT_INTERNAL, args.output)
     except Exception as e:  # a bug in the tracer, not in the problem file

@@ -51,8 +51,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const ir::OpTable&
     if (!n) throw Error(fmt::format("node '{}' is not in the graph", name));
     if (n->kind != ir::NodeKind::Op) throw Error(fmt::format("node '{}' is a {}, not an op", name, ir::to_string(n->kind)));
     if (covered.count(name)) throw Error(fmt::format("node '{}' is already covered by a rule of the plan", name));
-    const ir::OpInfo* info = ops.find(n->op);
-    if (!info || !rowwise_category(info->category))
+    if (!rowwise_category(n->category))
       throw Error(fmt::format("node '{}' ({}) is not an elementwise, reduction, softmax or normalization op", name, n->op));
     if (n->outputs.size() != 1) throw Error(fmt::format("node '{}' has {} results; a row-wise kernel takes one", name, n->outputs.size()));
   }
@@ -124,8 +123,7 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan, cons
   for (const auto& e : plan.entries) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
   std::set<std::string> free;
   for (const auto& n : plan.graph.nodes) {
-    const ir::OpInfo* info = n.kind == ir::NodeKind::Op ? ops.find(n.op) : nullptr;
-    if (info && rowwise_category(info->category) && !covered.count(n.name)) free.insert(n.name);
+    if (n.kind == ir::NodeKind::Op && rowwise_category(n.category) && !covered.count(n.name)) free.insert(n.name);
   }
   std::vector<RowwiseFragment> out;
   std::set<std::string> done;

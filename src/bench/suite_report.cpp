@@ -52,14 +52,15 @@ std::string suite_markdown(const json& s) {
                                s.at("suite_dir").get<std::string>(), s.at("arch").get<std::string>(),
                                s.at("numerics").get<std::string>(), s.at("top").get<int>(), s.at("jobs").get<int>(),
                                s.at("gpus").empty() ? ", no GPU" : fmt::format(", GPUs {}", s.at("gpus").dump()));
-  md += "## Per level\n\n| level | problems | measured | correct | fast_1.0 | fast_1.5 | fast_2.0 | geomean vs eager |"
-        " fast_1.0 vs compile | geomean vs compile |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  md += "## Per level\n\n| level | problems | measured | correct | incorrect | failed | fast_1.0 | fast_1.5 | fast_2.0 |"
+        " geomean vs eager | fast_1.0 vs compile | geomean vs compile |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   int not_measured = 0, compile_measured = 0;
   for (const auto& l : s.at("levels")) {
     const json& f = l.at("fast_p");
-    md += fmt::format("| {} | {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} |\n", l.at("level").get<std::string>(),
+    md += fmt::format("| {} | {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |\n", l.at("level").get<std::string>(),
                       l.at("problems").get<int>(), l.at("measured").get<int>(), l.at("correct").get<int>(),
-                      frac(l.at("correct_fraction")), frac(f.at("fast_1.0").at("vs_eager")),
+                      frac(l.at("correct_fraction")), l.at("incorrect").get<int>(), l.at("failed").get<int>(),
+                      frac(f.at("fast_1.0").at("vs_eager")),
                       frac(f.at("fast_1.5").at("vs_eager")), frac(f.at("fast_2.0").at("vs_eager")),
                       num(l.at("geomean_speedup_eager"), "{:.2f}x"), frac(f.at("fast_1.0").at("vs_compile")),
                       num(l.at("geomean_speedup_compile"), "{:.2f}x"));
@@ -68,6 +69,8 @@ std::string suite_markdown(const json& s) {
       compile_measured = l.at("compile_measured").get<int>();
     }
   }
+  md += "\nmeasured = correct + incorrect + failed: a problem whose `fact optimize` failed or crashed is measured and "
+        "not correct (its reason is below); only problems never started are left out.\n";
   md += "\nfast_p: the fraction of measured problems that are correct and faster than eager PyTorch by more than p "
         "(same numerics); geomean over the correct problems. — means nothing to measure.\n";
   if (not_measured > 0)

@@ -1,5 +1,8 @@
 #include "bench/suite_runner.h"
 
+#include <csignal>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -141,10 +144,15 @@ std::vector<ProblemResult> run_suite(const std::vector<SuiteProblem>& problems, 
         r.reason = fmt::format("fact optimize ran past --problem-timeout ({} s) and was stopped", o.problem_timeout.count());
       } else if (!completed) {
         r.status = ProblemStatus::failed;
-        r.reason = fmt::format("fact optimize exited with {}: {}", pr.exit_code, one_line(last_lines(pr.err, 3)));
+        r.reason = pr.signal ? fmt::format("fact optimize crashed (signal {}: {}): {}", pr.signal, strsignal(pr.signal),
+                                           one_line(last_lines(pr.err, 3)))
+                             : fmt::format("fact optimize exited with {}: {}", pr.exit_code, one_line(last_lines(pr.err, 3)));
       }
-      // Only a run that got to its report is final; a crash is tried again on --resume.
-      if (completed && !pr.timed_out) save_finished(out, keys[i], r);
+      // A run is final once it reported, failed or crashed on its own, or ran out of its time: it counts as
+      // measured and failed. Only one stopped from outside (SIGTERM/SIGKILL/SIGINT: a hard stop of the whole
+      // run) is tried again on --resume.
+      bool interrupted = !pr.timed_out && (pr.signal == SIGTERM || pr.signal == SIGKILL || pr.signal == SIGINT || pr.signal == SIGHUP);
+      if (!interrupted) save_finished(out, keys[i], r);
       publish(i, r, fmt::format("{} ({:.0f} s)", summary(r), seconds));
     }
   };

@@ -34,7 +34,7 @@ void run_compose(const ComposeCliOptions& o) {
                             o.model));
   compose::ComposeSources sources{o.model, o.plan, o.report, o.op_library};
   try {
-    compose::write_composed_module(plan, verdicts, sources, o.out);
+    verdicts = compose::write_composed_module(plan, verdicts, sources, o.out);
   } catch (const fs::filesystem_error& e) {
     throw Error(fmt::format("cannot write the composed module to {}: {}", o.out, e.what()));
   }

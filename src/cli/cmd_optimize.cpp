@@ -79,7 +79,9 @@ json report_without_winners(const fs::path& plan_path, const std::string& reason
 }
 
 // Writes the tune report the composer reads (the tuner's, less the winners the gates rejected) and composes.
-bool compose_stage(const OptimizeOptions& o, const fs::path& out, const json& tune, bool with_ops, json& steps,
+// A composer that fails with FACT ops composes again without them; one that had to keep the original forward
+// (a graph it cannot write back) rejects the winners in `tune`, so the report says what the module runs.
+bool compose_stage(const OptimizeOptions& o, const fs::path& out, json& tune, bool with_ops, json& steps,
                    const std::string& title) {
   fs::path plan = out / "plan.json", used = out / "tune.compose.json";
   write_file_atomic(used, tune.dump(1) + "\n");
@@ -87,7 +89,18 @@ bool compose_stage(const OptimizeOptions& o, const fs::path& out, const json& tu
                                    (out / "composed").string()};
   if (with_ops && compose::has_winners(tune))
     args.insert(args.end(), {"--op-library", (out / "ops" / "libfact_ops.so").string()});
-  return stage(4, title, args, out / "compose.log", steps, true);
+  bool ok = stage(4, title, args, out / "compose.log", steps, true);
+  if (!ok && compose::has_winners(tune)) {
+    tune = compose::reject_winners(tune, {}, "compose_failed", "the composer failed with FACT ops; see compose.log");
+    return compose_stage(o, out, tune, false, steps, title + " (again, PyTorch's ops only)");
+  }
+  if (!ok) return false;
+  json manifest = read_json_file(out / "composed" / "manifest.json", "composed manifest");
+  if (manifest.contains("original_forward") && manifest["original_forward"].is_string() && compose::has_winners(tune))
+    tune = compose::reject_winners(tune, {}, "original_forward",
+                                   "the composed module runs the original forward: " +
+                                       manifest["original_forward"].get<std::string>());
+  return true;
 }
 
 // One run of python -m fact.compose.e2e_check on the composed folder; returns its JSON (null if none).
@@ -99,12 +112,17 @@ json e2e_run(const OptimizeOptions& o, const fs::path& out, const std::string& n
   std::vector<std::string> argv = {python_exe(), "-m", "fact.compose.e2e_check", composed.string(), "-o",
                                    result.string(), "--numerics", numerics};
   json manifest = read_json_file(composed / "manifest.json", "composed manifest");
-  if (manifest["op_library"].is_string())
+  if (manifest.contains("op_library") && manifest["op_library"].is_string())
     argv.insert(argv.end(), {"--lib", (composed / manifest["op_library"].get<std::string>()).string()});
   // Without a GPU nothing is timed, so the torch.compile baselines would only cost compile time.
   if (!baselines || !gpu) argv.push_back("--no-compile");
   if (o.no_max_autotune) argv.push_back("--no-max-autotune");
   std::cerr << "[5/5] " << title << "\n" << std::flush;
+  if (!fs::exists(composed / "manifest.json")) {
+    steps.push_back({{"step", title + ": skipped, no composed module"}, {"ok", false}, {"log", (out / "compose.log").string()}});
+    exit_code = -1;
+    return nullptr;
+  }
   ProcessOptions po;
   po.env["PYTHONPATH"] = python_dir().string();
   auto r = run_process(argv, po);

@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
   } catch (const fact::Error& e) {
     std::cerr << "fact: error: " << e.what() << "\n";
     return 1;
+  } catch (const std::exception& e) {
+    // A bug, not bad input: still one line and an exit code, never std::terminate.
+    std::cerr << "fact: internal error (please report it): " << e.what() << "\n";
+    return 3;
   }
   return 0;
 }

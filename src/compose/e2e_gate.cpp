@@ -17,20 +17,26 @@ E2eGate gate_e2e(const json& result, int exit_code, bool accepts_ops) {
   };
   if (!result.is_object() || !result.contains("status"))
     return drop_all(fmt::format("the end-to-end check wrote no result (exit {}); see e2e.log", exit_code));
-  std::string status = result["status"];
+  std::string status = result["status"].is_string() ? result["status"].get<std::string>() : "";
   if (status == "ops_missing") {
     g.action = E2eGate::Action::drop_ops;
-    g.ops = result.value("missing_ops", std::vector<std::string>{});
-    g.reason = fmt::format("op missing from the op library at load time ({})", result.value("error", "not found"));
+    if (result.contains("missing_ops") && result["missing_ops"].is_array())
+      for (const auto& op : result["missing_ops"])
+        if (op.is_string()) g.ops.push_back(op.get<std::string>());
+    g.reason = fmt::format("op missing from the op library at load time ({})",
+                           result.contains("error") && result["error"].is_string() ? result["error"].get<std::string>()
+                                                                                 : "not found");
     if (g.ops.empty()) return drop_all(g.reason);
     return g;
   }
-  if (!result.value("correct", false)) {
-    std::string detail = result.contains("error") ? result["error"].get<std::string>() : "";
+  if (!(result.contains("correct") && result["correct"] == true)) {
+    std::string detail = result.contains("error") && result["error"].is_string() ? result["error"].get<std::string>() : "";
     if (detail.empty() && result.contains("trials"))
       for (const auto& t : result["trials"])
-        if (!t.value("allclose_1e-2", true))
-          detail = fmt::format("max |composed - original| {:.3g}", t.value("max_abs_diff", 0.0));
+        if (t.is_object() && t.contains("allclose_1e-2") && t["allclose_1e-2"] == false)
+          detail = t.contains("max_abs_diff") && t["max_abs_diff"].is_number()
+                       ? fmt::format("max |composed - original| {:.3g}", t["max_abs_diff"].get<double>())
+                       : "the results differ in structure or shape";
     return drop_all(fmt::format("the composed module failed KernelBench's check (atol = rtol = 1e-2): {}",
                                 detail.empty() ? "see e2e.log" : detail));
   }

@@ -96,6 +96,30 @@ std::string pattern_summary(const discover::Plan& plan, const std::vector<Patter
   return s;
 }
 
+// How forward was called when traced. IRs written before the tracer recorded it held positional tensor
+// arguments only and one result or a tuple of them: the same guards, spelled with null specs.
+json call_structure(const ir::Graph& g) {
+  if (!g.call.is_null()) return g.call;
+  json inputs = json::array();
+  for (const auto& n : g.nodes)
+    if (n.kind == ir::NodeKind::Input)
+      inputs.push_back(n.outputs.empty() ? json{{"value", nullptr}} : json{{"shape", n.out().shape}});
+  return {{"in_spec", nullptr}, {"out_spec", g.outputs.size() == 1 ? json("leaf") : json(nullptr)}, {"inputs", inputs}};
+}
+
+std::string render_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts, const json* call,
+                          const std::string& body) {
+  const ir::Graph& g = plan.graph;
+  return realize::render_template_file("compose/model_new.py.in",
+                                       {{"source_file", g.source_path},
+                                        {"module_class", g.module_class},
+                                        {"pattern_summary", pattern_summary(plan, verdicts)},
+                                        {"user_file", json(kUserModelCopy).dump()},
+                                        // A JSON text inside a Python string literal (JSON's escapes are Python's).
+                                        {"call_json", json(call ? call->dump() : "null").dump()},
+                                        {"forward_body", body}});
+}
+
 }  // namespace
 
 std::string model_new_source(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
@@ -119,14 +143,20 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   std::vector<std::string> params;
   std::string device_source;
   std::string body;
+  // With no FACT op accepted the original forward runs as written: replaying its ATen graph op by op can only
+  // add Python dispatch time, and the composed module must never be slower than the original.
+  if (covered_by.empty())
+    return render_module(plan, verdicts, nullptr,
+                         fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return "
+                                     "super().forward(*args, **kwargs)\n", kIndent, kIndent));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     std::string out = "v" + std::to_string(i);
     switch (node.kind) {
       case ir::NodeKind::Input:
-        params.push_back(node.target);
-        vars[node.name] = node.target;
-        if (device_source.empty() && !node.outputs.empty()) device_source = node.target + ".device";
+        params.push_back(out);
+        vars[node.name] = out;
+        if (device_source.empty() && !node.outputs.empty()) device_source = out + ".device";
         continue;
       case ir::NodeKind::Parameter:
         body += fmt::format("{}{} = self.get_parameter({})  # {}\n", kIndent, out, json(node.target).dump(), node.name);
@@ -174,22 +204,14 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   }
   std::vector<std::string> results;
   for (const auto& o : g.outputs) results.push_back(python_expr(o, var, "None", "graph outputs"));
-  if (results.size() == 1) body += fmt::format("{}return {}\n", kIndent, results[0]);
-  else body += fmt::format("{}return ({}{})\n", kIndent, fmt::join(results, ", "), results.empty() ? "" : ",");
-
-  // With no FACT op accepted the original forward runs as written: replaying its ATen graph op by op can only
-  // add Python dispatch time, and the composed module must never be slower than the original.
-  if (covered_by.empty())
-    body = fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return super().forward({})\n",
-                       kIndent, kIndent, fmt::join(params, ", "));
-
-  return realize::render_template_file("compose/model_new.py.in",
-                                       {{"source_file", g.source_path},
-                                        {"module_class", g.module_class},
-                                        {"pattern_summary", pattern_summary(plan, verdicts)},
-                                        {"user_file", json(kUserModelCopy).dump()},
-                                        {"forward_params", fmt::format("{}", fmt::join(params, ", "))},
-                                        {"forward_body", body}});
+  std::string unpack = params.empty() ? "" : fmt::format("{}{}, = flat  # forward's arguments, flattened\n", kIndent,
+                                                         fmt::join(params, ", "));
+  body = unpack + body + fmt::format("{}return _results([{}])\n", kIndent, fmt::join(results, ", "));
+  json call = call_structure(g);
+  return render_module(plan, verdicts, &call,
+                       fmt::format("{}flat = _traced_call(args, kwargs)\n{}if flat is None:  # called otherwise than "
+                                   "traced: the graph below holds the traced shapes\n{}    return super().forward(*args, "
+                                   "**kwargs)\n{}", kIndent, kIndent, kIndent, body));
 }
 
 namespace {
@@ -263,11 +285,27 @@ json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerd
           {"rejected", rejected}};
 }
 
-void write_composed_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
-                           const ComposeSources& sources, const fs::path& dir) {
-  std::string module = model_new_source(plan, verdicts);
+std::vector<PatternVerdict> write_composed_module(const discover::Plan& plan, std::vector<PatternVerdict> verdicts,
+                                                 const ComposeSources& sources, const fs::path& dir) {
+  std::string module;
+  json original_forward = plan.graph.replay_blocker.empty() ? json(nullptr) : json(plan.graph.replay_blocker);
+  try {
+    module = model_new_source(plan, verdicts);
+  } catch (const Error& e) {
+    // The graph cannot be written back as Python: every pattern stays PyTorch's and the original forward runs.
+    original_forward = e.what();
+    std::string reason = std::string("the composed module runs the original forward: ") + e.what();
+    for (auto& v : verdicts)
+      if (v.accepted) {
+        v.accepted = false;
+        v.reason = reason;
+      }
+    module = model_new_source(plan, verdicts);
+  }
   std::string user = read_text_file(sources.model, "model file");
-  std::string manifest = composed_manifest(plan, verdicts, sources).dump(1) + "\n";
+  json manifest_json = composed_manifest(plan, verdicts, sources);
+  manifest_json["original_forward"] = original_forward;  // why forward is the user's own, where it has to be
+  std::string manifest = manifest_json.dump(1) + "\n";
   if (!sources.op_library.empty() && !fs::is_regular_file(sources.op_library))
     throw Error(fmt::format("op library {} does not exist; build it with `fact ops build REPORT.json --out DIR "
                             "--compile`, or leave out --op-library", sources.op_library));
@@ -299,6 +337,7 @@ void write_composed_module(const discover::Plan& plan, const std::vector<Pattern
     fs::remove_all(tmp, ec);
     throw;
   }
+  return verdicts;
 }
 
 }  // namespace fact::compose

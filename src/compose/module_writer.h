@@ -36,8 +36,10 @@ nlohmann::json composed_manifest(const discover::Plan& plan, const std::vector<P
 // Writes DIR/model_new.py, DIR/user_model.py, DIR/manifest.json, DIR/reference_ops.py and, when
 // sources.op_library is given, a copy of it as DIR/libfact_ops.so: the folder runs with PyTorch alone.
 // Everything is generated first, then written to a sibling folder and renamed, so a failure leaves no DIR
-// behind. An existing DIR is replaced only if it holds an earlier composed module.
-void write_composed_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts,
-                           const ComposeSources& sources, const std::filesystem::path& dir);
+// behind. An existing DIR is replaced only if it holds an earlier composed module. A graph that cannot be
+// written back as Python turns every accepted verdict into a rejected one with the reason; returns the
+// verdicts the module was written with.
+std::vector<PatternVerdict> write_composed_module(const discover::Plan& plan, std::vector<PatternVerdict> verdicts,
+                                                  const ComposeSources& sources, const std::filesystem::path& dir);
 
 }  // namespace fact::compose

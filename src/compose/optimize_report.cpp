@@ -28,7 +28,8 @@ std::string cell(const json& v, const char* spec) {
 }  // namespace
 
 json e2e_summary(const json& first_run, const json& final_run, const std::string& fallback_reason) {
-  const json& run = final_run.is_object() ? final_run : first_run;
+  static const json kNoRun = json::object();  // the check wrote no result at all
+  const json& run = final_run.is_object() ? final_run : first_run.is_object() ? first_run : kNoRun;
   json e2e = {{"correct", run.value("correct", false)},
               {"status", run.value("status", "failed")},
               {"numerics", run.value("numerics", "")},

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -69,16 +70,32 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   std::string* sinks[2] = {&result.out, &result.err};
   int open_fds = 2;
   char buf[65536];
+  // Something the child started and left running (a compile-worker pool, a daemon) can hold the pipes open long
+  // after the child exited: once it has, the output gets a short grace to drain, then what is left of its
+  // process group is stopped and the pipes are let go.
+  constexpr auto kDrainGrace = std::chrono::seconds(2);
+  int status = 0;
+  bool exited = false;
+  auto drain_until = std::chrono::steady_clock::time_point::max();
   while (open_fds > 0) {
-    int wait_ms = -1;
+    int wait_ms = 200;
+    auto now = std::chrono::steady_clock::now();
     if (options.timeout.count() > 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      if (left.count() <= 0 && !exited) {
         result.timed_out = true;
         kill(-pid, SIGKILL);
         break;
       }
-      wait_ms = static_cast<int>(left.count());
+      wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, std::max<int64_t>(left.count(), 1)));
+    }
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      drain_until = now + kDrainGrace;
+    }
+    if (exited && now >= drain_until) {
+      kill(-pid, SIGKILL);
+      break;
     }
     int n = poll(fds, 2, wait_ms);
     if (n < 0 && errno == EINTR) continue;
@@ -96,9 +113,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  if (!exited) waitpid(pid, &status, 0);
   result.exit_code = (!result.timed_out && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+  result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return result;
 }
 

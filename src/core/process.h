@@ -17,6 +17,7 @@ struct ProcessOptions {
 struct ProcessResult {
   int exit_code = -1;       // -1 when killed by a signal or the time limit
   bool timed_out = false;
+  int signal = 0;           // the signal that ended it (SIGABRT for std::terminate), 0 when it exited
   std::string out;          // stdout
   std::string err;          // stderr
 };

@@ -89,8 +89,7 @@ std::string baseline_numerics(const std::string& numerics) {
 NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
   NodeCost c;
   if (node.kind != ir::NodeKind::Op) return c;
-  const ir::OpInfo* info = ctx.ops.find(node.op);
-  ir::OpCategory cat = info ? info->category : ir::OpCategory::Other;
+  ir::OpCategory cat = node.category;
   if (cat == ir::OpCategory::View || node.op == "getitem") return c;  // metadata only, no kernel
 
   auto ins = tensor_args(ctx.graph, node);
@@ -193,8 +192,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     // A causal kernel skips the masked upper triangle; a hand-written chain's matmuls compute it
     // (an sdpa node's FLOPs already exclude it).
     bool causal = match.attrs.count("causal") && match.attrs.at("causal") == true;
-    const ir::OpInfo* anchor_op = ctx.ops.find(ctx.graph.at(match.anchor).op);
-    bool anchor_is_sdpa = anchor_op && anchor_op->category == ir::OpCategory::Attention;
+    bool anchor_is_sdpa = ctx.graph.at(match.anchor).category == ir::OpCategory::Attention;
     double fused_flops = (causal && !anchor_is_sdpa) ? e.flops / 2 : e.flops;
     compute_s = fused_flops / (gemm_rate(a, ctx.numerics) * kFusedAttentionEfficiency);
   } else {

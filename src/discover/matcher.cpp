@@ -380,14 +380,17 @@ bool self_contained(const ir::Graph& g, const Rule& rule, const State& s, const 
 }  // namespace
 
 std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
-                                    const ArchSpec& arch) {
+                                    const ArchSpec& arch, std::vector<std::string>* skipped) {
   std::vector<Match> out;
   for (const auto& node : graph.nodes) {
     if (node.kind != ir::NodeKind::Op || node.outputs.empty()) continue;
     const std::string& dtype = node.outputs[0].dtype;
     for (const Rule* rule : registry.select(dtype, arch.name)) {
-      RuleMatcher matcher(graph, *rule, ops);
       const std::string where = "rule '" + rule->name + "' (" + rule->file.string() + ") at node '" + node.name + "'";
+      // A rule that cannot read this node (arguments of a shape no rule author foresaw) does not match here;
+      // the rest of the graph is still matched.
+      try {
+      RuleMatcher matcher(graph, *rule, ops);
       for (State& s : matcher.match_anchor(node.name)) {
         if (s.absent.count(rule->pattern["output"].get<std::string>())) continue;
         std::sort(s.covered.begin(), s.covered.end(),
@@ -415,6 +418,9 @@ std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistr
         m.priority = rule->priority;
         out.push_back(std::move(m));
         break;  // the first consistent assignment is the match for this rule and anchor
+      }
+      } catch (const std::exception& e) {
+        if (skipped) skipped->push_back(where + " skipped: " + e.what());
       }
     }
   }

@@ -14,9 +14,10 @@ namespace fact::discover {
 
 // Every match of every applicable rule (matches may overlap). A match requires that intermediates
 // (covered nodes other than the anchor) are used only inside the match, and that the rule's dtype,
-// arch and constraints hold.
+// arch and constraints hold. A rule that throws on a node is skipped there, with a line in `skipped`.
 std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistry& registry,
-                                    const ir::OpTable& ops, const ArchSpec& arch);
+                                    const ir::OpTable& ops, const ArchSpec& arch,
+                                    std::vector<std::string>* skipped = nullptr);
 
 // Keeps a non-overlapping subset: greedily by descending gain (ties: rule priority, then more
 // nodes covered, then graph order), dropping any match that shares a node with one already kept.

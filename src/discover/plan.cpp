@@ -39,17 +39,32 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
   plan.graph = graph;
   CostContext ctx{plan.graph, ops, arch, numerics};
 
-  auto matches = find_all_matches(plan.graph, registry, ops, arch);
+  // A graph FACT cannot write back as ATen calls stays PyTorch's whole: matching it would only cost tuning time.
+  auto found = graph.replay_blocker.empty() ? find_all_matches(plan.graph, registry, ops, arch, &plan.notes)
+                                            : std::vector<Match>{};
   std::map<std::string, CostEstimate> costs;  // keyed by rule + anchor (unique per match)
   auto key = [](const Match& m) { return m.rule + "@" + m.anchor; };
-  for (auto& m : matches) costs[key(m)] = estimate_match(m, ctx);
+  std::vector<Match> matches;
+  for (auto& m : found) {
+    try {
+      costs[key(m)] = estimate_match(m, ctx);
+      matches.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      plan.notes.push_back(fmt::format("{} at node '{}' left out: the cost model cannot estimate it ({})", m.rule,
+                                       m.anchor, e.what()));
+    }
+  }
   auto kept = resolve_overlaps(std::move(matches), [&](const Match& m) { return costs.at(key(m)).gain_seconds(); });
   for (auto& m : kept) plan.entries.push_back({m, costs.at(key(m))});
   std::stable_sort(plan.entries.begin(), plan.entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
     return a.cost.gain_seconds() > b.cost.gain_seconds();
   });
 
-  plan.seconds_now = estimate_graph_seconds(ctx);
+  try {
+    plan.seconds_now = estimate_graph_seconds(ctx);
+  } catch (const std::exception& e) {
+    plan.notes.push_back(fmt::format("no estimate of the whole module's time: {}", e.what()));
+  }
   plan.seconds_planned = plan.seconds_now;
   std::set<std::string> covered;
   for (auto& e : plan.entries) {
@@ -58,8 +73,7 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
   }
   for (auto& n : plan.graph.nodes) {
     if (n.kind != ir::NodeKind::Op || covered.count(n.name) || n.op == "getitem") continue;
-    const ir::OpInfo* info = ops.find(n.op);
-    if (info && info->category == ir::OpCategory::View) continue;
+    if (n.category == ir::OpCategory::View) continue;
     plan.uncovered_ops[n.op]++;
   }
   return plan;
@@ -84,6 +98,13 @@ static json match_to_json(const Match& m) {
           {"kernel", m.kernel},   {"examples", m.examples}, {"priority", m.priority}};
 }
 
+std::string left_to_pytorch(const Plan& plan) {
+  if (!plan.graph.replay_blocker.empty()) return "the whole module: " + plan.graph.replay_blocker;
+  std::vector<std::string> parts;
+  for (auto& [op, n] : plan.uncovered_ops) parts.push_back(fmt::format("{} x{}", op, n));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 json to_json(const Plan& plan) {
   json entries = json::array();
   int rank = 1;
@@ -101,6 +122,8 @@ json to_json(const Plan& plan) {
           {"source", plan.graph.source_path},
           {"estimate", {{"us_now", plan.seconds_now * 1e6}, {"us_planned", plan.seconds_planned * 1e6}}},
           {"uncovered_ops", plan.uncovered_ops},
+          {"left_to_pytorch", left_to_pytorch(plan)},
+          {"notes", plan.notes},
           {"patterns", entries},
           {"ir", ir::to_json(plan.graph)}};
 }
@@ -191,15 +214,13 @@ std::string format_plan(const Plan& plan) {
     for (auto& [id, n] : m.extra_outputs) also += fmt::format("{}{} ({})", also.empty() ? "; also writes " : ", ", n, id);
     out += fmt::format("    covers {} (anchor {}{})\n", fmt::join(m.nodes, ", "), m.anchor, also);
   }
-  if (plan.entries.empty()) out += "    (no pattern of the registry matched)\n";
+  if (plan.entries.empty())
+    out += plan.graph.replay_blocker.empty() ? "    (no pattern of the registry matched)\n" : "    (nothing matched)\n";
   out += fmt::format("Estimated module time: {} in PyTorch now -> {} with the plan ({:.2f}x; roofline estimate, not a measurement)\n",
                      us(plan.seconds_now), us(plan.seconds_planned),
                      plan.seconds_planned > 0 ? plan.seconds_now / plan.seconds_planned : 0.0);
-  if (!plan.uncovered_ops.empty()) {
-    std::vector<std::string> parts;
-    for (auto& [op, n] : plan.uncovered_ops) parts.push_back(fmt::format("{} x{}", op, n));
-    out += fmt::format("Left to PyTorch: {}\n", fmt::join(parts, ", "));
-  }
+  if (std::string left = left_to_pytorch(plan); !left.empty()) out += fmt::format("Left to PyTorch: {}\n", left);
+  for (const auto& note : plan.notes) out += "Note: " + note + "\n";
   return out;
 }
 

@@ -31,6 +31,7 @@ struct Plan {
   double seconds_now = 0;                   // whole module in PyTorch (estimate)
   double seconds_planned = 0;               // with every entry fused (estimate)
   std::map<std::string, int> uncovered_ops; // op -> count of op nodes no entry covers (views excluded)
+  std::vector<std::string> notes;           // rules skipped on a node, estimates left out, and why
 };
 
 // Numerics mode to plan for when the user names none: the graph's floating dtype decides
@@ -40,6 +41,8 @@ std::string default_numerics(const ir::Graph& graph);
 Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
                const ArchSpec& arch, const std::string& numerics);
 
+// The plan's "left to PyTorch" line: the ops no entry covers, or the whole module and why.
+std::string left_to_pytorch(const Plan& plan);
 nlohmann::json to_json(const Plan& plan);
 // Reads a plan written by to_json; throws Error naming the file and field on malformed input.
 Plan plan_from_json(const nlohmann::json& doc, const std::string& origin, const ir::OpTable& ops);

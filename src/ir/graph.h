@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/op_table.h"
+
 namespace fact::ir {
 
 using Json = nlohmann::json;
@@ -33,6 +35,8 @@ struct Node {
   std::string name;
   NodeKind kind = NodeKind::Op;
   std::string op;       // ATen overload ("aten.mm.default") or "getitem"; empty for non-op nodes
+  // FACT's op table's category where it knows the op, else the one the tracer read from PyTorch's tags.
+  OpCategory category = OpCategory::Other;
   std::string target;   // input name or state_dict key for placeholders
   Json args = Json::array();
   Json kwargs = Json::object();
@@ -50,7 +54,12 @@ struct Graph {
   std::string trace_device;
   Json init_inputs = Json::array();
   std::vector<Node> nodes;   // topological order
-  Json outputs = Json::array();
+  Json outputs = Json::array();  // forward's results, flattened: refs, or literals for constant results
+  // forward's argument/result structure and per-argument guards (docs/ir-format.md "call"); null in old IRs.
+  Json call = nullptr;
+  // Why the graph cannot be written back as ATen calls (an untraceable module, a higher-order op, ...): FACT
+  // then leaves the whole module to PyTorch. Empty when it can.
+  std::string replay_blocker;
 
   const Node* find(const std::string& name) const;  // nullptr if absent
   const Node& at(const std::string& name) const;    // throws Error if absent

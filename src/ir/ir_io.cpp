@@ -96,9 +96,16 @@ Node parse_node(const Json& j, const Where& at, const OpTable& ops) {
     n.outputs.push_back(parse_tensor_meta(outs[i], where + " outputs[" + std::to_string(i) + "]"));
   if (n.kind == NodeKind::Op) {
     n.op = required_string(j, "op", where);
-    if (!ops.find(n.op))
-      throw Error(where + " uses op '" + n.op +
-                  "', which FACT's IR does not know (data/ir/aten_ops.json); add it there with its category");
+    // Any op is valid: FACT's table names the ones its families care about, PyTorch's tags the rest.
+    if (j.contains("category")) {
+      if (!j["category"].is_string()) throw Error(where + " field 'category' must be a string");
+      try {
+        n.category = parse_op_category(j["category"].get<std::string>());
+      } catch (const Error& e) {
+        throw Error(where + ": " + e.what());
+      }
+    }
+    if (const OpInfo* info = ops.find(n.op)) n.category = info->category;
     n.args = required(j, "args", where);
     if (!n.args.is_array()) throw Error(where + " field 'args' must be an array, got " + json_type(n.args));
     if (j.contains("kwargs")) {
@@ -140,6 +147,12 @@ Graph parse_graph(const Json& doc, const std::string& origin, const OpTable& ops
   g.torch_version = optional_string(doc, "torch_version", origin);
   g.trace_device = optional_string(doc, "trace_device", origin);
   if (doc.contains("init_inputs")) g.init_inputs = doc["init_inputs"];
+  g.replay_blocker = optional_string(doc, "replay_blocker", origin);
+  if (doc.contains("call")) {
+    g.call = doc["call"];
+    if (!g.call.is_null() && !(g.call.is_object() && g.call.value("inputs", Json()).is_array()))
+      throw Error(origin + " field 'call' must be an object {in_spec, out_spec, inputs: [...]}");
+  }
 
   const Json& nodes = required(doc, "nodes", origin);
   if (!nodes.is_array()) throw Error(origin + " field 'nodes' must be an array, got " + json_type(nodes));
@@ -167,11 +180,9 @@ Graph parse_graph(const Json& doc, const std::string& origin, const OpTable& ops
   }
   const Json& outputs = required(doc, "outputs", origin);
   if (!outputs.is_array()) throw Error(origin + " field 'outputs' must be an array of refs");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!is_ref(outputs[i]))
-      throw Error(origin + " outputs[" + std::to_string(i) + "] must be {\"ref\": name}, got " + outputs[i].dump());
+  // A result is a node's value, or a literal where forward returns a constant (an int, None).
+  for (size_t i = 0; i < outputs.size(); ++i)
     check_refs(outputs[i], origin, "outputs[" + std::to_string(i) + "]", seen, all);
-  }
   g.outputs = outputs;
   g.build_index();
   return g;
@@ -188,6 +199,8 @@ Json to_json(const Graph& graph) {
               {"torch_version", graph.torch_version},
               {"trace_device", graph.trace_device},
               {"init_inputs", graph.init_inputs}};
+  if (!graph.call.is_null()) doc["call"] = graph.call;
+  if (!graph.replay_blocker.empty()) doc["replay_blocker"] = graph.replay_blocker;
   Json nodes = Json::array();
   for (const auto& n : graph.nodes) {
     Json j = {{"name", n.name}, {"kind", to_string(n.kind)}};
@@ -195,6 +208,7 @@ Json to_json(const Graph& graph) {
       j["op"] = n.op;
       j["args"] = n.args;
       j["kwargs"] = n.kwargs;
+      j["category"] = to_string(n.category);
     } else {
       j["target"] = n.target;
     }

@@ -223,7 +223,7 @@ TEST(BenchMetrics, FastPGeomeanAndFractionsByHand) {
   EXPECT_TRUE(j["fast_p"]["fast_1.5"]["vs_eager"].is_null());
 
   std::string md = suite_markdown(suite_json({"bench/problems", "sm90", "tf32", 2, 1, {}}, rs));
-  EXPECT_NE(md.find("| level1 | 5 | 4 | 2 (0.50) | 0.50 | 0.25 | 0.25 | 1.90x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| level1 | 5 | 4 | 2 (0.50) | 1 | 1 | 0.50 | 0.25 | 0.25 | 1.90x |"), std::string::npos) << md;
   EXPECT_NE(md.find("2 problem(s) not measured"), std::string::npos) << md;
 }
 
@@ -235,7 +235,8 @@ TEST(BenchGpus, VisibleDevicesList) {
 }
 
 // A stand-in for `fact optimize`: logs each call (with its CUDA_VISIBLE_DEVICES), then acts as the problem
-// file says: "# fake_e2e: JSON" writes report.json + that e2e.json, "# fake_crash" exits 1 with no report.
+// file says: "# fake_e2e: JSON" writes report.json + that e2e.json, "# fake_crash" exits 1 with no report,
+// "# fake_abort" dies of SIGABRT (std::terminate), "# fake_stopped" is stopped from outside (SIGTERM).
 // It also leaves the GPU lock it was given (FACT_GPU_LOCK) in gpu_lock.txt.
 class BenchResume : public ::testing::Test {
  protected:
@@ -245,6 +246,8 @@ class BenchResume : public ::testing::Test {
     fake = dir / "fake_optimize.sh";
     write(fake, "#!/bin/sh\nproblem=$1; out=$3\necho \"$problem gpu=$CUDA_VISIBLE_DEVICES\" >> " + calls.string() + "\n"
                 "grep -q '^# fake_crash' \"$problem\" && { echo 'boom: crashed' >&2; exit 1; }\n"
+                "grep -q '^# fake_abort' \"$problem\" && { echo 'terminate called' >&2; kill -ABRT $$; }\n"
+                "grep -q '^# fake_stopped' \"$problem\" && kill -TERM $$\n"
                 "grep -q '^# fake_sleep' \"$problem\" && sleep 2\n"
                 "mkdir -p \"$out\"\n"
                 "echo \"$FACT_GPU_LOCK\" > \"$out/gpu_lock.txt\"\n"
@@ -292,7 +295,7 @@ TEST_F(BenchResume, FinishedProblemsAreSkippedCrashedAndHalfWrittenOnesRunAgain)
   for (const auto& c : calls1) EXPECT_TRUE(c.find("gpu=0") != std::string::npos || c.find("gpu=1") != std::string::npos) << c;
   EXPECT_NE(log.str().find("[3/3]"), std::string::npos) << log.str();
   EXPECT_TRUE(fs::exists(opts.out / "level1" / "fast" / kFinishedRecord));
-  EXPECT_FALSE(fs::exists(opts.out / "level2" / "crash" / kFinishedRecord)) << "a crash is not final";
+  EXPECT_TRUE(fs::exists(opts.out / "level2" / "crash" / kFinishedRecord)) << "a crash is measured: final and failed";
 
   // Interrupted while writing: a half-written record does not count.
   fs::path slow_record = opts.out / "level1" / "slow" / kFinishedRecord;
@@ -304,7 +307,9 @@ TEST_F(BenchResume, FinishedProblemsAreSkippedCrashedAndHalfWrittenOnesRunAgain)
   opts.jobs = 1;
   std::ostringstream log2;
   auto second = run_suite(problems, opts, log2);
-  EXPECT_EQ(call_log(), (std::vector<std::string>{"crash.py gpu=", "slow.py gpu="}));
+  EXPECT_EQ(call_log(), (std::vector<std::string>{"slow.py gpu="}));
+  EXPECT_EQ(second[2].status, ProblemStatus::failed);
+  EXPECT_NE(second[2].reason.find("boom: crashed"), std::string::npos) << second[2].reason;
   EXPECT_NE(log2.str().find("level1/fast: already done, skipped (correct, 2.00x vs eager)"), std::string::npos) << log2.str();
   EXPECT_EQ(second[0].status, ProblemStatus::correct);
   EXPECT_EQ(second[1].status, ProblemStatus::correct);
@@ -315,13 +320,36 @@ TEST_F(BenchResume, FinishedProblemsAreSkippedCrashedAndHalfWrittenOnesRunAgain)
   EXPECT_EQ(call_log().size(), 3u);
   write(suite / "level1" / "fast.py", std::string(kProblem) + "# edited\n# fake_e2e: {\"correct\": false}\n");
   auto third = run_suite(find_problems(suite), opts, log2);
-  EXPECT_EQ(call_log(), (std::vector<std::string>{"crash.py gpu=", "fast.py gpu="}));
+  EXPECT_EQ(call_log(), (std::vector<std::string>{"fast.py gpu="}));
   EXPECT_EQ(third[0].status, ProblemStatus::incorrect);
 
   // Without --resume everything runs again.
   opts.resume = false;
   run_suite(find_problems(suite), opts, log2);
   EXPECT_EQ(call_log().size(), 3u);
+}
+
+// Open world: a problem whose optimize died of std::terminate is measured and failed, with the signal named, and
+// stays so on --resume; one stopped from outside (the device script's hard stop) runs again.
+TEST_F(BenchResume, AnAbortIsAMeasuredFailureAndAStoppedRunIsRetried) {
+  fs::remove_all(suite);
+  write(suite / "level3" / "abort.py", std::string(kProblem) + "# fake_abort\n");
+  write(suite / "level3" / "stopped.py", std::string(kProblem) + "# fake_stopped\n");
+  std::ostringstream log;
+  auto first = run_suite(find_problems(suite), opts, log);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].status, ProblemStatus::failed);
+  EXPECT_NE(first[0].reason.find("crashed (signal"), std::string::npos) << first[0].reason;
+  EXPECT_NE(first[0].reason.find("terminate called"), std::string::npos) << first[0].reason;
+  auto m = level_metrics("level3", first);
+  EXPECT_EQ(m.measured, 2);
+  EXPECT_EQ(m.failed, 2);
+  EXPECT_EQ(*m.correct_fraction, 0.0);
+  call_log();
+  opts.resume = true;
+  auto second = run_suite(find_problems(suite), opts, log);
+  EXPECT_EQ(call_log(), (std::vector<std::string>{"stopped.py gpu="}));
+  EXPECT_EQ(second[0].status, ProblemStatus::failed);
 }
 
 TEST_F(BenchResume, NoProblemStartsAfterTheTimeBudget) {

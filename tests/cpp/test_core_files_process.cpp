@@ -34,6 +34,17 @@ TEST(Process, TimeoutAlsoStopsGrandchildren) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
+// A child that leaves a process holding its pipes (Inductor's compile workers did, for minutes) is done when it
+// exits: its output is kept, the leftover is stopped, and the caller is not held up.
+TEST(Process, ReturnsWhenTheChildExitsThoughALeftoverHoldsItsPipes) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = fact::run_process({"sh", "-c", "sleep 60 & echo done"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
 TEST(Process, MissingProgramIsAnError) {
   EXPECT_THROW(fact::run_process({"/nonexistent/program"}), fact::Error);
 }

@@ -121,11 +121,17 @@ def test_file_without_model(traced):
     assert not (out.parent / "no_model.ir.json").exists()
 
 
-def test_untraceable_module(traced):
+def test_untraceable_module_is_left_to_pytorch_whole(traced):
+    """Not an error: the plan is empty and says, in one line, which module and why."""
     result, out, model = traced["data_dependent"]
-    assert_one_clear_error(result, out, "data_dependent.py:7", "torch.export cannot trace Model.forward",
-                           "data-dependent")
-    assert not (out.parent / "data_dependent.ir.json").exists()
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(out.read_text())
+    assert plan["patterns"] == []
+    left = plan["left_to_pytorch"]
+    assert left.startswith("the whole module") and "data_dependent.py:7" in left, left
+    assert "torch.export cannot trace Model.forward" in left and "data-dependent" in left
+    assert "Left to PyTorch: the whole module" in result.stdout
+    assert "Traceback" not in result.stderr
 
 
 def test_missing_model_file(tmp_path):

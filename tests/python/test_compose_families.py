@@ -14,7 +14,7 @@ import re
 import pytest
 import torch
 from composed_module import (REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, max_diff,
-                             needs_fact_binary, run_copied)
+                             needs_fact_binary, report_accepting, run_copied)
 
 from fact.compose.reference_ops import register_reference_ops
 
@@ -34,57 +34,6 @@ FAMILIES = {
     "llama3_block": ["attention", "normalization", "normalization", "rope", "rope"],
     "llama_block_small": ["attention", "normalization", "normalization", "rope", "rope"],
 }
-GEMM_EPILOGUE = {"gemm": "none", "gemm_bias_gelu_tanh": "bias_gelu_tanh", "gemm_bias_residual": "bias_residual",
-                 "gemm_swiglu": "bias_silu_mul"}
-
-
-def small_problem(name, folder):
-    text = (PROBLEMS / f"{name}.py").read_text()
-    for names, values in SMALL[name].items():
-        text, n = re.subn(rf"^{re.escape(names)} = .*$", f"{names} = {values}", text, flags=re.M)
-        assert n == 1, f"{name}.py has no line '{names} = ...'; update SMALL in this test"
-    path = folder / f"{name}_small.py"
-    path.write_text(text)
-    return path
-
-
-def family_row(p, tag):
-    """A winning row as `fact tune` writes it for a normalization or attention pattern (config fields the
-    composer and the reference ops read; the problem's scalars from the match)."""
-    kernel, attrs, dims = p["kernel"], p.get("attrs", {}), p["dims"]
-    if p["family"] == "normalization":
-        # An add-norm whose sum the graph reads again was tuned with a kernel that also writes it.
-        config = {"family": "normalization", "kind": kernel["kind"], "store_sum": bool(p.get("extra_outputs"))}
-        problem = {"kind": kernel["kind"], "eps": attrs["eps"], "rows": dims["rows"], "cols": dims["cols"]}
-        winner = f"norm_{tag}{p['rank']}"
-    elif p["family"] == "rope":
-        config = {"family": "rope", "kind": "half_split", "head_dim": dims["head_dim"]}
-        problem = {"batch": dims["batch"], "heads": dims["heads"], "seq": dims["seq"], "head_dim": dims["head_dim"]}
-        winner = f"rope_{tag}{p['rank']}"
-    else:
-        config = {"family": "attention", "head_dim": dims["head_dim"]}
-        scale = attrs.get("scale")
-        problem = {"scale": 1.0 / math.sqrt(dims["head_dim"]) if scale is None else scale,
-                   "causal": bool(dims["causal"]), "heads": dims["heads"], "heads_kv": dims["heads_kv"]}
-        winner = f"attn_{tag}{p['rank']}"
-    return {"family": p["family"], "winner": winner, "config": config, "problem": problem}
-
-
-def report_accepting(plan_doc, families, tag):
-    """Op names carry `tag`: ops registered by one test module live in one process."""
-    rows = []
-    for p in plan_doc["patterns"]:
-        row = {"pattern": p["rule"], "anchor": p["anchor"], "status": "tuned", "baseline": "torch", "fact_ms": 1.05,
-               "baseline_ms": 1.01, "config": None, "winner": "torch"}
-        if p["family"] in families and p["family"] != "gemm":
-            row.update(family_row(p, tag), fact_ms=0.5)
-        elif p["family"] in families:
-            e = GEMM_EPILOGUE[p["rule"]]
-            row.update(winner=f"{tag}{p['rank']}", config={"epilogue": e}, problem={"epilogue": e}, fact_ms=0.5)
-        rows.append(row)
-    return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
-
-
 @pytest.fixture(scope="module", params=["minigpt_block", "llama3_block", "llama_block_small"])
 def composed(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(request.param)

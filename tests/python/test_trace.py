@@ -211,9 +211,6 @@ BAD_FILES = {
     "no_model": ("import torch\n" + VALID_TAIL, ["no class `Model`"]),
     "no_get_inputs": ("import torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
                       "        return x\n\n\ndef get_init_inputs():\n    return []\n", ["no function `get_inputs`"]),
-    "data_dependent": ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
-                       "        if x.sum() > 0:\n            return x * 2\n        return x\n" + VALID_TAIL,
-                       ["data_dependent.py:7: torch.export cannot trace Model.forward", "data-dependent"]),
     "syntax_error": ("import torch\n\n\nclass Model(\n    def forward(self x):\n", ["syntax_error.py:4: syntax error"]),
 }
 
@@ -242,3 +239,20 @@ def test_missing_file_fails_cleanly(tmp_path):
     model = tmp_path / "does_not_exist.py"
     out = tmp_path / "ir.json"
     assert_clean_failure(run_trace(model, out), out, str(model), "file not found")
+
+
+def test_untraceable_module_is_an_ir_without_graph_and_a_note(tmp_path):
+    """torch.export cannot follow a data-dependent branch: not an error but an IR whose replay_blocker names the
+    line and the cause, so FACT leaves the whole module to PyTorch."""
+    model = tmp_path / "data_dependent.py"
+    model.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                     "        if x.sum() > 0:\n            return x * 2\n        return x\n" + VALID_TAIL)
+    out = tmp_path / "ir.json"
+    result = run_trace(model, out)
+    assert result.returncode == 0, result.stderr
+    ir = json.loads(out.read_text())
+    assert ir["nodes"] == [] and ir["outputs"] == []
+    assert "data_dependent.py:7: torch.export cannot trace Model.forward" in ir["replay_blocker"]
+    assert "data-dependent" in ir["replay_blocker"]
+    notes = [line for line in result.stderr.splitlines() if line.startswith("fact-trace: note:")]
+    assert len(notes) == 1 and "leaves the whole module to PyTorch" in notes[0], result.stderr

@@ -1,0 +1,23 @@
+# A Hugging Face Llama (RMSNorm, RoPE, GQA, SwiGLU) from a small config, token ids in.
+import torch
+import transformers
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                                          num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                                          max_position_embeddings=64, use_cache=False)
+        self.lm = transformers.LlamaForCausalLM(config)
+
+    def forward(self, input_ids):
+        return self.lm(input_ids).logits
+
+
+def get_inputs():
+    return [torch.randint(0, 128, (2, 16))]
+
+
+def get_init_inputs():
+    return []
