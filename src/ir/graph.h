@@ -37,6 +37,7 @@ struct Node {
   std::string op;       // ATen overload ("aten.mm.default") or "getitem"; empty for non-op nodes
   // FACT's op table's category where it knows the op, else the one the tracer read from PyTorch's tags.
   OpCategory category = OpCategory::Other;
+  std::string traced_category;  // as the IR file has it (written back unchanged), empty if absent
   std::string target;   // input name or state_dict key for placeholders
   Json args = Json::array();
   Json kwargs = Json::object();

@@ -100,7 +100,8 @@ Node parse_node(const Json& j, const Where& at, const OpTable& ops) {
     if (j.contains("category")) {
       if (!j["category"].is_string()) throw Error(where + " field 'category' must be a string");
       try {
-        n.category = parse_op_category(j["category"].get<std::string>());
+        n.traced_category = j["category"].get<std::string>();
+        n.category = parse_op_category(n.traced_category);
       } catch (const Error& e) {
         throw Error(where + ": " + e.what());
       }
@@ -208,7 +209,7 @@ Json to_json(const Graph& graph) {
       j["op"] = n.op;
       j["args"] = n.args;
       j["kwargs"] = n.kwargs;
-      j["category"] = to_string(n.category);
+      if (!n.traced_category.empty()) j["category"] = n.traced_category;
     } else {
       j["target"] = n.target;
     }

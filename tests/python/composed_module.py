@@ -94,16 +94,6 @@ def gemm_epilogue(kernel):
     return {"linear_combination": "none"}.get(kind, kind)
 
 
-def small_problem(name, folder):
-    text = (PROBLEMS / f"{name}.py").read_text()
-    for names, values in SMALL[name].items():
-        text, n = re.subn(rf"^{re.escape(names)} = .*$", f"{names} = {values}", text, flags=re.M)
-        assert n == 1, f"{name}.py has no line '{names} = ...'; update SMALL in this test"
-    path = folder / f"{name}_small.py"
-    path.write_text(text)
-    return path
-
-
 def family_row(p, tag):
     """A winning row as `fact tune` writes it for a normalization or attention pattern (config fields the
     composer and the reference ops read; the problem's scalars from the match)."""

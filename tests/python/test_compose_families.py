@@ -34,6 +34,16 @@ FAMILIES = {
     "llama3_block": ["attention", "normalization", "normalization", "rope", "rope"],
     "llama_block_small": ["attention", "normalization", "normalization", "rope", "rope"],
 }
+def small_problem(name, folder):
+    text = (PROBLEMS / f"{name}.py").read_text()
+    for names, values in SMALL[name].items():
+        text, n = re.subn(rf"^{re.escape(names)} = .*$", f"{names} = {values}", text, flags=re.M)
+        assert n == 1, f"{name}.py has no line '{names} = ...'; update SMALL in this test"
+    path = folder / f"{name}_small.py"
+    path.write_text(text)
+    return path
+
+
 @pytest.fixture(scope="module", params=["minigpt_block", "llama3_block", "llama_block_small"])
 def composed(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(request.param)
