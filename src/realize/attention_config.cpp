@@ -32,8 +32,6 @@ bool listed(const nlohmann::json& list, const std::string& name) {
   return false;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Higher is better: full waves over 132 SMs, larger tiles (less K/V re-reading per query row) and, under
 // a causal mask, a block_n that wastes little of the diagonal tiles.
 double score(const AttentionProblem& p, const AttentionConfig& c) {

@@ -2,12 +2,16 @@
 // What every config space does after enumerating: keep the best by score, and when none is left, name the
 // commonest reason configs were rejected.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace fact::realize {
+
+// Tiles (CTAs, waves) needed to cover `a` items `b` at a time.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The configs by score, best first (ties keep enumeration order), at most top_n.
 template <class Config>

@@ -58,8 +58,6 @@ constexpr double kHbmBytesPerSecond = 3.0e12;
 constexpr double kTf32FlopsPerSecond = 3.6e14;
 constexpr double kKernelLaunchSeconds = 3e-6;  // launch and ramp of one kernel: what tiny problems pay
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 int mma_k(Numerics n) { return n == Numerics::bf16 || n == Numerics::fp16 ? 16 : 8; }
 
 bool is_16bit(Numerics n) { return n == Numerics::bf16 || n == Numerics::fp16; }

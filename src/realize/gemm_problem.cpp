@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 #include <utility>
 
 #include <fmt/format.h>
@@ -27,18 +28,10 @@ constexpr std::array<std::pair<MatrixLayout, const char*>, 2> kLayouts{
 constexpr std::array<std::pair<Element, const char*>, 3> kElements{
     {{Element::f32, "float32"}, {Element::bf16, "bfloat16"}, {Element::f16, "float16"}}};
 
-
-int64_t gcd64(int64_t a, int64_t b) {
-  a = a < 0 ? -a : a;
-  b = b < 0 ? -b : b;
-  while (b) { int64_t t = a % b; a = b; b = t; }
-  return a;
-}
-
 // Largest power of two <= max_elems dividing every value (0 divides nothing away).
 int widest_alignment(int max_elems, std::initializer_list<int64_t> values) {
   int64_t g = 0;
-  for (int64_t v : values) g = gcd64(g, v);
+  for (int64_t v : values) g = std::gcd(g, v);
   int align = 1;
   while (align * 2 <= max_elems && g % (align * 2) == 0) align *= 2;
   return align;

@@ -14,8 +14,6 @@
 namespace fact::realize {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Higher is better. A norm is bandwidth-bound: what matters is that every lane moves full vectors
 // (utilization of the last vector sweep), that each thread has a few independent loads in flight
 // (vectors_per_thread 2..8), and that the grid fills the machine (enough CTAs, not tiny CTAs).

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -34,11 +35,6 @@ double finfo_eps(Element e) {
   }
 }
 
-int64_t gcd64(int64_t a, int64_t b) {
-  while (b) { int64_t t = a % b; a = b; b = t; }
-  return a < 0 ? -a : a;
-}
-
 }  // namespace
 
 std::string to_string(NormKind k) { return enum_name(kKinds, k); }
@@ -49,8 +45,8 @@ Numerics NormProblem::numerics() const {
 }
 
 int NormProblem::max_vector_elems() const {
-  int64_t g = gcd64(cols, x_row_stride);
-  if (has_residual) g = gcd64(g, residual_row_stride);
+  int64_t g = std::gcd(cols, x_row_stride);
+  if (has_residual) g = std::gcd(g, residual_row_stride);
   int max = 16 / element_bytes(element), v = 1;
   while (v * 2 <= max && g % (v * 2) == 0) v *= 2;
   return v;

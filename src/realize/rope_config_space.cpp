@@ -13,8 +13,6 @@
 namespace fact::realize {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 int64_t work_items(const RopeProblem& p, const RopeConfig& c) { return p.rows() * c.pairs_per_row(); }
 
 // Higher is better. RoPE moves each element of x once in and once out (the cos/sin tables stay in L2), so

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -14,13 +15,6 @@ namespace {
 nlohmann::json strides_json(const RopeStrides& s) { return nlohmann::json::array({s.batch, s.head, s.row}); }
 RopeStrides strides_from(const nlohmann::json& j) { return {j.at(0), j.at(1), j.at(2)}; }
 
-int64_t gcd64(int64_t a, int64_t b) {
-  a = a < 0 ? -a : a;
-  b = b < 0 ? -b : b;
-  while (b) { int64_t t = a % b; a = b; b = t; }
-  return a;
-}
-
 }  // namespace
 
 Numerics RopeProblem::numerics() const {
@@ -30,7 +24,7 @@ Numerics RopeProblem::numerics() const {
 int RopeProblem::max_vector_elems() const {
   int64_t g = head_dim / 2;
   for (const RopeStrides* s : {&x, &cos, &sin, &out})
-    for (int64_t v : {s->batch, s->head, s->row}) g = gcd64(g, v);  // gcd(g, 0) = g: a broadcast dim allows any
+    for (int64_t v : {s->batch, s->head, s->row}) g = std::gcd(g, v);  // gcd(g, 0) = g: a broadcast dim allows any
   int max = 16 / element_bytes(element), v = 1;
   while (v * 2 <= max && g % (v * 2) == 0) v *= 2;
   return v;
