@@ -109,6 +109,12 @@ json e2e_run(const OptimizeOptions& o, const fs::path& out, const std::string& n
   fs::path composed = out / "composed", result = out / "e2e.json";
   std::error_code ec;
   fs::remove(result, ec);
+  if (!fs::exists(composed / "manifest.json")) {  // the composer failed even with PyTorch's ops only
+    std::cerr << "[5/5] " << title << ": skipped, no composed module\n";
+    steps.push_back({{"step", title + ": skipped, no composed module"}, {"ok", false}, {"log", (out / "compose.log").string()}});
+    exit_code = -1;
+    return nullptr;
+  }
   std::vector<std::string> argv = {python_exe(), "-m", "fact.compose.e2e_check", composed.string(), "-o",
                                    result.string(), "--numerics", numerics};
   json manifest = read_json_file(composed / "manifest.json", "composed manifest");
@@ -118,11 +124,6 @@ json e2e_run(const OptimizeOptions& o, const fs::path& out, const std::string& n
   if (!baselines || !gpu) argv.push_back("--no-compile");
   if (o.no_max_autotune) argv.push_back("--no-max-autotune");
   std::cerr << "[5/5] " << title << "\n" << std::flush;
-  if (!fs::exists(composed / "manifest.json")) {
-    steps.push_back({{"step", title + ": skipped, no composed module"}, {"ok", false}, {"log", (out / "compose.log").string()}});
-    exit_code = -1;
-    return nullptr;
-  }
   ProcessOptions po;
   po.env["PYTHONPATH"] = python_dir().string();
   auto r = run_process(argv, po);
