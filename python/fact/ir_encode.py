@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -121,7 +121,6 @@ class Encoded:
     outputs: list
     call: dict                      # how forward was called and what it returned (docs/ir-format.md, "call")
     replay_blocker: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def has_attribute_path(model: torch.nn.Module | None, target: str) -> bool:

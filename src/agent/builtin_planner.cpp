@@ -20,7 +20,7 @@ class BuiltinPlanner : public Agent {
       r.lines.push_back(fmt::format("plan: {} at {} ({}), estimated gain {:.1f} us", e.match.rule, e.match.anchor,
                                     from_registry ? "registry pattern" : "built-in rule", e.cost.gain_seconds() * 1e6));
     }
-    for (const auto& f : rowwise_candidates(plan, ops())) {
+    for (const auto& f : rowwise_candidates(plan)) {
       auto cost = tools.estimate_cost(f);
       r.lines.push_back(fmt::format("left to PyTorch: row-wise chain {} ({} nodes, estimated {:.1f} -> {:.1f} us fused); "
                                     "no rule covers it; `--agent llm` can generate and verify a kernel for it",
@@ -29,9 +29,6 @@ class BuiltinPlanner : public Agent {
     if (plan.entries.empty()) r.lines.push_back("plan: no pattern of the registry matched");
     return r;
   }
-
- private:
-  static const ir::OpTable& ops() { return ir::OpTable::builtin(); }
 };
 
 }  // namespace

@@ -30,7 +30,7 @@ class LlmAgent : public Agent {
     r.agent = "llm:" + llm_.model();
     const discover::Plan& plan = tools.plan();
     reuse_registry_patterns(tools, r);
-    auto candidates = rowwise_candidates(plan, ir::OpTable::builtin());
+    auto candidates = rowwise_candidates(plan);
     if (candidates.empty()) {
       r.lines.push_back("no uncovered row-wise fragment: nothing for the LLM to generate, no request sent");
       return r;
@@ -91,7 +91,7 @@ class LlmAgent : public Agent {
       std::string where = fmt::format("{}: matched at {} from the registry (no LLM call)", e.match.rule, e.match.anchor);
       try {
         auto entry = tools.registry_entry(e.match.rule);
-        auto f = make_rowwise_fragment(tools.plan().graph, ir::OpTable::builtin(), e.match.nodes, {});
+        auto f = make_rowwise_fragment(tools.plan().graph, e.match.nodes, {});
         KernelCandidate k{entry.record["kernel"].value("id", e.match.rule), entry.kernel_source,
                           entry.record["kernel"].value("config", json::object())};
         CompileResult c = tools.compile(k);
@@ -144,7 +144,7 @@ class LlmAgent : public Agent {
             if (!nodes_taken.insert(n).second) throw ReplyError(fmt::format("node '{}' is in two proposed patterns", n));
           RowwiseFragment f;
           try {
-            f = make_rowwise_fragment(plan.graph, ir::OpTable::builtin(), nodes, covered);
+            f = make_rowwise_fragment(plan.graph, nodes, covered);
           } catch (const Error& e) {
             throw ReplyError(fmt::format("pattern '{}': {}", name, e.what()));
           }

@@ -38,8 +38,7 @@ json pattern_literal(const json& v) {
 
 }  // namespace
 
-RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const ir::OpTable& ops,
-                                      const std::vector<std::string>& names, const std::set<std::string>& covered) {
+RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<std::string>& names, const std::set<std::string>& covered) {
   if (names.empty()) throw Error("the fragment names no nodes; list the graph nodes to fuse");
   std::set<std::string> inside(names.begin(), names.end());
   if (inside.size() != names.size()) throw Error("the fragment lists a node twice");
@@ -118,7 +117,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const ir::OpTable&
   return f;
 }
 
-std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan, const ir::OpTable& ops) {
+std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
   std::set<std::string> covered;
   for (const auto& e : plan.entries) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
   std::set<std::string> free;
@@ -142,7 +141,7 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan, cons
     }
     if (group.size() < 2) continue;  // one op alone gains nothing from fusion
     try {
-      out.push_back(make_rowwise_fragment(plan.graph, ops, group, covered));
+      out.push_back(make_rowwise_fragment(plan.graph, group, covered));
     } catch (const Error&) {
       // Not a row-wise chain as a whole; the LLM may still propose a part of it.
     }

@@ -12,7 +12,6 @@
 
 #include "discover/plan.h"
 #include "ir/graph.h"
-#include "ir/op_table.h"
 
 namespace fact::agent {
 
@@ -29,12 +28,12 @@ inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in kerne
 
 // Checks that `nodes` form a row-wise fragment of `graph` outside `covered`; throws Error naming the node
 // and the reason (these messages go back to the LLM when it proposes a bad fragment).
-RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const ir::OpTable& ops,
-                                      const std::vector<std::string>& nodes, const std::set<std::string>& covered);
+RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<std::string>& nodes,
+                                      const std::set<std::string>& covered);
 
 // The plan's uncovered op nodes grouped into maximal connected row-wise candidates (those that pass
 // make_rowwise_fragment), in graph order.
-std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan, const ir::OpTable& ops);
+std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan);
 
 // The fragment as a rule in data/rules format (docs/rule-format.md): the nodes become the pattern,
 // outside values become $in0.., literals stay literals; family "rowwise", kernel.registry_entry = name.

@@ -56,7 +56,7 @@ discover::CostEstimate StageTools::estimate_cost(const RowwiseFragment& f) const
   m.anchor = f.output;
   m.nodes = f.nodes;
   m.dtype = f.dtype;
-  discover::CostContext ctx{plan_.graph, ir::OpTable::builtin(), arch_, plan_.numerics};
+  discover::CostContext ctx{plan_.graph, arch_, plan_.numerics};
   return discover::estimate_match(m, ctx);
 }
 

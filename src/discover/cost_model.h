@@ -7,13 +7,11 @@
 #include "discover/arch_spec.h"
 #include "discover/match.h"
 #include "ir/graph.h"
-#include "ir/op_table.h"
 
 namespace fact::discover {
 
 struct CostContext {
-  const ir::Graph& graph;
-  const ir::OpTable& ops;
+  const ir::Graph& graph;  // its nodes carry their op category (FACT's table, else PyTorch's tags)
   const ArchSpec& arch;
   std::string numerics;  // FACT's numerics mode: fp32 | 3xtf32 | tf32 | bf16 | fp16
 };

@@ -37,7 +37,7 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
   plan.arch = arch.name;
   plan.numerics = numerics;
   plan.graph = graph;
-  CostContext ctx{plan.graph, ops, arch, numerics};
+  CostContext ctx{plan.graph, arch, numerics};
 
   // A graph FACT cannot write back as ATen calls stays PyTorch's whole: matching it would only cost tuning time.
   auto found = graph.replay_blocker.empty() ? find_all_matches(plan.graph, registry, ops, arch, &plan.notes)

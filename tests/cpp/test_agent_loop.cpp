@@ -103,7 +103,7 @@ struct AgentLoop : ::testing::Test {
                                            discover::UserRegistry(dir / "registry"), o);
   }
   agent::FragmentTask task(ScriptedTools& t) {
-    auto f = agent::rowwise_candidates(t.plan(), ops()).at(0);
+    auto f = agent::rowwise_candidates(t.plan()).at(0);
     return {"swish_absmax_rows", f, agent::fragment_to_json(t.plan().graph, f)};
   }
 };

@@ -51,14 +51,14 @@ TEST(AgentReplySchema, AcceptsToolCallsAndFencedJsonRejectsWithReasons) {
 TEST(AgentRowwiseFragment, FindsTheChainChecksProposalsAndWritesAMatchingRule) {
   auto g = swish_graph();
   std::vector<std::string> chain = {"sigmoid", "mul", "mul_1", "abs_1", "amax", "add", "div"};
-  auto f = agent::make_rowwise_fragment(g, ops(), chain, {});
+  auto f = agent::make_rowwise_fragment(g, chain, {});
   EXPECT_EQ(f.output, "div");
   EXPECT_EQ(f.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(f.rows, 16384);
   EXPECT_EQ(f.cols, 4096);
   auto err = [&](std::vector<std::string> nodes, std::set<std::string> covered = {}) {
     try {
-      agent::make_rowwise_fragment(g, ops(), nodes, covered);
+      agent::make_rowwise_fragment(g, nodes, covered);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -92,7 +92,7 @@ TEST(AgentUserRegistry, AddsOnlyVerifiedEntriesListsShowsExportsAndFeedsDiscover
   discover::UserRegistry reg(root);
   EXPECT_TRUE(reg.list().empty());
   auto g = swish_graph();
-  auto f = agent::make_rowwise_fragment(g, ops(), {"sigmoid", "mul", "mul_1", "abs_1", "amax", "add", "div"}, {});
+  auto f = agent::make_rowwise_fragment(g, {"sigmoid", "mul", "mul_1", "abs_1", "amax", "add", "div"}, {});
   json rule = agent::fragment_rule(g, f, "swish_absmax_rows", "sm90", "test");
   json record = {{"arch", "sm90"}, {"dtype", "float32"}, {"numerics", "3xtf32"},
                  {"kernel", {{"source_file", "kernel.cu"}}}, {"verification", {{"passed", false}}}};

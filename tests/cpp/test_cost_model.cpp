@@ -59,7 +59,7 @@ TEST(CostModel, GemmFlopsAndBytesComeFromShapes) {
   d.input("c", {64, 32}).op("am", "aten.addmm.default", {ref_to("c"), ref_to("a"), ref_to("b")}, {64, 32});
   d.output("mm").output("lin").output("am");
   auto g = d.graph();
-  CostContext ctx{g, ops(), sm90(), "3xtf32"};
+  CostContext ctx{g, sm90(), "3xtf32"};
 
   auto mm = fact::discover::estimate_node(g.at("mm"), ctx);
   EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 32 * 128);
@@ -92,7 +92,7 @@ TEST(CostModel, ViewsAreFreeAndElementwiseIsBytes) {
   d.op("s", "aten.add.Tensor", {ref_to("x"), ref_to("r")}, {1024, 1024});
   d.output("v").output("t").output("s");
   auto g = d.graph();
-  CostContext ctx{g, ops(), sm90(), "3xtf32"};
+  CostContext ctx{g, sm90(), "3xtf32"};
   const ArchSpec& a = sm90();
 
   for (const char* view : {"v", "t"}) {
@@ -121,7 +121,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
   const double flops = 2.0 * 4096 * 4096 * 4096;
   const double eff = waves_eff(32.0 * 32, a.sm_count);  // 128x128 library tiles
   auto now = [&](const fact::ir::Graph& g, const std::string& numerics) {
-    CostContext ctx{g, ops(), a, numerics};
+    CostContext ctx{g, a, numerics};
     return fact::discover::estimate_node(g.at("matmul"), ctx).seconds;
   };
   double fp32 = now(g32, "fp32"), x3 = now(g32, "3xtf32"), tf32 = now(g32, "tf32");
@@ -135,7 +135,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
   d.input("a", {4096, 4096}, "bfloat16").input("b", {4096, 4096}, "bfloat16");
   d.op("matmul", "aten.matmul.default", {ref_to("a"), ref_to("b")}, {4096, 4096}, "bfloat16").output("matmul");
   auto g16 = d.graph();
-  CostContext ctx16{g16, ops(), a, "bf16"};
+  CostContext ctx16{g16, a, "bf16"};
   auto bf16 = fact::discover::estimate_node(g16.at("matmul"), ctx16);
   EXPECT_DOUBLE_EQ(bf16.bytes, 3 * 2.0 * 4096 * 4096);
   EXPECT_NEAR(bf16.seconds, flops / (a.gemm_flops.at("bf16") * eff) + a.launch_overhead_s, 1e-9);
@@ -143,7 +143,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
 
   // FACT's fused kernel runs at the mode's own rate: 3xtf32 beats the fp32 SIMT kernel.
   Match m = match_of(g32, "gemm", "matmul");
-  CostContext c_fp32{g32, ops(), a, "fp32"}, c_3x{g32, ops(), a, "3xtf32"};
+  CostContext c_fp32{g32, a, "fp32"}, c_3x{g32, a, "3xtf32"};
   auto e_fp32 = fact::discover::estimate_match(m, c_fp32), e_3x = fact::discover::estimate_match(m, c_3x);
   EXPECT_DOUBLE_EQ(e_fp32.seconds_now, e_3x.seconds_now);
   EXPECT_LT(e_3x.seconds_fused, e_fp32.seconds_fused);
@@ -154,7 +154,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
 TEST(CostModel, WaveQuantizationHurtsLargeKNowButSplitKFillsTheChip) {
   auto g = fixture("large_k_matmul.json");  // 256x256 output, K = 131072: four 128x128 tiles on 132 SMs
   const ArchSpec& a = sm90();
-  CostContext ctx{g, ops(), a, "3xtf32"};
+  CostContext ctx{g, a, "3xtf32"};
   const double flops = 2.0 * 256 * 256 * 131072;
 
   auto node = fact::discover::estimate_node(g.at("matmul"), ctx);
@@ -186,7 +186,7 @@ TEST(CostModel, WaveQuantizationHurtsLargeKNowButSplitKFillsTheChip) {
 TEST(CostModel, CausalManualAttentionHalvesFusedFlops) {
   auto g = fixture("minigpt_block.json");
   const ArchSpec& a = sm90();
-  CostContext ctx{g, ops(), a, "3xtf32"};
+  CostContext ctx{g, a, "3xtf32"};
   Match causal = match_of(g, "sdpa_attention_manual", "matmul_1");
   ASSERT_EQ(causal.attrs.at("causal"), true);
   Match full = causal;
@@ -208,7 +208,7 @@ TEST(CostModel, CausalManualAttentionHalvesFusedFlops) {
 
 TEST(CostModel, SdpaNodeAlreadyExcludesTheMaskedTriangle) {
   auto g = fixture("llama3_block.json");
-  CostContext ctx{g, ops(), sm90(), "3xtf32"};
+  CostContext ctx{g, sm90(), "3xtf32"};
   Match m = match_of(g, "sdpa_attention", "scaled_dot_product_attention");
   ASSERT_EQ(m.attrs.at("causal"), true);
   Match not_causal = m;
@@ -277,7 +277,7 @@ TEST(CostModel, SwigluCountsItsUpProjectionAtTheLibraryRate) {
   auto g = fixture("llama3_block.json");
   for (const char* numerics : {"fp32", "tf32", "bf16"}) {
     SCOPED_TRACE(numerics);
-    CostContext ctx{g, ops(), sm90(), numerics};
+    CostContext ctx{g, sm90(), numerics};
     auto swiglu = fact::discover::estimate_match(match_of(g, "gemm_swiglu", "mul_8"), ctx);
     auto silu = fact::discover::estimate_match(match_of(g, "gemm_bias_silu", "silu"), ctx);
     auto up = fact::discover::estimate_node(g.at("linear_5"), ctx);
@@ -292,7 +292,7 @@ TEST(CostModel, SwigluCountsItsUpProjectionAtTheLibraryRate) {
 // norm is its only reader, and still a gain over PyTorch's add kernel + norm kernel.
 TEST(CostModel, ExtraOutputsCountAsWrittenBytes) {
   auto llama = fixture("llama3_block.json");
-  CostContext ctx{llama, ops(), sm90(), "bf16"};
+  CostContext ctx{llama, sm90(), "bf16"};
   Match exported = match_of(llama, "add_rms_norm", "mul_7");
   ASSERT_EQ(exported.extra_outputs.size(), 1u);
   Match private_sum = exported;
