@@ -119,7 +119,7 @@ def forward_input_names(model: torch.nn.Module, count: int) -> list[str] | None:
 class Encoded:
     nodes: list[dict]
     outputs: list
-    call: dict                      # how forward was called and what it returned (docs/ir-format.md, "call")
+    call: dict | None  # how forward was called and what it returned (docs/ir-format.md, "call"); None: unknown
     replay_blocker: str | None = None
 
 
@@ -179,10 +179,11 @@ def inline_wrappers(ep: ExportedProgram) -> None:
     gm.recompile()
 
 
-def call_structure(ep: ExportedProgram, user_placeholders: list[torch.fx.Node]) -> tuple[dict, str | None]:
+def call_structure(ep: ExportedProgram, user_placeholders: list[torch.fx.Node]) -> tuple[dict | None, str | None]:
     """forward's argument and result structure as PyTorch serializes pytrees, and one guard per flattened
     argument (a tensor's shape, or a non-tensor's traced value): the composed module replays the graph only for
-    calls of that structure and those shapes, and runs the original forward for any other."""
+    calls of that structure and those shapes, and runs the original forward for any other. None, and why, where
+    the structure cannot be recorded."""
     guards = []
     for node in user_placeholders:
         val = node.meta.get("val")
@@ -191,12 +192,12 @@ def call_structure(ep: ExportedProgram, user_placeholders: list[torch.fx.Node]) 
         elif val is None or isinstance(val, (bool, int, float, str)):
             guards.append({"value": encode_value(val)})
         else:
-            return {}, f"forward argument {node.name} is a {type(val).__name__}, which the IR cannot guard"
+            return None, f"forward argument {node.name} is a {type(val).__name__}, which the IR cannot guard"
     try:
         in_spec = pytree.treespec_dumps(ep.call_spec.in_spec)
         out_spec = pytree.treespec_dumps(ep.call_spec.out_spec)
     except Exception as e:  # noqa: BLE001 - a type PyTorch cannot serialize: the module stays PyTorch's
-        return {}, f"forward's arguments or results hold a type PyTorch cannot serialize ({type(e).__name__}: {e})"
+        return None, f"forward's arguments or results hold a type PyTorch cannot serialize ({type(e).__name__}: {e})"
     return {"in_spec": in_spec, "out_spec": out_spec, "inputs": guards}, None
 
 

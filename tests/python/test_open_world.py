@@ -125,7 +125,8 @@ def test_library_models_trace_compose_and_equal_the_original(name, tmp_path):
 
 
 @pytest.mark.parametrize("name, cause", [("data_dependent", "torch.export cannot trace"),
-                                         ("hf_gpt2_cache", "DynamicCache")])
+                                         ("hf_gpt2_cache", "DynamicCache"),
+                                         ("namedtuple_result", "a type PyTorch cannot serialize")])
 def test_an_untraceable_module_is_left_to_pytorch_whole_and_optimize_still_reports(name, cause, tmp_path):
     model = DATA / f"{name}.py"
     if name == "hf_gpt2_cache":  # GPT-2 as `from_config` gives it: use_cache=True returns a DynamicCache
