@@ -50,6 +50,11 @@ class Export:
     failure: str | None = None  # why torch.export could not trace the module at all
 
 
+def untraceable(device: str, why: str) -> Export:
+    """The file is fine but torch.export cannot follow its forward: the module stays PyTorch's."""
+    return Export(None, [], None, device, failure=why)
+
+
 def export_on(problem: Problem, device: str) -> Export:
     model, inputs, init_inputs = instantiate(problem, device)
     with torch.device(device):  # tensors that forward() creates land on the same device as the inputs
@@ -66,7 +71,7 @@ def export_with_fallback(problem: Problem, device: str | None) -> Export:
         try:
             return export_on(problem, device)
         except TraceError as e:
-            return Export(None, [], None, device, failure=str(e))
+            return untraceable(device, str(e))
     try:
         return export_on(problem, "meta")
     except (ProblemError, TraceError) as meta_error:
@@ -75,8 +80,7 @@ def export_with_fallback(problem: Problem, device: str | None) -> Export:
         except ProblemError as cpu_error:
             raise ProblemError(f"{cpu_error} (on meta and on cpu)") from cpu_error
         except TraceError as cpu_error:
-            # The file is fine but torch.export cannot follow its forward: the module stays PyTorch's.
-            return Export(None, [], None, "cpu", failure=f"{cpu_error} (on meta and on cpu)")
+            return untraceable("cpu", f"{cpu_error} (on meta and on cpu)")
         exported.meta_failure = str(meta_error)
         return exported
 

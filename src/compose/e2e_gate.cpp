@@ -7,6 +7,15 @@ namespace fact::compose {
 
 using nlohmann::json;
 
+namespace {
+
+// A string field of the check's result, or `fallback` where it is absent or not a string.
+std::string text(const json& result, const char* key, const std::string& fallback) {
+  return result.contains(key) && result[key].is_string() ? result[key].get<std::string>() : fallback;
+}
+
+}  // namespace
+
 E2eGate gate_e2e(const json& result, int exit_code, bool accepts_ops) {
   E2eGate g;
   if (!accepts_ops) return g;  // the module is PyTorch's ops already; the report shows the check's outcome
@@ -17,20 +26,18 @@ E2eGate gate_e2e(const json& result, int exit_code, bool accepts_ops) {
   };
   if (!result.is_object() || !result.contains("status"))
     return drop_all(fmt::format("the end-to-end check wrote no result (exit {}); see e2e.log", exit_code));
-  std::string status = result["status"].is_string() ? result["status"].get<std::string>() : "";
+  std::string status = text(result, "status", "");
   if (status == "ops_missing") {
     g.action = E2eGate::Action::drop_ops;
     if (result.contains("missing_ops") && result["missing_ops"].is_array())
       for (const auto& op : result["missing_ops"])
         if (op.is_string()) g.ops.push_back(op.get<std::string>());
-    g.reason = fmt::format("op missing from the op library at load time ({})",
-                           result.contains("error") && result["error"].is_string() ? result["error"].get<std::string>()
-                                                                                 : "not found");
+    g.reason = fmt::format("op missing from the op library at load time ({})", text(result, "error", "not found"));
     if (g.ops.empty()) return drop_all(g.reason);
     return g;
   }
   if (!(result.contains("correct") && result["correct"] == true)) {
-    std::string detail = result.contains("error") && result["error"].is_string() ? result["error"].get<std::string>() : "";
+    std::string detail = text(result, "error", "");
     if (detail.empty() && result.contains("trials"))
       for (const auto& t : result["trials"])
         if (t.is_object() && t.contains("allclose_1e-2") && t["allclose_1e-2"] == false)

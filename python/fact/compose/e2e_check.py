@@ -61,6 +61,9 @@ def missing_ops(manifest: dict) -> list[str]:
     return missing
 
 
+PLAIN_VALUES = (int, float, bool, str, type(None))
+
+
 def leaves(out) -> list:
     """A module's result flattened: a tensor, tuples, dicts, dataclasses and Hugging Face ModelOutputs alike."""
     flat, _ = torch.utils._pytree.tree_flatten(out)
@@ -70,9 +73,9 @@ def leaves(out) -> list:
 def rel_err(out, ref) -> float | None:
     """The largest relative error (2-norm) over the floating tensors of a result, against the float64 one (None
     without one)."""
-    worst = None
     if ref is None:
         return None
+    worst = None
     for x, r in zip(leaves(out), leaves(ref)):
         if isinstance(x, torch.Tensor) and x.is_floating_point() and r.numel():
             norm = r.double().norm()
@@ -91,8 +94,7 @@ def compare(out, expected) -> tuple[bool, float | None]:
     for x, y in zip(got, want):
         if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
             # Plain values must be equal; an object PyTorch cannot flatten (a cache) must at least be of one type.
-            plain = (int, float, bool, str, type(None))
-            close = close and (x == y if isinstance(x, plain) else type(x) is type(y))
+            close = close and (x == y if isinstance(x, PLAIN_VALUES) else type(x) is type(y))
             continue
         if x.shape != y.shape:
             return False, None
