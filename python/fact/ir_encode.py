@@ -154,8 +154,8 @@ def inline_wrappers(ep: ExportedProgram) -> None:
         if where is None or getattr(node.args[where], "op", None) != "get_attr":
             continue
         body = getattr(gm, node.args[where].target)
-        if any(n.op == "get_attr" for n in body.graph.nodes):
-            continue  # a nested region: left as it is (the graph then says it cannot be replayed)
+        if any(n.op == "get_attr" for n in body.graph.nodes) or any(u.target is not operator.getitem for u in node.users):
+            continue  # a nested region, or results used whole: left as it is (the graph then cannot be replayed)
         operands = iter(node.args[where + 1:])
         env, results = {}, None
         with graph.inserting_before(node):
@@ -167,8 +167,6 @@ def inline_wrappers(ep: ExportedProgram) -> None:
                 else:
                     env[inner] = graph.node_copy(inner, lambda n: env[n])
         results = list(results) if isinstance(results, (list, tuple)) else [results]
-        if any(user.target is not operator.getitem for user in node.users):
-            continue
         for user in list(node.users):
             user.replace_all_uses_with(env.get(results[user.args[1]], results[user.args[1]]))
             graph.erase_node(user)
