@@ -30,7 +30,8 @@ json measure_request(const GemmProblem& p, const BuiltLibraries& libraries) {
   json cands = json::array();
   for (auto& [id, lib] : libraries) cands.push_back({{"id", id}, {"library", fs::absolute(lib).string()}});
   auto layout = [](MatrixLayout l) { return l == MatrixLayout::row ? "row" : "col"; };
-  return {{"problem",
+  return {{"family", "gemm"},
+          {"problem",
            {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"layout_a", layout(p.a.layout)},
             {"layout_b", layout(p.b.layout)}, {"dtype", to_string(p.element_in)}, {"numerics", to_string(p.numerics)},
             {"epilogue", to_string(p.epilogue)}}},
