@@ -53,7 +53,7 @@ class Tools {
   virtual std::vector<std::string> list_rules() const = 0;          // rule names (data/rules + user registry)
   virtual std::vector<discover::ExampleHit> retrieve_examples(const std::string& query, size_t k) const = 0;
   virtual discover::CostEstimate estimate_cost(const RowwiseFragment& f) const = 0;
-  virtual const discover::ArchSpec& arch() const = 0;
+  virtual const ArchSpec& arch() const = 0;
   virtual CompileResult compile(const KernelCandidate& k) = 0;
   // Numerics against float64 PyTorch on fresh inputs, then timing (and an ncu summary where ncu exists).
   virtual Verdict verify(const KernelCandidate& k, const CompileResult& c, const nlohmann::json& fragment) = 0;

@@ -124,7 +124,7 @@ class LlmAgent : public Agent {
       cands.push_back({{"nodes", f.nodes}, {"output", f.output}, {"inputs", f.inputs}, {"rows", f.rows}, {"cols", f.cols},
                        {"dtype", f.dtype}, {"workload", workload_summary(tools, f)}});
     json messages = json::array({system, {{"role", "user"}, {"content", realize::render_template_file("agent/plan.md", {
-        {"model", plan.graph.source_path}, {"arch", plan.arch}, {"numerics", plan.numerics},
+        {"model", plan.graph.source_path}, {"arch", to_string(plan.arch)}, {"numerics", to_string(plan.numerics)},
         {"plan", discover::format_plan(plan)}, {"graph", tools.inspect_graph().dump()},
         {"candidates", cands.dump(1)}, {"rules", rules_text}})}}});
     std::string last;

@@ -15,7 +15,7 @@ namespace fact::agent {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-StageTools::StageTools(discover::Plan plan, discover::ArchSpec arch, discover::UserRegistry registry,
+StageTools::StageTools(discover::Plan plan, ArchSpec arch, discover::UserRegistry registry,
                        StageToolsOptions options)
     : plan_(std::move(plan)), arch_(std::move(arch)), registry_(std::move(registry)), options_(std::move(options)) {
   fs::create_directories(options_.work_dir);
@@ -63,7 +63,7 @@ discover::CostEstimate StageTools::estimate_cost(const RowwiseFragment& f) const
 std::vector<std::string> generated_kernel_command(const std::string& arch) {
   fs::path cutlass = cutlass_dir();
   return {realize::nvcc_exe(), "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-lineinfo",
-          realize::nvcc_gencode(arch == "sm90" ? realize::Arch::sm90 : realize::Arch::sm80), "-DNDEBUG",
+          realize::nvcc_gencode(arch == "sm90" ? Arch::sm90 : Arch::sm80), "-DNDEBUG",
           "-I" + (cutlass / "include").string(), "-I" + (fact_home() / "src" / "realize").string(),
           "-Xcompiler=-fPIC", "-shared", "{source}", "-o", "{output}"};
 }
@@ -98,7 +98,7 @@ Verdict StageTools::verify(const KernelCandidate& k, const CompileResult& c, con
   po.cwd = dir;  // whatever the kernel or harness writes lands here
   po.timeout = options_.verify_timeout;
   auto r = run_process({python_exe(), "-m", "fact.agent.verify_rowwise", "--fragment", (dir / "fragment.json").string(),
-                        "--library", c.library.string(), "--id", k.id, "--numerics", plan_.numerics, "-o",
+                        "--library", c.library.string(), "--id", k.id, "--numerics", to_string(plan_.numerics), "-o",
                         verdict_path.string()},
                        po);
   write_file_atomic(dir / "harness.log", r.out + r.err);

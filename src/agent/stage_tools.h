@@ -19,13 +19,13 @@ struct StageToolsOptions {
 
 class StageTools : public Tools {
  public:
-  StageTools(discover::Plan plan, discover::ArchSpec arch, discover::UserRegistry registry, StageToolsOptions options);
+  StageTools(discover::Plan plan, ArchSpec arch, discover::UserRegistry registry, StageToolsOptions options);
   const discover::Plan& plan() const override { return plan_; }
   nlohmann::json inspect_graph() const override;
   std::vector<std::string> list_rules() const override;
   std::vector<discover::ExampleHit> retrieve_examples(const std::string& query, size_t k) const override;
   discover::CostEstimate estimate_cost(const RowwiseFragment& f) const override;
-  const discover::ArchSpec& arch() const override { return arch_; }
+  const ArchSpec& arch() const override { return arch_; }
   CompileResult compile(const KernelCandidate& k) override;
   Verdict verify(const KernelCandidate& k, const CompileResult& c, const nlohmann::json& fragment) override;
   discover::RegistryEntry registry_entry(const std::string& name) const override { return registry_.get(name); }
@@ -34,7 +34,7 @@ class StageTools : public Tools {
 
  private:
   discover::Plan plan_;
-  discover::ArchSpec arch_;
+  ArchSpec arch_;
   discover::UserRegistry registry_;
   StageToolsOptions options_;
   int verify_count_ = 0;

@@ -39,7 +39,7 @@ void run_agent(const AgentOptions& o) {
   fs::path out(o.out);
   fs::create_directories(out);
   auto plan = discover::plan_from_json(read_json_file(o.plan, "plan file"), o.plan, ir::OpTable::builtin());
-  auto arch = discover::ArchSpec::builtin(plan.arch);
+  ArchSpec arch = ArchSpec::of(plan.arch);
   agent::StageToolsOptions so;
   so.work_dir = out / "work";
   so.compile_timeout = std::chrono::seconds(o.compile_timeout);

@@ -9,7 +9,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "discover/user_registry.h"
@@ -34,7 +34,7 @@ void run_discover(const DiscoverOptions& o) {
   const ir::OpTable& ops = ir::OpTable::builtin();
   // Without --rules: data/rules plus the patterns the agent verified and registered ($FACT_REGISTRY).
   auto registry = o.rules_dir.empty() ? discover::builtin_and_user_rules() : discover::PatternRegistry::load(o.rules_dir);
-  auto arch = discover::ArchSpec::builtin(o.arch);
+  auto arch = ArchSpec::builtin(o.arch);
 
   ir::Graph graph;
   fs::path model(o.model);
@@ -47,7 +47,7 @@ void run_discover(const DiscoverOptions& o) {
     graph = discover::trace_module(model, ir_path, ops);
     if (o.ir_out.empty()) fs::remove(ir_path);
   }
-  std::string numerics = o.numerics.empty() ? discover::default_numerics(graph) : o.numerics;
+  Numerics numerics = o.numerics.empty() ? discover::default_numerics(graph) : numerics_from_string(o.numerics);
   std::cerr << fmt::format("[2/3] matching {} rules for {} ({} graph nodes)\n", registry.rules().size(), arch.name,
                            graph.nodes.size());
   auto plan = discover::make_plan(graph, registry, ops, arch, numerics);

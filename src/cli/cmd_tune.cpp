@@ -48,9 +48,8 @@ std::string ms(const std::optional<double>& v) { return v ? fmt::format("{:.4f}"
 void run_tune(const TuneCliOptions& o) {
   const ir::OpTable& ops = ir::OpTable::builtin();
   auto plan = discover::plan_from_json(read_json_file(o.plan, "plan file"), o.plan, ops);
-  std::string numerics_name = o.numerics.empty() ? plan.numerics : o.numerics;
-  auto numerics = realize::numerics_from_string(numerics_name);
-  auto arch = realize::arch_from_string(plan.arch);
+  Numerics numerics = o.numerics.empty() ? plan.numerics : numerics_from_string(o.numerics);
+  Arch arch = plan.arch;
   auto db = TuningDb::open(o.db.empty() ? default_tuning_db_path() : fs::path(o.db));
 
   realize::TuneOptions to;
@@ -71,7 +70,7 @@ void run_tune(const TuneCliOptions& o) {
     if (!o.families.empty() &&
         std::find(o.families.begin(), o.families.end(), m.kernel.value("family", m.family)) == o.families.end())
       continue;  // asked for other families only: no row, so PyTorch keeps it downstream
-    json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"numerics", numerics_name}, {"arch", plan.arch}};
+    json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"numerics", numerics}, {"arch", plan.arch}};
     const realize::KernelFamily* family = realize::is_gemm_family(m) ? nullptr : realize::kernel_family_for(m);
     if (family) {
       try {
@@ -104,7 +103,7 @@ void run_tune(const TuneCliOptions& o) {
       auto problem = realize::gemm_problem_from_match(m, plan.graph, numerics, arch);
       row["problem"] = problem.to_json();
       std::cerr << fmt::format("[{}/{}] {} at {}: {}x{}x{} batch {} {} {}\n", i, plan.entries.size(), m.rule, m.anchor,
-                               problem.m, problem.n, problem.k, problem.batch, numerics_name,
+                               problem.m, problem.n, problem.k, problem.batch, to_string(numerics),
                                realize::to_string(problem.epilogue));
       auto outcome = realize::tune_gemm(m.rule, problem, db, to);
       row.update(outcome.to_json());
@@ -130,7 +129,7 @@ void run_tune(const TuneCliOptions& o) {
   }
   if (!o.report.empty()) {
     json report = {{"format", "fact-tune-report"}, {"version", 1}, {"plan", o.plan}, {"arch", plan.arch},
-                   {"numerics", numerics_name}, {"db", db.path().string()}, {"rows", rows}};
+                   {"numerics", numerics}, {"db", db.path().string()}, {"rows", rows}};
     write_file_atomic(o.report, report.dump(1) + "\n");
     std::cout << "Report written to " << o.report << "\n";
   }

@@ -16,12 +16,6 @@ constexpr double kFusedGemmEfficiency = 0.95;
 // Attention kernels reach less of the matrix rate than plain GEMMs (softmax between the products).
 constexpr double kFusedAttentionEfficiency = 0.6;
 
-double wave_efficiency(double tiles, int sm_count) {
-  if (tiles <= 0 || sm_count <= 0) return 1.0;
-  double waves = std::ceil(tiles / sm_count);
-  return tiles / (waves * sm_count);
-}
-
 const ir::TensorMeta* value_meta(const ir::Graph& g, const nlohmann::json& arg) {
   if (!ir::is_ref(arg)) return nullptr;
   const ir::Node* n = g.find(ir::ref_name(arg));
@@ -71,20 +65,7 @@ double attention_flops(const ir::TensorMeta& q, const ir::TensorMeta& k, bool ca
   return causal ? f / 2 : f;
 }
 
-double gemm_rate(const ArchSpec& arch, const std::string& numerics) {
-  auto it = arch.gemm_flops.find(numerics);
-  if (it == arch.gemm_flops.end())
-    throw Error("arch " + arch.name + " has no GEMM rate for numerics '" + numerics + "' (data/arch/" + arch.name + ".json)");
-  return it->second;
-}
-
 }  // namespace
-
-std::string baseline_numerics(const std::string& numerics) {
-  if (numerics == "fp32" || numerics == "3xtf32") return "fp32";
-  if (numerics == "tf32" || numerics == "bf16" || numerics == "fp16") return numerics;
-  throw Error("unknown numerics mode '" + numerics + "' (expected fp32, 3xtf32, tf32, bf16 or fp16)");
-}
 
 NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
   NodeCost c;
@@ -106,7 +87,7 @@ NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
     case ir::OpCategory::Gemm: {
       double k = gemm_k(node, ins);
       c.flops = 2.0 * out_numel * k;
-      double rate = gemm_rate(a, baseline_numerics(ctx.numerics));
+      double rate = a.gemm_rate(baseline_numerics(ctx.numerics));
       double tiles = 1;
       if (!node.outputs.empty() && node.outputs[0].rank() >= 2) {
         auto& s = node.outputs[0].shape;
@@ -119,7 +100,7 @@ NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
     case ir::OpCategory::Attention: {
       if (ins.size() >= 2) c.flops = attention_flops(*ins[0], *ins[1], attention_is_causal(node));
       // PyTorch's fused attention reaches about half the matrix rate of its numerics.
-      double rate = gemm_rate(a, baseline_numerics(ctx.numerics)) * 0.5;
+      double rate = a.gemm_rate(baseline_numerics(ctx.numerics)) * 0.5;
       c.seconds = std::max(c.flops / rate, mem_s);
       break;
     }
@@ -176,7 +157,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     if (library_gemms > 0 && m > 0 && n > 0 && k > 0) {
       double lib_tiles = std::ceil(m / kLibraryTile) * std::ceil(n / kLibraryTile) * batch;
       library_s = library_gemms * (2.0 * m * n * k * batch /
-                                       (gemm_rate(a, baseline_numerics(ctx.numerics)) * wave_efficiency(lib_tiles, a.sm_count)) +
+                                       (a.gemm_rate(baseline_numerics(ctx.numerics)) * wave_efficiency(lib_tiles, a.sm_count)) +
                                    a.launch_overhead_s);
     }
     // FACT picks tile sizes and split-K slices, so it fills the chip when the output is small.
@@ -186,7 +167,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
       double slices = std::max(1.0, std::min(std::floor(a.sm_count / tiles), std::floor(k / 256)));
       eff = std::max(eff, wave_efficiency(tiles * slices, a.sm_count));
     }
-    double rate = gemm_rate(a, ctx.numerics) * kFusedGemmEfficiency * std::max(eff, 1e-3);
+    double rate = a.gemm_rate(ctx.numerics) * kFusedGemmEfficiency * std::max(eff, 1e-3);
     compute_s = gemm_flops / rate;  // epilogue arithmetic hides under the main loop
   } else if (fam.find("attention") != std::string::npos) {
     // A causal kernel skips the masked upper triangle; a hand-written chain's matmuls compute it
@@ -194,7 +175,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     bool causal = match.attrs.count("causal") && match.attrs.at("causal") == true;
     bool anchor_is_sdpa = ctx.graph.at(match.anchor).category == ir::OpCategory::Attention;
     double fused_flops = (causal && !anchor_is_sdpa) ? e.flops / 2 : e.flops;
-    compute_s = fused_flops / (gemm_rate(a, ctx.numerics) * kFusedAttentionEfficiency);
+    compute_s = fused_flops / (a.gemm_rate(ctx.numerics) * kFusedAttentionEfficiency);
   } else {
     compute_s = e.flops / a.simt_flops;
   }

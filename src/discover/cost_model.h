@@ -4,7 +4,8 @@
 // architecture's measured ceilings. The plan is ranked by the difference (expected gain).
 #include <string>
 
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
+#include "core/vocabulary.h"
 #include "discover/match.h"
 #include "ir/graph.h"
 
@@ -13,7 +14,7 @@ namespace fact::discover {
 struct CostContext {
   const ir::Graph& graph;  // its nodes carry their op category (FACT's table, else PyTorch's tags)
   const ArchSpec& arch;
-  std::string numerics;  // FACT's numerics mode: fp32 | 3xtf32 | tf32 | bf16 | fp16
+  Numerics numerics;
 };
 
 struct NodeCost {
@@ -34,10 +35,6 @@ struct CostEstimate {
   double gain_seconds() const { return seconds_now - seconds_fused; }
   double speedup() const { return seconds_fused > 0 ? seconds_now / seconds_fused : 0; }
 };
-
-// The PyTorch-side numerics that a FACT numerics mode is compared against
-// (fp32 and 3xtf32 -> fp32 "highest"; tf32 -> "high"; bf16/fp16 -> themselves).
-std::string baseline_numerics(const std::string& numerics);
 
 NodeCost estimate_node(const ir::Node& node, const CostContext& ctx);
 CostEstimate estimate_match(const Match& match, const CostContext& ctx);

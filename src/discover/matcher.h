@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/match.h"
 #include "discover/pattern_registry.h"
 #include "ir/graph.h"

@@ -13,28 +13,27 @@
 namespace fact::discover {
 using nlohmann::json;
 
-std::string default_numerics(const ir::Graph& graph) {
+Numerics default_numerics(const ir::Graph& graph) {
   // User inputs decide; a graph whose inputs are not floating (token ids) takes its weights' dtype.
   for (bool inputs_only : {true, false}) {
     bool floating = false;
     for (auto& n : graph.nodes) {
       if (n.kind == ir::NodeKind::Op || (inputs_only && n.kind != ir::NodeKind::Input)) continue;
       for (auto& o : n.outputs) {
-        if (o.dtype == "bfloat16") return "bf16";
-        if (o.dtype == "float16") return "fp16";
+        if (o.dtype == "bfloat16") return Numerics::bf16;
+        if (o.dtype == "float16") return Numerics::fp16;
         floating = floating || o.dtype == "float32" || o.dtype == "float64";
       }
     }
     if (floating) break;
   }
-  return "3xtf32";
+  return Numerics::x3tf32;
 }
 
 Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
-               const ArchSpec& arch, const std::string& numerics) {
-  baseline_numerics(numerics);  // rejects unknown modes early, with the list of valid ones
+               const ArchSpec& arch, Numerics numerics) {
   Plan plan;
-  plan.arch = arch.name;
+  plan.arch = arch.arch;
   plan.numerics = numerics;
   plan.graph = graph;
   CostContext ctx{plan.graph, arch, numerics};
@@ -116,9 +115,9 @@ json to_json(const Plan& plan) {
   }
   return {{"format", "fact-plan"},
           {"version", kPlanVersion},
-          {"arch", plan.arch},
-          {"numerics", plan.numerics},
-          {"baseline_numerics", baseline_numerics(plan.numerics)},
+          {"arch", to_string(plan.arch)},
+          {"numerics", to_string(plan.numerics)},
+          {"baseline_numerics", to_string(baseline_numerics(plan.numerics))},
           {"source", plan.graph.source_path},
           {"estimate", {{"us_now", plan.seconds_now * 1e6}, {"us_planned", plan.seconds_planned * 1e6}}},
           {"uncovered_ops", plan.uncovered_ops},
@@ -141,8 +140,8 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
                 std::to_string(kPlanVersion) + "); re-run `fact discover`");
   Plan plan;
   try {
-    plan.arch = field(doc, "arch", "plan").get<std::string>();
-    plan.numerics = field(doc, "numerics", "plan").get<std::string>();
+    plan.arch = arch_from_string(field(doc, "arch", "plan").get<std::string>());
+    plan.numerics = numerics_from_string(field(doc, "numerics", "plan").get<std::string>());
     plan.graph = ir::parse_graph(field(doc, "ir", "plan"), origin + " (embedded IR)", ops);
     int i = 0;
     for (auto& p : field(doc, "patterns", "plan")) {
@@ -199,7 +198,8 @@ static std::string us(double seconds) {
 
 std::string format_plan(const Plan& plan) {
   std::string out = fmt::format("FACT plan for {} on {} (numerics {}, PyTorch baseline {})\n", plan.graph.source_path,
-                                plan.arch, plan.numerics, baseline_numerics(plan.numerics));
+                                to_string(plan.arch), to_string(plan.numerics),
+                                to_string(baseline_numerics(plan.numerics)));
   out += fmt::format("{:>2}  {:<24} {:>5}  {:<34} {:<8} {:>21}  {:>9} {:>6}  {}\n", "#", "pattern", "nodes",
                      "shape", "dtype", "est. now -> fused", "gain", "x", "examples");
   int rank = 1;

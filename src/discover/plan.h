@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/cost_model.h"
 #include "discover/match.h"
 #include "discover/pattern_registry.h"
@@ -24,8 +24,8 @@ struct PlanEntry {
 };
 
 struct Plan {
-  std::string arch;
-  std::string numerics;
+  Arch arch = Arch::sm90;
+  Numerics numerics = Numerics::x3tf32;
   ir::Graph graph;
   std::vector<PlanEntry> entries;           // sorted by expected gain, largest first
   double seconds_now = 0;                   // whole module in PyTorch (estimate)
@@ -36,10 +36,10 @@ struct Plan {
 
 // Numerics mode to plan for when the user names none: the graph's floating dtype decides
 // (bfloat16 -> bf16, float16 -> fp16, float32 -> 3xtf32, which keeps fp32 accuracy).
-std::string default_numerics(const ir::Graph& graph);
+Numerics default_numerics(const ir::Graph& graph);
 
 Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
-               const ArchSpec& arch, const std::string& numerics);
+               const ArchSpec& arch, Numerics numerics);
 
 // The plan's "left to PyTorch" line: the ops no entry covers, or the whole module and why.
 std::string left_to_pytorch(const Plan& plan);

@@ -6,9 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
-#include "realize/enum_names.h"
+#include "core/enum_names.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
@@ -32,12 +33,11 @@ bool listed(const nlohmann::json& list, const std::string& name) {
   return false;
 }
 
-// Higher is better: full waves over 132 SMs, larger tiles (less K/V re-reading per query row) and, under
+// Higher is better: full waves over the SMs, larger tiles (less K/V re-reading per query row) and, under
 // a causal mask, a block_n that wastes little of the diagonal tiles.
 double score(const AttentionProblem& p, const AttentionConfig& c) {
   double ctas = double(ceil_div(p.seq_q, c.block_m) * p.batch * p.heads);
-  double waves = ctas / 132.0;
-  double quantization = waves / std::ceil(waves);
+  double quantization = wave_efficiency(ctas, ArchSpec::of(p.arch).sm_count);
   double reuse = std::sqrt(double(c.block_m) / 128.0);
   double diagonal = p.causal ? 1.0 - 0.5 * double(c.block_n) / double(std::max<int64_t>(p.seq_k, c.block_n)) : 1.0;
   double warp_rows = double(c.block_m) / c.warps;

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "realize/enum_names.h"
+#include "core/enum_names.h"
 
 namespace fact::realize {
 namespace {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
 
@@ -87,11 +88,6 @@ GemmConfig base_config(const GemmProblem& p, KernelApi api) {
 
 int64_t data_parallel_tiles(const GemmProblem& p, const GemmConfig& c) {
   return ceil_div(p.m, c.threadblock.m) * ceil_div(p.n, c.threadblock.n) * p.batch;
-}
-
-double wave_efficiency(int64_t ctas, int sm_count) {
-  int64_t waves = ceil_div(ctas, sm_count);
-  return double(ctas) / double(waves * sm_count);
 }
 
 // Split-K slice counts that best fill the waves, at most two, best first.
@@ -361,9 +357,10 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
 GemmConfigSpace enumerate_gemm_configs(const GemmProblem& p, const GemmSpaceOptions& o) {
   p.validate();
   int smem = o.smem_capacity_bytes > 0 ? o.smem_capacity_bytes : smem_capacity_bytes(p.arch);
+  int sm_count = o.sm_count > 0 ? o.sm_count : ArchSpec::of(p.arch).sm_count;
   std::vector<GemmConfig> all;
-  if (p.arch == Arch::sm90) enumerate_cutlass3(p, o.sm_count, all);
-  if (p.arch == Arch::sm80 || o.cutlass2_on_sm90) enumerate_cutlass2(p, o.sm_count, all);
+  if (p.arch == Arch::sm90) enumerate_cutlass3(p, sm_count, all);
+  if (p.arch == Arch::sm80 || o.cutlass2_on_sm90) enumerate_cutlass2(p, sm_count, all);
 
   GemmConfigSpace space;
   space.enumerated = int(all.size());
@@ -372,7 +369,7 @@ GemmConfigSpace enumerate_gemm_configs(const GemmProblem& p, const GemmSpaceOpti
       space.pruned[*why]++;
       continue;
     }
-    space.ranked.push_back(estimate_gemm_config(p, c, o.sm_count));
+    space.ranked.push_back(estimate_gemm_config(p, c, sm_count));
   }
   if (space.ranked.empty()) {
     throw Error(fmt::format("no GEMM kernel config fits {} ({} candidates pruned); commonest reason: {}",

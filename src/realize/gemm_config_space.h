@@ -14,7 +14,7 @@ namespace fact::realize {
 
 struct GemmSpaceOptions {
   int top_n = 16;
-  int sm_count = 132;            // H100 SXM
+  int sm_count = 0;              // 0: the problem arch's (data/arch)
   int smem_capacity_bytes = 0;   // 0: the arch's limit (sm80 164 KB, sm90 227 KB)
   bool cutlass2_on_sm90 = true;  // offer sm80-generation kernels compiled for sm_90a
 };

@@ -8,25 +8,17 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "realize/enum_names.h"
+#include "core/enum_names.h"
 
 namespace fact::realize {
 namespace {
 
 // Name tables: the single place where each enum meets its text form.
-constexpr std::array<std::pair<Numerics, const char*>, 5> kNumerics{{
-    {Numerics::fp32, "fp32"}, {Numerics::tf32, "tf32"}, {Numerics::x3tf32, "3xtf32"},
-    {Numerics::bf16, "bf16"}, {Numerics::fp16, "fp16"}}};
 constexpr std::array<std::pair<Epilogue, const char*>, 8> kEpilogues{{
     {Epilogue::none, "none"}, {Epilogue::bias, "bias"}, {Epilogue::bias_relu, "bias_relu"},
     {Epilogue::bias_silu, "bias_silu"}, {Epilogue::bias_gelu_erf, "bias_gelu_erf"},
     {Epilogue::bias_gelu_tanh, "bias_gelu_tanh"}, {Epilogue::bias_residual, "bias_residual"},
     {Epilogue::bias_silu_mul, "bias_silu_mul"}}};
-constexpr std::array<std::pair<Arch, const char*>, 2> kArchs{{{Arch::sm80, "sm80"}, {Arch::sm90, "sm90"}}};
-constexpr std::array<std::pair<MatrixLayout, const char*>, 2> kLayouts{
-    {{MatrixLayout::row, "row"}, {MatrixLayout::column, "column"}}};
-constexpr std::array<std::pair<Element, const char*>, 3> kElements{
-    {{Element::f32, "float32"}, {Element::bf16, "bfloat16"}, {Element::f16, "float16"}}};
 
 // Largest power of two <= max_elems dividing every value (0 divides nothing away).
 int widest_alignment(int max_elems, std::initializer_list<int64_t> values) {
@@ -39,34 +31,8 @@ int widest_alignment(int max_elems, std::initializer_list<int64_t> values) {
 
 }  // namespace
 
-std::string to_string(Numerics v) { return enum_name(kNumerics, v); }
 std::string to_string(Epilogue v) { return enum_name(kEpilogues, v); }
-std::string to_string(Arch v) { return enum_name(kArchs, v); }
-std::string to_string(MatrixLayout v) { return enum_name(kLayouts, v); }
-std::string to_string(Element v) { return enum_name(kElements, v); }
-Numerics numerics_from_string(const std::string& s) { return parse_enum(kNumerics, s, "numerics mode"); }
 Epilogue epilogue_from_string(const std::string& s) { return parse_enum(kEpilogues, s, "epilogue"); }
-Arch arch_from_string(const std::string& s) { return parse_enum(kArchs, s, "arch"); }
-MatrixLayout matrix_layout_from_string(const std::string& s) { return parse_enum(kLayouts, s, "matrix layout"); }
-Element element_from_string(const std::string& s) { return parse_enum(kElements, s, "element type"); }
-
-int element_bytes(Element e) { return e == Element::f32 ? 4 : 2; }
-
-std::string cutlass_type(Element e) {
-  return e == Element::f32 ? "float" : e == Element::bf16 ? "cutlass::bfloat16_t" : "cutlass::half_t";
-}
-
-std::string torch_scalar_type(Element e) {
-  return e == Element::f32 ? "at::kFloat" : e == Element::bf16 ? "at::kBFloat16" : "at::kHalf";
-}
-
-Element input_element(Numerics n) {
-  switch (n) {
-    case Numerics::bf16: return Element::bf16;
-    case Numerics::fp16: return Element::f16;
-    default: return Element::f32;
-  }
-}
 
 bool has_bias(Epilogue e) { return e != Epilogue::none; }
 bool has_residual(Epilogue e) { return e == Epilogue::bias_residual || e == Epilogue::bias_silu_mul; }

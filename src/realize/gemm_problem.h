@@ -7,36 +7,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/vocabulary.h"
+
 namespace fact::realize {
 
-// How the multiply is carried out. fp32/tf32/3xtf32 take and return float32 tensors; bf16/fp16
-// take and return tensors of that type (accumulating in fp32).
-enum class Numerics { fp32, tf32, x3tf32, bf16, fp16 };
 // What the epilogue adds after alpha*A@B (+beta*C). bias_residual: + a tensor shaped like D;
 // bias_silu_mul: silu(A@B + bias) * U with U shaped like D (SwiGLU's up projection, computed first).
 enum class Epilogue { none, bias, bias_relu, bias_silu, bias_gelu_erf, bias_gelu_tanh, bias_residual, bias_silu_mul };
-enum class Arch { sm80, sm90 };
-// CUTLASS's layout::RowMajor / layout::ColumnMajor of an operand as a matrix (A: MxK, B: KxN, D: MxN).
-enum class MatrixLayout { row, column };
-// Element types by their torch names: float32, bfloat16, float16.
-enum class Element { f32, bf16, f16 };
 
-std::string to_string(Numerics v);   // "fp32", "tf32", "3xtf32", "bf16", "fp16"
 std::string to_string(Epilogue v);   // "none", "bias", "bias_relu", ...
-std::string to_string(Arch v);       // "sm80", "sm90"
-std::string to_string(MatrixLayout v);  // "row", "column"
-std::string to_string(Element v);    // "float32", "bfloat16", "float16"
-// Parsers throw Error naming the bad text and listing the accepted names.
-Numerics numerics_from_string(const std::string& s);
+// Throws Error naming the bad text and listing the accepted names.
 Epilogue epilogue_from_string(const std::string& s);
-Arch arch_from_string(const std::string& s);
-MatrixLayout matrix_layout_from_string(const std::string& s);
-Element element_from_string(const std::string& s);
 
-int element_bytes(Element e);
-std::string cutlass_type(Element e);       // the C++ type in kernels: "float", "cutlass::bfloat16_t", "cutlass::half_t"
-std::string torch_scalar_type(Element e);  // the c10::ScalarType constant in op wrappers: "at::kFloat", ...
-Element input_element(Numerics n);   // what the kernel's A and B hold
 bool has_bias(Epilogue e);
 // Whether the kernel reads a tensor shaped like D through FactGemmArgs::residual (residual or U).
 bool has_residual(Epilogue e);

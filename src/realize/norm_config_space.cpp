@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
 #include "realize/kernel_family.h"
@@ -23,7 +24,7 @@ double score(const NormProblem& p, const NormConfig& c) {
   double ilp = c.vectors_per_thread >= 2 && c.vectors_per_thread <= 8 ? 1.0 : 0.85;
   double width = double(c.vector_elems * element_bytes(p.element)) / 16.0;
   double ctas = double(ceil_div(p.rows, c.rows_per_cta));
-  double fill = std::min(1.0, ctas / (132.0 * 4));  // several CTAs per SM of an H100-class part
+  double fill = std::min(1.0, ctas / (ArchSpec::of(p.arch).sm_count * 4.0));  // several CTAs per SM
   double cta_size = c.threads_per_cta() >= 128 ? 1.0 : 0.9;
   return utilization * ilp * (0.5 + 0.5 * width) * (0.5 + 0.5 * fill) * cta_size;
 }
@@ -77,7 +78,7 @@ NormConfigSpace enumerate_norm_configs(const NormProblem& p, int top_n) {
           why = fmt::format("CTA of {} threads is outside [{}, {}]", c.threads_per_cta(), min_threads, max_threads);
         else if (c.vectors_per_thread * c.vector_elems > max_elems)
           why = fmt::format("a thread would hold more than {} elements of the row in registers", max_elems);
-        else if (c.rows_per_cta > 1 && ceil_div(p.rows, c.rows_per_cta) < 132)
+        else if (c.rows_per_cta > 1 && ceil_div(p.rows, c.rows_per_cta) < ArchSpec::of(p.arch).sm_count)
           why = "too few rows for several rows per CTA";
         else
           why = norm_config_rejection(p, c);

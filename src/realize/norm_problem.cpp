@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "realize/enum_names.h"
+#include "core/enum_names.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {

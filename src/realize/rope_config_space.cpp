@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
 #include "realize/kernel_family.h"
@@ -23,7 +24,7 @@ double score(const RopeProblem& p, const RopeConfig& c) {
   double ilp = c.items_per_thread >= 2 ? 1.0 : 0.9;
   int64_t per_cta = int64_t{c.threads_per_cta} * c.items_per_thread;
   int64_t ctas = ceil_div(work_items(p, c), per_cta);
-  double fill = std::min(1.0, double(ctas) / (132.0 * 2));  // two CTAs per SM of an H100-class part
+  double fill = std::min(1.0, double(ctas) / (ArchSpec::of(p.arch).sm_count * 2.0));  // two CTAs per SM
   double busy = double(work_items(p, c)) / double(ctas * per_cta);
   double cta_size = c.threads_per_cta == 256 ? 1.0 : 0.97;
   return (0.5 + 0.5 * width) * ilp * (0.5 + 0.5 * fill) * (0.8 + 0.2 * busy) * cta_size;

@@ -13,7 +13,7 @@
 #include "core/process.h"
 #include "realize/nvcc_command.h"
 
-inline void expect_kernel_compiles(fact::realize::Arch arch, const std::string& text, const std::string& name,
+inline void expect_kernel_compiles(fact::Arch arch, const std::string& text, const std::string& name,
                                    const std::string& summary) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / "fact_test_nvcc";

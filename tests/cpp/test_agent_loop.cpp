@@ -25,7 +25,7 @@ const ir::OpTable& ops() { return ir::OpTable::builtin(); }
 
 discover::Plan swish_plan(const discover::PatternRegistry& registry) {
   auto graph = ir::load_graph(std::string(FACT_TEST_DATA) + "/agent/swish_absmax_ir.json", ops());
-  return discover::make_plan(graph, registry, ops(), discover::ArchSpec::builtin("sm90"), "3xtf32");
+  return discover::make_plan(graph, registry, ops(), ArchSpec::builtin("sm90"), fact::Numerics::x3tf32);
 }
 
 json tool_call(const std::string& tool, const json& args) {
@@ -99,7 +99,7 @@ struct AgentLoop : ::testing::Test {
   std::unique_ptr<ScriptedTools> tools(const discover::PatternRegistry& reg) {
     agent::StageToolsOptions o;
     o.work_dir = dir / "work";
-    return std::make_unique<ScriptedTools>(swish_plan(reg), discover::ArchSpec::builtin("sm90"),
+    return std::make_unique<ScriptedTools>(swish_plan(reg), ArchSpec::builtin("sm90"),
                                            discover::UserRegistry(dir / "registry"), o);
   }
   agent::FragmentTask task(ScriptedTools& t) {

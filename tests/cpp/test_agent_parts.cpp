@@ -73,7 +73,7 @@ TEST(AgentRowwiseFragment, FindsTheChainChecksProposalsAndWritesAMatchingRule) {
   json rule = agent::fragment_rule(g, f, "swish_absmax_rows", "sm90", "test");
   discover::PatternRegistry reg;
   reg.add(discover::parse_rule(rule, "generated rule"));
-  auto matches = discover::find_all_matches(g, reg, ops(), discover::ArchSpec::builtin("sm90"));
+  auto matches = discover::find_all_matches(g, reg, ops(), ArchSpec::builtin("sm90"));
   ASSERT_EQ(matches.size(), 1u);
   EXPECT_EQ(matches[0].anchor, "div");
   EXPECT_EQ(matches[0].inputs.at("$in0"), "x");
@@ -83,7 +83,7 @@ TEST(AgentRowwiseFragment, FindsTheChainChecksProposalsAndWritesAMatchingRule) {
   other["constraints"][0] = "cols == 2048";
   discover::PatternRegistry reg2;
   reg2.add(discover::parse_rule(other, "generated rule"));
-  EXPECT_TRUE(discover::find_all_matches(g, reg2, ops(), discover::ArchSpec::builtin("sm90")).empty());
+  EXPECT_TRUE(discover::find_all_matches(g, reg2, ops(), ArchSpec::builtin("sm90")).empty());
 }
 
 TEST(AgentUserRegistry, AddsOnlyVerifiedEntriesListsShowsExportsAndFeedsDiscover) {

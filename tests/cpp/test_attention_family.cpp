@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "core/paths.h"
 #include "core/process.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
 #include "family_nvcc_check.h"
@@ -26,6 +26,7 @@
 #include "realize/nvcc_command.h"
 
 namespace fs = std::filesystem;
+using namespace fact;
 using namespace fact::realize;
 using fact::discover::Match;
 
@@ -46,7 +47,7 @@ struct Traced {
 Traced traced(const std::string& fixture) {
   Traced t{fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/" + fixture, fact::ir::OpTable::builtin()), {}};
   auto all = fact::discover::find_all_matches(t.graph, fact::discover::PatternRegistry::builtin(),
-                                              fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin("sm90"));
+                                              fact::ir::OpTable::builtin(), fact::ArchSpec::builtin("sm90"));
   t.matches = fact::discover::resolve_overlaps(all, [](const Match& m) { return static_cast<double>(m.nodes.size()); });
   return t;
 }

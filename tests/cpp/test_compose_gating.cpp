@@ -9,7 +9,7 @@
 #include "compose/optimize_report.h"
 #include "compose/pattern_verdicts.h"
 #include "compose/tune_report_edit.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "ir/ir_io.h"
@@ -23,7 +23,7 @@ fact::discover::Plan minigpt_plan() {
   const auto& ops = fact::ir::OpTable::builtin();
   static const auto registry = fact::discover::PatternRegistry::builtin();
   auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/minigpt_block.json", ops);
-  return fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "tf32");
+  return fact::discover::make_plan(graph, registry, ops, fact::ArchSpec::builtin("sm90"), fact::Numerics::tf32);
 }
 
 // Every GEMM-family entry of the plan won with config "cfg<i>" at the given FACT time (PyTorch 1.0 ms).

@@ -7,7 +7,7 @@
 #include "compose/module_writer.h"
 #include "compose/pattern_verdicts.h"
 #include "core/error.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "ir/ir_io.h"
@@ -20,7 +20,7 @@ fact::discover::Plan minigpt_plan() {
   const auto& ops = fact::ir::OpTable::builtin();
   static const auto registry = fact::discover::PatternRegistry::builtin();
   auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/minigpt_block.json", ops);
-  return fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "3xtf32");
+  return fact::discover::make_plan(graph, registry, ops, fact::ArchSpec::builtin("sm90"), fact::Numerics::x3tf32);
 }
 
 // Accepts the first GEMM entry, rejects the second with timings.
@@ -97,7 +97,7 @@ fact::discover::Plan llama_tf32_plan() {
   const auto& ops = fact::ir::OpTable::builtin();
   static const auto registry = fact::discover::PatternRegistry::builtin();
   auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/llama3_block.json", ops);
-  return fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "tf32");
+  return fact::discover::make_plan(graph, registry, ops, fact::ArchSpec::builtin("sm90"), fact::Numerics::tf32);
 }
 
 // A report in which only the add_rms_norm pattern won, with a kernel that does (or does not) write the sum.

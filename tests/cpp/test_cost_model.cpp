@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/cost_model.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
@@ -15,7 +15,7 @@
 #include "ir/ir_io.h"
 #include "ir_test_graphs.h"
 
-using fact::discover::ArchSpec;
+using fact::ArchSpec;
 using fact::discover::CostContext;
 using fact::discover::Match;
 using fact::test::GraphDoc;
@@ -59,7 +59,7 @@ TEST(CostModel, GemmFlopsAndBytesComeFromShapes) {
   d.input("c", {64, 32}).op("am", "aten.addmm.default", {ref_to("c"), ref_to("a"), ref_to("b")}, {64, 32});
   d.output("mm").output("lin").output("am");
   auto g = d.graph();
-  CostContext ctx{g, sm90(), "3xtf32"};
+  CostContext ctx{g, sm90(), fact::Numerics::x3tf32};
 
   auto mm = fact::discover::estimate_node(g.at("mm"), ctx);
   EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 32 * 128);
@@ -92,7 +92,7 @@ TEST(CostModel, ViewsAreFreeAndElementwiseIsBytes) {
   d.op("s", "aten.add.Tensor", {ref_to("x"), ref_to("r")}, {1024, 1024});
   d.output("v").output("t").output("s");
   auto g = d.graph();
-  CostContext ctx{g, sm90(), "3xtf32"};
+  CostContext ctx{g, sm90(), fact::Numerics::x3tf32};
   const ArchSpec& a = sm90();
 
   for (const char* view : {"v", "t"}) {
@@ -121,7 +121,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
   const double flops = 2.0 * 4096 * 4096 * 4096;
   const double eff = waves_eff(32.0 * 32, a.sm_count);  // 128x128 library tiles
   auto now = [&](const fact::ir::Graph& g, const std::string& numerics) {
-    CostContext ctx{g, a, numerics};
+    CostContext ctx{g, a, fact::numerics_from_string(numerics)};
     return fact::discover::estimate_node(g.at("matmul"), ctx).seconds;
   };
   double fp32 = now(g32, "fp32"), x3 = now(g32, "3xtf32"), tf32 = now(g32, "tf32");
@@ -135,7 +135,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
   d.input("a", {4096, 4096}, "bfloat16").input("b", {4096, 4096}, "bfloat16");
   d.op("matmul", "aten.matmul.default", {ref_to("a"), ref_to("b")}, {4096, 4096}, "bfloat16").output("matmul");
   auto g16 = d.graph();
-  CostContext ctx16{g16, a, "bf16"};
+  CostContext ctx16{g16, a, fact::Numerics::bf16};
   auto bf16 = fact::discover::estimate_node(g16.at("matmul"), ctx16);
   EXPECT_DOUBLE_EQ(bf16.bytes, 3 * 2.0 * 4096 * 4096);
   EXPECT_NEAR(bf16.seconds, flops / (a.gemm_flops.at("bf16") * eff) + a.launch_overhead_s, 1e-9);
@@ -143,7 +143,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
 
   // FACT's fused kernel runs at the mode's own rate: 3xtf32 beats the fp32 SIMT kernel.
   Match m = match_of(g32, "gemm", "matmul");
-  CostContext c_fp32{g32, a, "fp32"}, c_3x{g32, a, "3xtf32"};
+  CostContext c_fp32{g32, a, fact::Numerics::fp32}, c_3x{g32, a, fact::Numerics::x3tf32};
   auto e_fp32 = fact::discover::estimate_match(m, c_fp32), e_3x = fact::discover::estimate_match(m, c_3x);
   EXPECT_DOUBLE_EQ(e_fp32.seconds_now, e_3x.seconds_now);
   EXPECT_LT(e_3x.seconds_fused, e_fp32.seconds_fused);
@@ -154,7 +154,7 @@ TEST(CostModel, NumericsSetThePyTorchBaselineRate) {
 TEST(CostModel, WaveQuantizationHurtsLargeKNowButSplitKFillsTheChip) {
   auto g = fixture("large_k_matmul.json");  // 256x256 output, K = 131072: four 128x128 tiles on 132 SMs
   const ArchSpec& a = sm90();
-  CostContext ctx{g, a, "3xtf32"};
+  CostContext ctx{g, a, fact::Numerics::x3tf32};
   const double flops = 2.0 * 256 * 256 * 131072;
 
   auto node = fact::discover::estimate_node(g.at("matmul"), ctx);
@@ -186,7 +186,7 @@ TEST(CostModel, WaveQuantizationHurtsLargeKNowButSplitKFillsTheChip) {
 TEST(CostModel, CausalManualAttentionHalvesFusedFlops) {
   auto g = fixture("minigpt_block.json");
   const ArchSpec& a = sm90();
-  CostContext ctx{g, a, "3xtf32"};
+  CostContext ctx{g, a, fact::Numerics::x3tf32};
   Match causal = match_of(g, "sdpa_attention_manual", "matmul_1");
   ASSERT_EQ(causal.attrs.at("causal"), true);
   Match full = causal;
@@ -208,7 +208,7 @@ TEST(CostModel, CausalManualAttentionHalvesFusedFlops) {
 
 TEST(CostModel, SdpaNodeAlreadyExcludesTheMaskedTriangle) {
   auto g = fixture("llama3_block.json");
-  CostContext ctx{g, sm90(), "3xtf32"};
+  CostContext ctx{g, sm90(), fact::Numerics::x3tf32};
   Match m = match_of(g, "sdpa_attention", "scaled_dot_product_attention");
   ASSERT_EQ(m.attrs.at("causal"), true);
   Match not_causal = m;
@@ -224,27 +224,27 @@ TEST(CostModel, SdpaNodeAlreadyExcludesTheMaskedTriangle) {
 }
 
 TEST(CostModel, BaselineNumerics) {
-  using fact::discover::baseline_numerics;
-  EXPECT_EQ(baseline_numerics("fp32"), "fp32");
-  EXPECT_EQ(baseline_numerics("3xtf32"), "fp32");
-  EXPECT_EQ(baseline_numerics("tf32"), "tf32");
-  EXPECT_EQ(baseline_numerics("bf16"), "bf16");
-  EXPECT_EQ(baseline_numerics("fp16"), "fp16");
-  try {
-    baseline_numerics("fp8");
-    FAIL() << "fp8 was accepted";
-  } catch (const fact::Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("'fp8'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("3xtf32"), std::string::npos) << msg;  // lists the valid modes
+  using fact::Numerics;
+  EXPECT_EQ(fact::baseline_numerics(Numerics::fp32), Numerics::fp32);
+  EXPECT_EQ(fact::baseline_numerics(Numerics::x3tf32), Numerics::fp32);
+  EXPECT_EQ(fact::baseline_numerics(Numerics::tf32), Numerics::tf32);
+  EXPECT_EQ(fact::baseline_numerics(Numerics::bf16), Numerics::bf16);
+  EXPECT_EQ(fact::baseline_numerics(Numerics::fp16), Numerics::fp16);
+  for (const char* bad : {"fp8", "FP32"}) {
+    try {
+      fact::numerics_from_string(bad);
+      FAIL() << bad << " was accepted";
+    } catch (const fact::Error& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find(std::string("'") + bad + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("3xtf32"), std::string::npos) << msg;  // lists the valid modes
+    }
   }
-  auto g = fixture("standard_matmul.json");
-  EXPECT_THROW(fact::discover::make_plan(g, rules(), ops(), sm90(), "FP32"), fact::Error);
 }
 
 TEST(CostModel, MiniGptPlanIsRankedByGain) {
   auto g = fixture("minigpt_block.json");
-  auto plan = fact::discover::make_plan(g, rules(), ops(), sm90(), "3xtf32");
+  auto plan = fact::discover::make_plan(g, rules(), ops(), sm90(), fact::Numerics::x3tf32);
   ASSERT_EQ(plan.entries.size(), 7u);
   std::string order;
   for (auto& e : plan.entries) order += e.match.rule + " (" + std::to_string(e.cost.gain_seconds() * 1e6) + " us)\n";
@@ -277,7 +277,7 @@ TEST(CostModel, SwigluCountsItsUpProjectionAtTheLibraryRate) {
   auto g = fixture("llama3_block.json");
   for (const char* numerics : {"fp32", "tf32", "bf16"}) {
     SCOPED_TRACE(numerics);
-    CostContext ctx{g, sm90(), numerics};
+    CostContext ctx{g, sm90(), fact::numerics_from_string(numerics)};
     auto swiglu = fact::discover::estimate_match(match_of(g, "gemm_swiglu", "mul_8"), ctx);
     auto silu = fact::discover::estimate_match(match_of(g, "gemm_bias_silu", "silu"), ctx);
     auto up = fact::discover::estimate_node(g.at("linear_5"), ctx);
@@ -292,7 +292,7 @@ TEST(CostModel, SwigluCountsItsUpProjectionAtTheLibraryRate) {
 // norm is its only reader, and still a gain over PyTorch's add kernel + norm kernel.
 TEST(CostModel, ExtraOutputsCountAsWrittenBytes) {
   auto llama = fixture("llama3_block.json");
-  CostContext ctx{llama, sm90(), "bf16"};
+  CostContext ctx{llama, sm90(), fact::Numerics::bf16};
   Match exported = match_of(llama, "add_rms_norm", "mul_7");
   ASSERT_EQ(exported.extra_outputs.size(), 1u);
   Match private_sum = exported;

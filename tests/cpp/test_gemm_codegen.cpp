@@ -20,6 +20,7 @@
 #include "realize/template_renderer.h"
 
 namespace fs = std::filesystem;
+using namespace fact;
 using namespace fact::realize;
 
 namespace {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "realize/gemm_config_space.h"
 
+using namespace fact;
 using namespace fact::realize;
 
 namespace {

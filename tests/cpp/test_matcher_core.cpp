@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
 #include "discover/shape_expr.h"
@@ -30,7 +30,7 @@ Json rule(const std::string& name, Json nodes, const std::string& output, Json e
 
 std::vector<Match> matches(const GraphDoc& d, const std::vector<Json>& rules) {
   return fact::discover::find_all_matches(d.graph(), registry_of(rules), fact::ir::OpTable::builtin(),
-                                          fact::discover::ArchSpec::builtin("sm90"));
+                                          fact::ArchSpec::builtin("sm90"));
 }
 
 double eval(const std::string& text) {

@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "core/paths.h"
 #include "core/process.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "ir/ir_io.h"
@@ -23,6 +23,7 @@
 #include "realize/op_library.h"
 
 namespace fs = std::filesystem;
+using namespace fact;
 using namespace fact::realize;
 using nlohmann::json;
 
@@ -77,7 +78,7 @@ json family_rows() {
   const auto& ops = fact::ir::OpTable::builtin();
   static const auto registry = fact::discover::PatternRegistry::builtin();
   auto graph = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/minigpt_block.json", ops);
-  auto plan = fact::discover::make_plan(graph, registry, ops, fact::discover::ArchSpec::builtin("sm90"), "tf32");
+  auto plan = fact::discover::make_plan(graph, registry, ops, fact::ArchSpec::builtin("sm90"), fact::Numerics::tf32);
   json rows = json::array();
   for (const auto& e : plan.entries) {
     const KernelFamily* family = kernel_family_for(e.match);

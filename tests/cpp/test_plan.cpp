@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "ir/ir_io.h"
@@ -26,7 +26,8 @@ fact::ir::Graph fixture(const std::string& name) {
 
 Plan plan_for(const std::string& name, const std::string& numerics = "3xtf32", const std::string& arch = "sm90") {
   static const auto registry = fact::discover::PatternRegistry::builtin();
-  return fact::discover::make_plan(fixture(name), registry, ops(), fact::discover::ArchSpec::builtin(arch), numerics);
+  return fact::discover::make_plan(fixture(name), registry, ops(), fact::ArchSpec::builtin(arch),
+                                   fact::numerics_from_string(numerics));
 }
 
 // plan_from_json's Error message, or "" if it accepted the document.
@@ -45,8 +46,8 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 TEST(Plan, MakePlanOnFixtures) {
   auto large_k = plan_for("large_k_matmul.json");
-  EXPECT_EQ(large_k.arch, "sm90");
-  EXPECT_EQ(large_k.numerics, "3xtf32");
+  EXPECT_EQ(large_k.arch, fact::Arch::sm90);
+  EXPECT_EQ(large_k.numerics, fact::Numerics::x3tf32);
   ASSERT_EQ(large_k.entries.size(), 1u);
   EXPECT_EQ(large_k.entries[0].match.rule, "large_k_gemm");
   EXPECT_TRUE(large_k.uncovered_ops.empty());
@@ -54,7 +55,7 @@ TEST(Plan, MakePlanOnFixtures) {
   EXPECT_NEAR(large_k.seconds_planned, large_k.seconds_now - large_k.entries[0].cost.gain_seconds(), 1e-12);
 
   auto batched = plan_for("batched_matmul.json", "tf32", "sm80");
-  EXPECT_EQ(batched.arch, "sm80");
+  EXPECT_EQ(batched.arch, fact::Arch::sm80);
   ASSERT_EQ(batched.entries.size(), 1u);
   EXPECT_EQ(batched.entries[0].match.rule, "batched_gemm");
 
@@ -79,7 +80,7 @@ TEST(Plan, UncoveredOpsAreListedWithoutViews) {
   d.output("r2");
   auto g = d.graph();
   auto p = fact::discover::make_plan(g, fact::discover::PatternRegistry::builtin(), ops(),
-                                     fact::discover::ArchSpec::builtin("sm90"), "3xtf32");
+                                     fact::ArchSpec::builtin("sm90"), fact::Numerics::x3tf32);
   EXPECT_TRUE(p.entries.empty());
   EXPECT_EQ(p.uncovered_ops, (std::map<std::string, int>{{"aten.relu.default", 2}}));
   EXPECT_DOUBLE_EQ(p.seconds_planned, p.seconds_now);
@@ -220,16 +221,16 @@ TEST(Plan, DefaultNumericsFollowsTheGraphDtype) {
     d.input("x", {4, 4}, dtype).op("r", "aten.relu.default", {ref_to("x")}, {4, 4}, dtype).output("r");
     return d.graph();
   };
-  EXPECT_EQ(fact::discover::default_numerics(one_input("float32")), "3xtf32");
-  EXPECT_EQ(fact::discover::default_numerics(one_input("bfloat16")), "bf16");
-  EXPECT_EQ(fact::discover::default_numerics(one_input("float16")), "fp16");
-  EXPECT_EQ(fact::discover::default_numerics(fixture("minigpt_block.json")), "3xtf32");
+  EXPECT_EQ(fact::discover::default_numerics(one_input("float32")), fact::Numerics::x3tf32);
+  EXPECT_EQ(fact::discover::default_numerics(one_input("bfloat16")), fact::Numerics::bf16);
+  EXPECT_EQ(fact::discover::default_numerics(one_input("float16")), fact::Numerics::fp16);
+  EXPECT_EQ(fact::discover::default_numerics(fixture("minigpt_block.json")), fact::Numerics::x3tf32);
 
   // Token ids in, bfloat16 weights: the weights' dtype is the graph's floating dtype.
   GraphDoc d;
   d.input("ids", {2, 16}, "int64").input("emb", {100, 32}, "bfloat16", "parameter");
   d.op("e", "aten.embedding.default", {ref_to("emb"), ref_to("ids")}, {2, 16, 32}, "bfloat16").output("e");
-  EXPECT_EQ(fact::discover::default_numerics(d.graph()), "bf16");
+  EXPECT_EQ(fact::discover::default_numerics(d.graph()), fact::Numerics::bf16);
 }
 
 TEST(Plan, FormatPlanNamesEveryPattern) {

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/process.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
 #include "ir/ir_io.h"
@@ -28,6 +28,7 @@
 #include "realize/rope_problem.h"
 
 namespace fs = std::filesystem;
+using namespace fact;
 using namespace fact::realize;
 using fact::discover::Match;
 using fact::test::GraphDoc;
@@ -40,7 +41,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 std::vector<Match> resolved(const fact::ir::Graph& g) {
   auto all = fact::discover::find_all_matches(g, fact::discover::PatternRegistry::builtin(),
-                                              fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin("sm90"));
+                                              fact::ir::OpTable::builtin(), fact::ArchSpec::builtin("sm90"));
   return fact::discover::resolve_overlaps(all, [](const Match& m) { return static_cast<double>(m.nodes.size()); });
 }
 

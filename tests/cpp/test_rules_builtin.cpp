@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/paths.h"
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
 #include "ir_test_graphs.h"
@@ -21,7 +21,7 @@ namespace {
 // The match anchored at `anchor` that survives overlap resolution by nodes covered, or "" if none.
 std::string winner(const GraphDoc& d, const std::string& anchor, const std::string& arch = "sm90") {
   auto all = fact::discover::find_all_matches(d.graph(), fact::discover::PatternRegistry::builtin(),
-                                              fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin(arch));
+                                              fact::ir::OpTable::builtin(), fact::ArchSpec::builtin(arch));
   auto kept = fact::discover::resolve_overlaps(all, [](const Match& m) { return double(m.nodes.size()); });
   for (const auto& m : kept)
     if (m.anchor == anchor) return m.rule;
@@ -208,7 +208,7 @@ const Match* anchored(const std::vector<Match>& ms, const std::string& rule, con
 
 std::vector<Match> all_matches(const GraphDoc& d) {
   return fact::discover::find_all_matches(d.graph(), fact::discover::PatternRegistry::builtin(),
-                                          fact::ir::OpTable::builtin(), fact::discover::ArchSpec::builtin("sm90"));
+                                          fact::ir::OpTable::builtin(), fact::ArchSpec::builtin("sm90"));
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
 #include "ir/ir_io.h"
@@ -17,7 +17,7 @@ namespace {
 std::vector<Match> resolved(const std::string& fixture, const std::string& arch = "sm90") {
   auto g = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/" + fixture, fact::ir::OpTable::builtin());
   auto all = fact::discover::find_all_matches(g, fact::discover::PatternRegistry::builtin(), fact::ir::OpTable::builtin(),
-                                              fact::discover::ArchSpec::builtin(arch));
+                                              fact::ArchSpec::builtin(arch));
   return fact::discover::resolve_overlaps(all, [](const Match& m) { return static_cast<double>(m.nodes.size()); });
 }
 
@@ -200,7 +200,7 @@ namespace {
 std::vector<Match> all_of(const std::string& fixture) {
   auto g = fact::ir::load_graph(std::string(FACT_TEST_DATA) + "/ir/" + fixture, fact::ir::OpTable::builtin());
   return fact::discover::find_all_matches(g, fact::discover::PatternRegistry::builtin(), fact::ir::OpTable::builtin(),
-                                          fact::discover::ArchSpec::builtin("sm90"));
+                                          fact::ArchSpec::builtin("sm90"));
 }
 
 std::string add_norm_sites(const std::vector<Match>& ms) {

@@ -1,10 +1,14 @@
-#include "discover/arch_spec.h"
+#include "core/arch_spec.h"
+
+#include <cmath>
+#include <map>
+#include <mutex>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
 
-namespace fact::discover {
+namespace fact {
 
 namespace {
 
@@ -31,6 +35,7 @@ ArchSpec ArchSpec::load(const std::filesystem::path& path) {
     throw Error(where + " is not a FACT arch spec (expected \"format\": \"fact-arch\")");
   ArchSpec a;
   a.name = string_field(doc, "name", where);
+  a.arch = arch_from_string(a.name);
   a.device = string_field(doc, "device", where);
   a.source = string_field(doc, "source", where);
   a.sm_count = static_cast<int>(positive_number(doc, "sm_count", where));
@@ -54,6 +59,22 @@ ArchSpec ArchSpec::builtin(const std::string& arch) {
   return load(path);
 }
 
+const ArchSpec& ArchSpec::of(Arch arch) {
+  static std::mutex mu;
+  static std::map<Arch, ArchSpec> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(arch);
+  return it != cache.end() ? it->second : cache.emplace(arch, builtin(to_string(arch))).first->second;
+}
+
+double ArchSpec::gemm_rate(Numerics numerics) const {
+  auto it = gemm_flops.find(to_string(numerics));
+  if (it == gemm_flops.end())
+    throw Error("arch " + name + " has no GEMM rate for numerics '" + to_string(numerics) + "' (data/arch/" + name +
+                ".json)");
+  return it->second;
+}
+
 double ArchSpec::constant(const std::string& key) const {
   if (key == "sm_count") return sm_count;
   if (key == "l2_bytes") return l2_bytes;
@@ -72,4 +93,10 @@ double ArchSpec::constant(const std::string& key) const {
               "gemm_flops_<mode>");
 }
 
-}  // namespace fact::discover
+double wave_efficiency(double ctas, int sm_count) {
+  if (ctas <= 0 || sm_count <= 0) return 1.0;
+  double waves = std::ceil(ctas / sm_count);
+  return ctas / (waves * sm_count);
+}
+
+}  // namespace fact

@@ -1,5 +1,5 @@
 #pragma once
-// Text forms of the realize stage's enums: each enum has one table (value, name), read both ways here.
+// Text forms of enums: each enum has one table (value, name), read both ways here.
 #include <array>
 #include <string>
 #include <utility>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace fact::realize {
+namespace fact {
 
 template <class E, size_t N>
 using EnumNames = std::array<std::pair<E, const char*>, N>;
@@ -20,15 +20,20 @@ std::string enum_name(const EnumNames<E, N>& table, E v) {
   return "?";
 }
 
+// Every name of the table, comma-separated.
+template <class E, size_t N>
+std::string enum_names(const EnumNames<E, N>& table) {
+  std::string names;
+  for (auto& [e, name] : table) names += names.empty() ? name : std::string(", ") + name;
+  return names;
+}
+
 // Throws Error naming `what`, the bad text and the accepted names.
 template <class E, size_t N>
 E parse_enum(const EnumNames<E, N>& table, const std::string& s, const std::string& what) {
-  std::string names;
-  for (auto& [e, name] : table) {
+  for (auto& [e, name] : table)
     if (s == name) return e;
-    names += names.empty() ? name : std::string(", ") + name;
-  }
-  throw Error(fmt::format("unknown {} '{}': use one of {}", what, s, names));
+  throw Error(fmt::format("unknown {} '{}': use one of {}", what, s, enum_names(table)));
 }
 
-}  // namespace fact::realize
+}  // namespace fact
