@@ -67,9 +67,7 @@ void run_ops_build(const OpsBuildOptions& o) {
                                              : e.family;
       tuned += fmt::format("{}{} {}", tuned.empty() ? "" : ", ", t.value("pattern", "?"), shape);
     }
-    std::string summary = e.family == "gemm" ? e.config.summary()
-                                             : realize::kernel_family_named(e.family)->candidate_from_config(e.family_config).summary;
-    std::cout << fmt::format("{:<30} {:<44} {}\n", "fact::" + e.op_name(), summary.substr(0, 44), tuned);
+    std::cout << fmt::format("{:<30} {:<44} {}\n", "fact::" + e.op_name, e.summary.substr(0, 44), tuned);
   }
   std::cout << fmt::format("Op library with {} op(s) written to {} (manifest {})\n", folder.op_names.size(),
                            folder.dir.string(), folder.manifest.string());

@@ -1,5 +1,5 @@
-// `fact tune PLAN.json`: stage 2 for the plan's patterns of every realized family (GEMM; normalization,
-// attention, rope through the KernelFamily seam). Each becomes tuned kernels (or stays with PyTorch, with the
+// `fact tune PLAN.json`: stage 2 for the plan's patterns of every realized family (data/families, through
+// the KernelFamily seam). Each becomes tuned kernels (or stays with PyTorch, with the
 // reason); results persist in the tuning database.
 #include <fmt/format.h>
 
@@ -12,9 +12,7 @@
 #include "core/files.h"
 #include "core/gpu_devices.h"
 #include "discover/plan.h"
-#include "realize/gemm_tuner.h"
 #include "realize/family_tuner.h"
-#include "realize/gemm_workload.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -71,28 +69,8 @@ void run_tune(const TuneCliOptions& o) {
         std::find(o.families.begin(), o.families.end(), m.kernel.value("family", m.family)) == o.families.end())
       continue;  // asked for other families only: no row, so PyTorch keeps it downstream
     json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"numerics", numerics}, {"arch", plan.arch}};
-    const realize::KernelFamily* family = realize::is_gemm_family(m) ? nullptr : realize::kernel_family_for(m);
-    if (family) {
-      try {
-        auto problem = family->problem_from_match(m, plan.graph, numerics, arch);
-        row["family"] = family->name();
-        row["problem"] = problem;
-        std::cerr << fmt::format("[{}/{}] {} at {}: {} {}\n", i, plan.entries.size(), m.rule, m.anchor, family->name(),
-                                 problem.dump());
-        auto outcome = realize::tune_family(*family, m.rule, problem, db, to);
-        row.update(outcome.to_json());
-        std::cerr << fmt::format("  -> {}: FACT {} ms, {} {} ms{}\n", outcome.status, ms(outcome.fact_ms),
-                                 outcome.baseline_name.empty() ? "baseline" : outcome.baseline_name,
-                                 ms(outcome.baseline_ms), outcome.message.empty() ? "" : " (" + outcome.message + ")");
-      } catch (const Error& e) {
-        row["status"] = "unsupported";
-        row["message"] = e.what();
-        std::cerr << fmt::format("  -> left to PyTorch: {}\n", e.what());
-      }
-      rows.push_back(row);
-      continue;
-    }
-    if (!realize::is_gemm_family(m)) {
+    const realize::KernelFamily* family = realize::kernel_family_for(m);
+    if (!family) {
       row["status"] = "not_realized";
       row["message"] = fmt::format("family '{}' has no realizer in stage 2 yet; PyTorch's ops stay", m.family);
       std::cerr << fmt::format("[{}/{}] {} at {}: {}\n", i, plan.entries.size(), m.rule, m.anchor, row["message"].get<std::string>());
@@ -100,16 +78,16 @@ void run_tune(const TuneCliOptions& o) {
       continue;
     }
     try {
-      auto problem = realize::gemm_problem_from_match(m, plan.graph, numerics, arch);
-      row["problem"] = problem.to_json();
-      std::cerr << fmt::format("[{}/{}] {} at {}: {}x{}x{} batch {} {} {}\n", i, plan.entries.size(), m.rule, m.anchor,
-                               problem.m, problem.n, problem.k, problem.batch, to_string(numerics),
-                               realize::to_string(problem.epilogue));
-      auto outcome = realize::tune_gemm(m.rule, problem, db, to);
+      auto problem = family->problem_from_match(m, plan.graph, numerics, arch);
+      row["family"] = family->name();
+      row["problem"] = problem;
+      std::cerr << fmt::format("[{}/{}] {} at {}: {} {}\n", i, plan.entries.size(), m.rule, m.anchor, family->name(),
+                               problem.dump());
+      auto outcome = realize::tune_family(*family, m.rule, problem, db, to);
       row.update(outcome.to_json());
       std::cerr << fmt::format("  -> {}: FACT {} ms, {} {} ms{}\n", outcome.status, ms(outcome.fact_ms),
-                               outcome.baseline_name.empty() ? "baseline" : outcome.baseline_name, ms(outcome.baseline_ms),
-                               outcome.message.empty() ? "" : " (" + outcome.message + ")");
+                               outcome.baseline_name.empty() ? "baseline" : outcome.baseline_name,
+                               ms(outcome.baseline_ms), outcome.message.empty() ? "" : " (" + outcome.message + ")");
     } catch (const Error& e) {
       row["status"] = "unsupported";
       row["message"] = e.what();
@@ -137,7 +115,7 @@ void run_tune(const TuneCliOptions& o) {
 
 const bool registered = cli::register_command("tune", [](CLI::App& app) {
   auto o = std::make_shared<TuneCliOptions>();
-  auto* cmd = app.add_subcommand("tune", "Stage 2: generate, build, verify and time kernels for a plan's patterns (GEMM, normalization, attention, rope)");
+  auto* cmd = app.add_subcommand("tune", "Stage 2: generate, build, verify and time kernels for a plan's patterns");
   cmd->alias("realize");
   cmd->add_option("plan", o->plan, "plan JSON written by `fact discover --json`")->required();
   cmd->add_option("--db", o->db, "tuning database (default $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite)");
@@ -147,8 +125,8 @@ const bool registered = cli::register_command("tune", [](CLI::App& app) {
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: all cores)");
   cmd->add_flag("--force", o->force, "tune again even if the database has a winner");
   cmd->add_flag("--build-only", o->build_only, "generate and compile, do not measure (no GPU needed)");
-  cmd->add_option("--family", o->families, "tune only patterns of these families (gemm, normalization, attention, rope)")
-      ->check(CLI::IsMember({"gemm", "normalization", "attention", "rope"}));
+  cmd->add_option("--family", o->families, "tune only patterns of these families (data/families)")
+      ->check(CLI::IsMember(realize::kernel_family_names()));
   cmd->add_option("--report", o->report, "write the per-pattern results as JSON here");
   cmd->add_option("--work-dir", o->work_dir, "where measurement requests and results go");
   cmd->callback([o] { run_tune(*o); });

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "realize/kernel_family.h"
 
 namespace fact::compose {
 namespace {
@@ -13,23 +14,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kIndent = "        ";
-
-// A scalar of the tuned problem (the row the verdict accepted); the kernel was verified with it.
-json problem_field(const PatternVerdict& v, const char* key, bool boolean, const std::string& where) {
-  json value = v.row.is_object() && v.row.contains("problem") && v.row["problem"].is_object()
-                   ? v.row["problem"].value(key, json(nullptr))
-                   : json(nullptr);
-  if (boolean ? !value.is_boolean() : !value.is_number())
-    throw Error(fmt::format("{}: the tune report's problem has no {} \"{}\"; tune the pattern again", where,
-                            boolean ? "boolean" : "number", key));
-  return value;
-}
-
-// The values a family op returns, in order: the anchor's first, then what the config also writes.
-std::vector<std::string> op_returns(const std::string& family, const json& config) {
-  if (family == "normalization" && config.is_object() && config.value("store_sum", false)) return {"y", "sum"};
-  return {"anchor"};
-}
 
 // The kernel output the rule's kernel block maps to pattern node `id` ("outputs": {"sum": "sum"}), or "".
 std::string kernel_output_of(const discover::Match& m, const std::string& id) {
@@ -50,8 +34,8 @@ std::map<std::string, std::string> extra_output_variables(const discover::Match&
   return vars;
 }
 
-std::string unserved_extra_output(const discover::Match& m, const std::string& family, const json& config) {
-  const auto returns = op_returns(family, config);
+std::string unserved_extra_output(const discover::Match& m, const realize::KernelFamily& family, const json& config) {
+  const auto returns = family.op_returns(config);
   for (const auto& [id, node] : m.extra_outputs) {
     std::string name = kernel_output_of(m, id);
     if (name.empty())
@@ -59,7 +43,7 @@ std::string unserved_extra_output(const discover::Match& m, const std::string& f
                          "the pattern); add it to kernel.outputs in the rule file", id, node);
     if (std::find(returns.begin() + 1, returns.end(), name) == returns.end())
       return fmt::format("the tuned {} kernel does not return '{}' (node '{}'), which the graph also reads; tune the "
-                         "pattern again", family, name, node);
+                         "pattern again", family.name(), name, node);
   }
   return "";
 }
@@ -77,51 +61,27 @@ const ir::Node* match_operand(const discover::Match& m, const ir::Graph& g, cons
 std::string family_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
                         const std::string& out) {
   std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
-  auto tensor = [&](const char* operand, bool required) -> std::string {
+  const realize::KernelFamily* family = realize::kernel_family_named(v.family);
+  if (!family) throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
+  const json none = json::object();
+  const json& config = v.row.is_object() && v.row.contains("config") ? v.row["config"] : none;
+  const json& problem = v.row.is_object() && v.row.contains("problem") ? v.row["problem"] : none;
+  if (std::string why = unserved_extra_output(m, *family, config); !why.empty()) throw Error(where + ": " + why);
+  realize::OpCallSite site{m, g, problem, config, "torch.ops.fact." + v.op_name, out, where, {}, {}};
+  site.node = [&](const char* operand) -> const ir::Node* {
     const ir::Node* n = match_operand(m, g, operand);
-    if (!n || n->outputs.empty()) {
-      if (required)
-        throw Error(fmt::format("{}: the rule's kernel block binds no tensor for operand {}; fix the rule file", where,
-                                operand));
-      return "None";
-    }
-    return var(n->name);
+    return n && !n->outputs.empty() ? n : nullptr;
   };
-  const json config = v.row.is_object() ? v.row.value("config", json::object()) : json::object();
-  if (std::string why = unserved_extra_output(m, v.family, config); !why.empty()) throw Error(where + ": " + why);
-  std::string call;
-  if (v.family == "normalization") {
-    // (x, residual, weight, bias, eps); a config that also writes x + residual returns (y, sum), y the anchor.
-    call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {})", v.op_name, tensor("x", true),
-                       tensor("residual", false), tensor("weight", false), tensor("bias", false),
-                       python_float(problem_field(v, "eps", false, where).get<double>()));
-  } else if (v.family == "attention") {
-    // q, k, v as the module's views (read in place through their strides; for grouped-query attention the rule
-    // binds K/V before their expand, so heads_kv < heads). O is the [B, H, T, D] view of a [B, T, H, D] tensor,
-    // so the module's following transpose(1, 2).contiguous() copies nothing.
-    call = fmt::format("torch.ops.fact.{}({}, {}, {}, {}, {})", v.op_name, tensor("q", true), tensor("k", true),
-                       tensor("v", true), python_float(problem_field(v, "scale", false, where).get<double>()),
-                       problem_field(v, "causal", true, where).get<bool>() ? "True" : "False");
-  } else if (v.family == "rope") {
-    // x as the module's view (read in place through its strides), cos/sin as the module's [seq, D] tables; the
-    // result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
-    call = fmt::format("torch.ops.fact.{}({}, {}, {})", v.op_name, tensor("x", true), tensor("cos", true),
-                       tensor("sin", true));
-  } else if (v.family == "rowwise") {
-    // The registered kernel's inputs in the rule's order ($in0, $in1, ...), as the module's tensors; the op
-    // returns a contiguous tensor shaped like the first full input (the anchor's shape for a row-wise chain).
-    const json broadcast = config.value("broadcast", json::array());
-    if (!broadcast.is_array() || broadcast.empty())
-      throw Error(where + ": the tune report's config lists no inputs (\"broadcast\"); tune the pattern again");
-    std::string args;
-    for (size_t i = 0; i < broadcast.size(); ++i)
-      args += (i ? ", " : "") + tensor(fmt::format("in{}", i).c_str(), true);
-    call = fmt::format("torch.ops.fact.{}({})", v.op_name, args);
-  } else {
-    throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
-  }
+  site.tensor = [&](const char* operand, bool required) -> std::string {
+    if (const ir::Node* n = site.node(operand)) return var(n->name);
+    if (required)
+      throw Error(fmt::format("{}: the rule's kernel block binds no tensor for operand {}; fix the rule file", where,
+                              operand));
+    return "None";
+  };
+  realize::OpCall call = family->op_call(site);
   // The op's results, in its return order, to the anchor's variable and the extra outputs' (unread ones to _).
-  const auto returns = op_returns(v.family, config);
+  const auto returns = family->op_returns(config);
   std::string targets = out, read = m.anchor;
   if (returns.size() > 1) {
     std::map<std::string, std::string> by_output;  // kernel output -> graph node it stands for
@@ -133,8 +93,9 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
       if (it != by_output.end()) read += ", " + it->second;
     }
   }
-  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{} = {}  # {}\n", kIndent, m.rule, m.nodes.size(),
-                     v.op_name, kIndent, targets, call, read);
+  std::string prelude = call.prelude.empty() ? "" : kIndent + call.prelude + "\n";
+  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{}{} = {}  # {}\n", kIndent, m.rule, m.nodes.size(),
+                     v.op_name, prelude, kIndent, targets, call.expression, read);
 }
 
 }  // namespace fact::compose

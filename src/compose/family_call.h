@@ -1,7 +1,7 @@
 #pragma once
-// The composed forward's call of a non-GEMM family op (normalization, attention, rope, rowwise) at its pattern's anchor:
-// the op's inputs are the tensors the rule bound in the matched subgraph, its scalars (eps, scale, causal)
-// those of the tuned problem, so the module runs exactly what was verified.
+// The composed forward's call of a family op at its pattern's anchor, written by the family
+// (KernelFamily::op_call): the op's inputs are the tensors the rule bound in the matched subgraph, its scalars
+// (eps, scale, causal) those of the tuned problem, so the module runs exactly what was verified.
 #include <map>
 #include <string>
 
@@ -11,6 +11,7 @@
 #include "compose/python_expr.h"
 #include "discover/match.h"
 #include "ir/graph.h"
+#include "realize/kernel_family.h"
 
 namespace fact::compose {
 
@@ -24,7 +25,8 @@ std::map<std::string, std::string> extra_output_variables(const discover::Match&
 // Why the tuned op of `family` with this config cannot stand in for the match, or "" if it can: the op must
 // return every extra output the graph reads (a normalization op returns the sum only when its config has
 // store_sum). The rule's kernel block maps kernel outputs to pattern nodes ("outputs": {"sum": "sum"}).
-std::string unserved_extra_output(const discover::Match& m, const std::string& family, const nlohmann::json& config);
+std::string unserved_extra_output(const discover::Match& m, const realize::KernelFamily& family,
+                                  const nlohmann::json& config);
 
 // Python lines assigning the anchor's value to `out` with one torch.ops.fact call (and, when the match
 // exports extra outputs, those to the names of extra_output_variables). Throws Error naming the pattern when

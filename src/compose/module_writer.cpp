@@ -22,75 +22,23 @@ namespace {
 
 constexpr const char* kIndent = "        ";
 
-std::string shape_list(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-int64_t dim(const discover::Match& m, const char* name, int64_t fallback) {
-  auto it = m.dims.find(name);
-  return it == m.dims.end() ? fallback : it->second;
-}
-
-// Lines computing the anchor's value with one fact op call: a folded to [M, K] (or kept [batch, M, K]),
-// b as the wrapper's [K, N] view (a Linear weight [N, K] is passed transposed: a column-major view),
-// the result reshaped back to the anchor's shape.
-std::string gemm_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
-                      const std::string& out) {
-  std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
-  const ir::Node* a = match_operand(m, g, "a");
-  const ir::Node* b = match_operand(m, g, "b");
-  if (!a || !b || a->outputs.empty() || b->outputs.empty())
-    throw Error(where + ": the rule's kernel block names no bound tensors for operands a and b; fix the rule file");
-  const ir::Node* bias = match_operand(m, g, "bias");
-  const ir::Node* residual = match_operand(m, g, "residual");
-  const auto& anchor = g.at(m.anchor).out();
-  int64_t n = dim(m, "N", anchor.shape.back());
-  int64_t k = dim(m, "K", a->out().shape.back());
-  int64_t mm = dim(m, "M", anchor.numel() / std::max<int64_t>(n, 1));
-  int64_t batch = dim(m, "batch", 1);
-
-  std::string a_expr = var(a->name);
-  if (batch == 1 && a->out().rank() != 2) a_expr += fmt::format(".reshape({}, {})", mm, k);
-  std::string b_layout = m.attrs.count("b_layout") ? m.attrs.at("b_layout").get<std::string>() : "kn";
-  std::string b_expr = var(b->name) + (b_layout == "nk" ? ".t()" : "");
-  std::string bias_expr = "None";
-  if (bias) bias_expr = var(bias->name) + (bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n));
-  else if (v.epilogue != "none") bias_expr = fmt::format("{}.new_zeros({})", var(a->name), n);  // the epilogue reads a bias
-  std::string residual_expr = "None";
-  std::string prelude;
-  if (const ir::Node* up_b = match_operand(m, g, "up_b")) {
-    // SwiGLU: the up projection runs first as PyTorch's GEMM (what a Linear runs), and its result U rides in
-    // the residual slot, where the kernel's epilogue multiplies silu(gate) by it.
-    const ir::Node* up_bias = match_operand(m, g, "up_bias");
-    std::string up_b_expr = var(up_b->name) + (b_layout == "nk" ? ".t()" : "");
-    std::string up = up_bias ? fmt::format("torch.addmm({}, {}, {})", var(up_bias->name) +
-                                               (up_bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n)),
-                                           a_expr, up_b_expr)
-                             : fmt::format("torch.mm({}, {})", a_expr, up_b_expr);
-    prelude = fmt::format("{}{}_up = {}  # SwiGLU up projection (PyTorch GEMM), multiplied in by the epilogue\n",
-                          kIndent, out, up);
-    residual_expr = out + "_up";
-  } else if (residual) {
-    residual_expr = batch == 1 ? fmt::format("{}.reshape({}, {}).contiguous()", var(residual->name), mm, n)
-                               : fmt::format("{}.reshape({}, {}, {}).contiguous()", var(residual->name), batch, mm, n);
-  }
-  std::vector<int64_t> produced = batch == 1 ? std::vector<int64_t>{mm, n} : std::vector<int64_t>{batch, mm, n};
-  std::string reshape = produced == anchor.shape ? "" : fmt::format(".reshape({})", shape_list(anchor.shape));
-  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{}{} = torch.ops.fact.{}({}, {}, {}, {}){}  # {}\n", kIndent,
-                     m.rule, m.nodes.size(), v.op_name, prelude, kIndent, out, v.op_name, a_expr, b_expr, bias_expr,
-                     residual_expr, reshape, m.anchor);
+// The GEMM epilogue a verdict's op runs ("bias_gelu_tanh", ...): its tuned problem's, else its config's; ""
+// for families without one.
+std::string epilogue_of(const PatternVerdict& v) {
+  const json none = json::object();
+  const json& problem = v.row.is_object() && v.row.contains("problem") && v.row["problem"].is_object() ? v.row["problem"] : none;
+  const json& config = v.row.is_object() && v.row.contains("config") && v.row["config"].is_object() ? v.row["config"] : none;
+  return problem.value("epilogue", config.value("epilogue", std::string()));
 }
 
 std::string pattern_summary(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
   std::string s;
   for (const auto& v : verdicts) {
     const auto& m = plan.entries[v.entry].match;
-    s += v.accepted && v.family != "gemm"
-             ? fmt::format("#   {} at {}: FACT op torch.ops.fact.{} ({})\n", m.rule, m.anchor, v.op_name, v.family)
-         : v.accepted ? fmt::format("#   {} at {}: FACT op torch.ops.fact.{} (epilogue {})\n", m.rule, m.anchor, v.op_name, v.epilogue)
-                    : fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, v.reason);
+    std::string epilogue = epilogue_of(v);
+    s += !v.accepted ? fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, v.reason)
+                     : fmt::format("#   {} at {}: FACT op torch.ops.fact.{} ({})\n", m.rule, m.anchor, v.op_name,
+                                   epilogue.empty() ? v.family : "epilogue " + epilogue);
   }
   if (s.empty()) s = "#   (none: the plan has no entries, so forward is PyTorch's graph replayed)\n";
   return s;
@@ -172,11 +120,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         if (auto it = covered_by.find(node.name); it != covered_by.end()) {
           const auto& m = plan.entries[it->second->entry].match;
           if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
-          if (it->second->family == "gemm" && !m.extra_outputs.empty())
-            throw Error(fmt::format("pattern {} at node '{}': a GEMM op returns one tensor, but the match exports {} "
-                                    "more; fix the rule's extra_outputs", m.rule, m.anchor, m.extra_outputs.size()));
-          body += it->second->family == "gemm" ? gemm_call(m, *it->second, g, var, out)
-                                               : family_call(m, *it->second, g, var, out);
+          body += family_call(m, *it->second, g, var, out);
           // Values the op also returns (a residual sum read again later), defined here for their later readers.
           for (const auto& [graph_node, name] : extra_output_variables(m, out)) vars[graph_node] = name;
           break;
@@ -253,9 +197,9 @@ json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerd
     if (v.accepted) {
       base["op"] = v.op_name;
       base["family"] = v.family;
-      base["epilogue"] = v.epilogue;
+      base["epilogue"] = epilogue_of(v);
       // The reference ops (reference_ops.py) read a family op's kind from its config.
-      if (v.family != "gemm") base["config"] = v.row.value("config", json(nullptr));
+      base["config"] = v.row.value("config", json(nullptr));
       base["b_layout"] = m.attrs.count("b_layout") ? m.attrs.at("b_layout") : json("kn");
       for (const char* k : {"winner", "fact_ms", "baseline_ms", "speedup", "rel_err", "library", "status"})
         base[k] = v.row.value(k, json(nullptr));

@@ -88,8 +88,8 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
                        : "PyTorch kept: the tune report has no measured FACT and PyTorch times for this pattern";
       continue;
     }
-    const realize::KernelFamily* family = realize::is_gemm_family(m) ? nullptr : realize::kernel_family_for(m);
-    if (!realize::is_gemm_family(m) && !family) {
+    const realize::KernelFamily* family = realize::kernel_family_for(m);
+    if (!family) {
       v.reason = "PyTorch kept: family '" + m.family + "' has no composer yet";
       continue;
     }
@@ -97,23 +97,20 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
       v.reason = "PyTorch kept: covered node '" + n + "' is also read outside the pattern";
       continue;
     }
-    if (std::string why = unserved_extra_output(m, family ? family->name() : "gemm", row["config"]); !why.empty()) {
+    if (std::string why = unserved_extra_output(m, *family, row["config"]); !why.empty()) {
       v.reason = "PyTorch kept: " + why;
       continue;
     }
-    if (family && !row.contains("problem")) {
-      v.reason = "PyTorch kept: the tune report's row has no \"problem\" (the composer reads eps, scale and causal "
-                 "from it); tune again";
+    if (!row.contains("problem")) {
+      v.reason = "PyTorch kept: the tune report's row has no \"problem\" (the composer reads the op's scalars from "
+                 "it); tune again";
       continue;
     }
     v.accepted = true;
-    v.family = family ? family->name() : "gemm";
+    v.family = family->name();
     json named = row;  // the match says which family, whatever the row says
     named["family"] = v.family;
     v.op_name = winning_op(named);
-    if (family) continue;  // no GEMM epilogue
-    v.epilogue = row.contains("problem") ? row["problem"].value("epilogue", "") : "";
-    if (v.epilogue.empty()) v.epilogue = row["config"].value("epilogue", "none");
   }
   return verdicts;
 }

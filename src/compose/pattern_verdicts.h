@@ -15,9 +15,8 @@ namespace fact::compose {
 struct PatternVerdict {
   size_t entry = 0;          // index into plan.entries
   bool accepted = false;
-  std::string op_name;       // "gemm_<config id>", or the family's config id ("norm_...", "attn_..."), when accepted
-  std::string family;        // the kernel family that realizes it: "gemm", "normalization", "attention", "rope"
-  std::string epilogue;      // the tuned problem's epilogue ("bias_gelu_tanh", ...) when accepted
+  std::string op_name;       // the op in torch.ops.fact ("gemm_<config id>", "norm_<id>", ...) when accepted
+  std::string family;        // the kernel family that realizes it (data/families)
   std::string reason;        // why PyTorch keeps the pattern, when rejected
   nlohmann::json row;        // the tune report's row, or null when the report has none
 };

@@ -1,5 +1,7 @@
 #include "compose/tune_report_edit.h"
 
+#include "realize/kernel_family.h"
+
 namespace fact::compose {
 
 using nlohmann::json;
@@ -8,9 +10,8 @@ std::string winning_op(const json& row) {
   if (!row.is_object() || !row.contains("config") || !row["config"].is_object() || !row.contains("winner") ||
       !row["winner"].is_string())
     return "";
-  // GEMM ops are gemm_<config id>; the other families' config ids carry their own prefix (norm_, attn_, rope_).
-  std::string family = row.value("family", std::string("gemm"));
-  return (family == "gemm" ? "gemm_" : "") + row["winner"].get<std::string>();
+  const realize::KernelFamily* family = realize::kernel_family_named(row.value("family", std::string()));
+  return family ? family->op_name(row["winner"].get<std::string>()) : "";
 }
 
 json reject_winners(const json& report, const std::set<std::string>& ops, const std::string& status,

@@ -9,8 +9,8 @@
 
 namespace fact::compose {
 
-// The op name a winning row becomes ("gemm_<winner>" for GEMMs; the winner itself for rows of another
-// "family", whose config ids are "norm_..." / "attn_..."), or "" for a row without a winning config.
+// The op name a winning row becomes (its family's KernelFamily::op_name of the winner: gemm_<id>, norm_<id>,
+// ...), or "" for a row without a winning config or a known "family".
 std::string winning_op(const nlohmann::json& row);
 
 // A copy of `report` whose rows with a winning op in `ops` (every winning row when `ops` is empty) get

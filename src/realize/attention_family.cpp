@@ -1,6 +1,9 @@
 // The attention family behind the KernelFamily seam: sdpa_attention / sdpa_attention_manual matches to
 // kernels rendered from templates/cute/attention_fwd.cu.in (mma.sync) or attention_fwd_sm90.cu.in (wgmma).
-#include "realize/attention_family.h"
+#include <fmt/format.h>
+
+#include "compose/python_expr.h"
+#include "realize/kernel_family.h"
 
 #include "realize/candidate_tuner.h"
 #include "realize/attention_codegen.h"
@@ -24,10 +27,11 @@ class AttentionFamily final : public KernelFamily {
     return make_workload_key(pattern, p.to_json(), to_string(p.element), "bhsd", to_string(p.numerics), to_string(p.arch));
   }
 
-  std::vector<FamilyCandidate> candidates(const nlohmann::json& problem, int top_n) const override {
-    std::vector<FamilyCandidate> out;
+  CandidateSet candidates(const nlohmann::json& problem, int top_n) const override {
+    CandidateSet out;
     for (const auto& c : enumerate_attention_configs(AttentionProblem::from_json(problem), top_n).ranked)
-      out.push_back(candidate(c));
+      out.ranked.push_back(candidate(c));
+    out.space = fmt::format("attention config space: {} candidates kept after pruning and ranking", out.ranked.size());
     return out;
   }
 
@@ -44,12 +48,25 @@ class AttentionFamily final : public KernelFamily {
             {"numerics", to_string(p.numerics)}};
   }
 
-  GeneratedSource op_wrapper(const nlohmann::json& config) const override {
-    return generate_attention_op_wrapper(AttentionConfig::from_json(config));
+  std::string op_wrapper(const nlohmann::json& config) const override {
+    return generate_attention_op_wrapper(AttentionConfig::from_json(config)).text;
   }
 
   std::string op_schema(const nlohmann::json& config) const override {
     return attention_op_schema(AttentionConfig::from_json(config));
+  }
+
+  nlohmann::json manifest_fields(const nlohmann::json& config) const override {
+    return {{"element", config.value("element", std::string("unknown"))}};
+  }
+
+  // q, k, v as the module's views (read in place through their strides; for grouped-query attention the rule
+  // binds K/V before their expand, so heads_kv < heads). O is the [B, H, T, D] view of a [B, T, H, D] tensor,
+  // so the module's following transpose(1, 2).contiguous() copies nothing.
+  OpCall op_call(const OpCallSite& s) const override {
+    return {"", fmt::format("{}({}, {}, {}, {}, {})", s.op, s.tensor("q", true), s.tensor("k", true),
+                            s.tensor("v", true), compose::python_float(s.scalar("scale", false).get<double>()),
+                            s.scalar("causal", true).get<bool>() ? "True" : "False")};
   }
 
  private:
@@ -60,9 +77,6 @@ class AttentionFamily final : public KernelFamily {
 
 }  // namespace
 
-const KernelFamily& attention_family() {
-  static const AttentionFamily family;
-  return family;
-}
+const bool registered = register_kernel_family(std::make_unique<AttentionFamily>());
 
 }  // namespace fact::realize

@@ -34,19 +34,24 @@ TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, 
   TuneSubject s;
   s.key = family.workload_key(pattern, problem);
   s.candidates = [&](int top_n, std::string& space_line) {
+    CandidateSet set = family.candidates(problem, top_n);
     std::vector<TuneCandidate> out;
-    for (auto& fc : family.candidates(problem, top_n)) {
+    for (auto& fc : set.ranked) {
       TuneCandidate c;
       c.config_id = fc.config_id;
       c.config = fc.config;
-      c.job = build_job(fc);
+      if (fc.rejected.empty()) c.job = build_job(fc);
+      else c.rejected = fc.rejected;
       out.push_back(std::move(c));
     }
-    space_line = fmt::format("{} config space: {} candidates kept after pruning and ranking", family.name(), out.size());
+    space_line = set.space;
     return out;
   };
   s.rebuild = [&](const json& config) { return build_job(family.candidate_from_config(config)); };
   s.measure_request = [&](const BuiltLibraries& libraries) { return family_measure_request(family, problem, libraries); };
+  s.accuracy_shortfall = [&](const CandidateRecord& rec, const TuneOutcome& so_far) {
+    return family.accuracy_shortfall(problem, rec, so_far);
+  };
   return tune_candidates(s, db, o);
 }
 

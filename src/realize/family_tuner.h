@@ -1,7 +1,6 @@
 #pragma once
-// The auto-tuner for the non-GEMM kernel families: the family's config space and rendered kernels fed
-// to the shared tuning pipeline (candidate_tuner.h), whose options, outcome and winning rule are the
-// GEMM tuner's.
+// The auto-tuner of every kernel family: the family's config space and rendered kernels fed to the shared
+// tuning pipeline (candidate_tuner.h): options, outcome and winning rule are the same for all.
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -9,12 +9,6 @@
 
 namespace fact::realize {
 
-struct GeneratedSource {
-  std::string config_id;       // kernel symbols are fact_<config_id>_*
-  std::string template_name;   // e.g. "cutlass/gemm_sm90_collective.cu.in"
-  std::string text;
-};
-
 // The kernel template a config renders from.
 std::string gemm_kernel_template(const GemmConfig& config);
 // The slot values for that template (exposed so tests can check them without rendering).

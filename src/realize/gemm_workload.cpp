@@ -39,10 +39,6 @@ Epilogue epilogue_of(const discover::Match& m, bool bias, bool residual) {
 
 }  // namespace
 
-bool is_gemm_family(const discover::Match& match) {
-  return match.kernel.value("family", match.family).rfind("gemm", 0) == 0;
-}
-
 GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
   std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
   const nlohmann::json ops = m.kernel.value("operands", nlohmann::json::object());

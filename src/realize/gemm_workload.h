@@ -7,9 +7,6 @@
 
 namespace fact::realize {
 
-// True for the rule families this stage realizes as GEMM kernels.
-bool is_gemm_family(const discover::Match& match);
-
 // Throws Error naming the match and the reason when the kernel cannot take it (an operand that is
 // neither row- nor column-major, leading dims that do not fold into M, an epilogue not generated yet);
 // the pattern then stays with PyTorch.

@@ -2,21 +2,57 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
-#include "realize/attention_family.h"
-#include "realize/norm_family.h"
-#include "realize/rope_family.h"
-#include "realize/rowwise_family.h"
 
 namespace fact::realize {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::unique_ptr<KernelFamily>>& registered() {
+  static std::vector<std::unique_ptr<KernelFamily>> families;
+  return families;
+}
+
+}  // namespace
+
+bool register_kernel_family(std::unique_ptr<KernelFamily> family) {
+  registered().push_back(std::move(family));
+  return true;
+}
 
 std::vector<const KernelFamily*> kernel_families() {
-  return {&normalization_family(), &attention_family(), &rope_family(), &rowwise_family()};
+  // Checked against data/families once: each family needs its data file, each data file its family.
+  static const std::vector<const KernelFamily*> families = [] {
+    std::map<std::string, const KernelFamily*> by_name;
+    for (const auto& f : registered()) by_name[f->name()] = f.get();
+    std::vector<const KernelFamily*> out;
+    fs::path dir = data_dir() / "families";
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() != ".json") continue;
+      std::string name = entry.path().stem().string();
+      auto it = by_name.find(name);
+      if (it == by_name.end())
+        throw Error(fmt::format("{} describes kernel family '{}', which this build of fact does not have (no "
+                                "src/realize/<family>/ registers it)", entry.path().string(), name));
+      out.push_back(it->second);
+      by_name.erase(it);
+    }
+    if (!by_name.empty())
+      throw Error(fmt::format("kernel family '{}' has no data file {}", by_name.begin()->first,
+                              (dir / (by_name.begin()->first + ".json")).string()));
+    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name() < b->name(); });
+    return out;
+  }();
+  return families;
 }
 
 const KernelFamily* kernel_family_named(const std::string& name) {
@@ -27,6 +63,24 @@ const KernelFamily* kernel_family_named(const std::string& name) {
 
 const KernelFamily* kernel_family_for(const discover::Match& match) {
   return kernel_family_named(match.kernel.value("family", match.family));
+}
+
+std::vector<std::string> kernel_family_names() {
+  std::vector<std::string> names;
+  for (const auto* f : kernel_families()) names.push_back(f->name());
+  return names;
+}
+
+std::string KernelFamily::accuracy_shortfall(const nlohmann::json&, const CandidateRecord&, const TuneOutcome&) const {
+  return "";
+}
+
+nlohmann::json OpCallSite::scalar(const char* key, bool boolean) const {
+  nlohmann::json value = problem.is_object() ? problem.value(key, nlohmann::json(nullptr)) : nlohmann::json(nullptr);
+  if (boolean ? !value.is_boolean() : !value.is_number())
+    throw Error(fmt::format("{}: the tune report's problem has no {} \"{}\"; tune the pattern again", where,
+                            boolean ? "boolean" : "number", key));
+  return value;
 }
 
 nlohmann::json family_data(const std::string& name) {

@@ -1,7 +1,10 @@
 // The normalization family behind the KernelFamily seam: LayerNorm and RMSNorm (optionally after a
 // residual add), from the rules layer_norm / rms_norm / add_layer_norm / add_rms_norm to kernels rendered
 // from templates/cute/.
-#include "realize/norm_family.h"
+#include <fmt/format.h>
+
+#include "compose/python_expr.h"
+#include "realize/kernel_family.h"
 
 #include "realize/candidate_tuner.h"
 #include "realize/norm_codegen.h"
@@ -25,10 +28,11 @@ class NormFamily final : public KernelFamily {
     return make_workload_key(pattern, p.to_json(), to_string(p.element), "row", to_string(p.numerics()), to_string(p.arch));
   }
 
-  std::vector<FamilyCandidate> candidates(const nlohmann::json& problem, int top_n) const override {
-    std::vector<FamilyCandidate> out;
+  CandidateSet candidates(const nlohmann::json& problem, int top_n) const override {
+    CandidateSet out;
     for (const auto& c : enumerate_norm_configs(NormProblem::from_json(problem), top_n).ranked)
-      out.push_back(candidate(c));
+      out.ranked.push_back(candidate(c));
+    out.space = fmt::format("normalization config space: {} candidates kept after pruning and ranking", out.ranked.size());
     return out;
   }
 
@@ -44,12 +48,28 @@ class NormFamily final : public KernelFamily {
             {"dtype", to_string(p.element)}, {"numerics", to_string(p.numerics())}};
   }
 
-  GeneratedSource op_wrapper(const nlohmann::json& config) const override {
-    return generate_norm_op_wrapper(NormConfig::from_json(config));
+  std::string op_wrapper(const nlohmann::json& config) const override {
+    return generate_norm_op_wrapper(NormConfig::from_json(config)).text;
   }
 
   std::string op_schema(const nlohmann::json& config) const override {
     return norm_op_schema(NormConfig::from_json(config));
+  }
+
+  nlohmann::json manifest_fields(const nlohmann::json& config) const override {
+    return {{"element", config.value("element", std::string("unknown"))}};
+  }
+
+  // (x, residual, weight, bias, eps); a config that also writes x + residual returns (y, sum), y the anchor.
+  OpCall op_call(const OpCallSite& s) const override {
+    return {"", fmt::format("{}({}, {}, {}, {}, {})", s.op, s.tensor("x", true), s.tensor("residual", false),
+                            s.tensor("weight", false), s.tensor("bias", false),
+                            compose::python_float(s.scalar("eps", false).get<double>()))};
+  }
+
+  std::vector<std::string> op_returns(const nlohmann::json& config) const override {
+    if (config.is_object() && config.value("store_sum", false)) return {"y", "sum"};
+    return {"anchor"};
   }
 
  private:
@@ -60,9 +80,6 @@ class NormFamily final : public KernelFamily {
 
 }  // namespace
 
-const KernelFamily& normalization_family() {
-  static const NormFamily family;
-  return family;
-}
+const bool registered = register_kernel_family(std::make_unique<NormFamily>());
 
 }  // namespace fact::realize

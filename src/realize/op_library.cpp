@@ -1,6 +1,7 @@
 #include "realize/op_library.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 
@@ -8,7 +9,6 @@
 #include "core/files.h"
 #include "core/paths.h"
 #include "realize/gemm_codegen.h"
-#include "realize/gemm_problem.h"
 #include "realize/kernel_abi.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
@@ -67,7 +67,7 @@ void add_op_library_entries(const json& report, const std::string& where, std::v
   if (!report.contains("rows") || !report["rows"].is_array()) throw Error(where + ": \"rows\" is missing or not a list" + fix);
 
   std::map<std::string, size_t> index;
-  for (size_t i = 0; i < entries.size(); ++i) index[entries[i].op_name()] = i;
+  for (size_t i = 0; i < entries.size(); ++i) index[entries[i].op_name] = i;
   const auto& rows = report["rows"];
   for (size_t i = 0; i < rows.size(); ++i) {
     const json& row = rows[i];
@@ -75,28 +75,27 @@ void add_op_library_entries(const json& report, const std::string& where, std::v
     if (!row.is_object()) throw Error(at + ": not a JSON object" + fix);
     if (!row.contains("config") || row["config"].is_null()) continue;  // PyTorch kept, not realized, or build-only
     OpLibraryEntry entry;
-    entry.family = row.contains("family") && row["family"].is_string() ? row["family"].get<std::string>() : "gemm";
-    const KernelFamily* family = entry.family == "gemm" ? nullptr : kernel_family_named(entry.family);
-    if (entry.family != "gemm" && !family)
-      throw Error(at + ".family: \"" + entry.family + "\" is no kernel family FACT knows (gemm, normalization, attention, rope)" + fix);
+    entry.family = row.contains("family") && row["family"].is_string() ? row["family"].get<std::string>() : "";
+    const KernelFamily* family = kernel_family_named(entry.family);
+    if (!family)
+      throw Error(fmt::format("{}.family: \"{}\" is no kernel family FACT knows ({}){}", at, entry.family,
+                              fmt::join(kernel_family_names(), ", "), fix));
     if (!row["config"].is_object())
       throw Error(at + ".config: not an object (the winning " + entry.family + " config JSON, or null)" + fix);
     try {
-      if (family) {
-        // Rendering the config checks it the way the tuner did, and gives its id.
-        entry.family_config = row["config"];
-        entry.family_config_id = family->candidate_from_config(entry.family_config).config_id;
-      } else {
-        entry.config = GemmConfig::from_json(row["config"]);
-      }
+      // Rendering the config checks it the way the tuner did, and gives its id.
+      FamilyCandidate c = family->candidate_from_config(row["config"]);
+      entry.config = c.config;
+      entry.config_id = c.config_id;
+      entry.op_name = family->op_name(c.config_id);
+      entry.summary = c.summary;
     } catch (const Error& e) {
       throw Error(at + ".config: " + e.what());
     }
     if (!row.contains("problem") || !row["problem"].is_object())
       throw Error(at + ".problem: missing; the op check needs the problem the winner was tuned for" + fix);
     try {
-      if (family) (void)family->measure_problem(row["problem"]);  // parses the problem
-      else (void)GemmProblem::from_json(row["problem"]);
+      (void)family->measure_problem(row["problem"]);  // parses the problem
     } catch (const Error& e) {
       throw Error(at + ".problem: " + e.what());
     }
@@ -112,7 +111,7 @@ void add_op_library_entries(const json& report, const std::string& where, std::v
                   {"baseline_ms", optional_number(row, "baseline_ms")},
                   {"speedup", optional_number(row, "speedup")},
                   {"rel_err", optional_number(row, "rel_err")}};
-    auto [it, fresh] = index.emplace(entry.op_name(), entries.size());
+    auto [it, fresh] = index.emplace(entry.op_name, entries.size());
     if (fresh) entries.push_back(std::move(entry));
     entries[it->second].tuned_for.push_back(std::move(tuned));
   }
@@ -134,72 +133,43 @@ std::vector<OpLibraryEntry> op_library_entries(const std::vector<fs::path>& repo
 
 namespace {
 
-json gemm_manifest_op(const OpLibraryEntry& e) {
-  const GemmConfig& c = e.config;
-  const std::string name = e.op_name();
-  return {{"name", name},
-          {"op", "fact::" + name},
-          {"family", "gemm"},
-          {"schema", name + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor"},
-          {"config_id", c.id()},
-          {"summary", c.summary()},
-          {"config", c.to_json()},
-          {"numerics", to_string(c.numerics)},
-          {"arch", to_string(c.arch)},
-          {"gencode", nvcc_gencode(c.arch)},
-          {"epilogue", to_string(c.epilogue)},
-          {"has_bias", has_bias(c.epilogue)},
-          {"has_residual", has_residual(c.epilogue)},
-          {"element_in", to_string(c.element_in)},
-          {"element_out", to_string(c.element_out)},
-          {"layout", {{"a", to_string(c.layout_a)}, {"b", to_string(c.layout_b)}, {"d", to_string(c.layout_d)}}},
-          {"template", gemm_kernel_template(c)},
-          {"kernel_source", kernel_source(c.id())},
-          {"kernel_object", kernel_object(c.id())},
-          {"nvcc_args", nvcc_args_template(nvcc_command(c, kSourcePlaceholder, kOutputPlaceholder,
-                                                        kCutlassDirPlaceholder, NvccOutput::object))},
-          {"cutlass_version", first_version(e, "cutlass_version")},
-          {"nvcc_version", first_version(e, "nvcc_version")},
-          {"tuned_for", e.tuned_for}};
-}
-
-// Any other family, through the KernelFamily seam: its template, schema and compile target.
-json family_manifest_op(const OpLibraryEntry& e) {
+// One op of the manifest: what every family writes, then the family's own fields (KernelFamily::manifest_fields).
+json manifest_op(const OpLibraryEntry& e) {
   const KernelFamily& family = *kernel_family_named(e.family);
-  FamilyCandidate c = family.candidate_from_config(e.family_config);
-  const json data = family_data(e.family);
-  // The numerics the winner was verified in: its tuned problem's (a norm's follows its element type).
-  std::string numerics = e.family_config.value("numerics", std::string());
+  FamilyCandidate c = family.candidate_from_config(e.config);
+  // The numerics the winner was verified in: the config's, else its tuned problem's (a norm's follows its element).
+  std::string numerics = e.config.value("numerics", std::string());
   for (const auto& t : e.tuned_for)
     if (numerics.empty() && t.contains("problem") && t["problem"].is_object())
       numerics = t["problem"].value("numerics", std::string());
-  return {{"name", e.op_name()},
-          {"op", "fact::" + e.op_name()},
-          {"family", e.family},
-          {"schema", family.op_schema(e.family_config)},
-          {"config_id", c.config_id},
-          {"summary", c.summary},
-          {"config", c.config},
-          {"numerics", numerics.empty() ? "unknown" : numerics},
-          {"arch", to_string(c.arch)},
-          {"gencode", nvcc_gencode(c.arch)},
-          {"element", e.family_config.value("element", std::string("unknown"))},
-          {"template", c.kernel.template_name},  // the config's own: a family may have several kernels
-          {"op_template", data.value("op_template", "")},
-          {"kernel_source", kernel_source(c.config_id)},
-          {"kernel_object", kernel_object(c.config_id)},
-          {"nvcc_args", nvcc_args_template(nvcc_command(c.arch, kSourcePlaceholder, kOutputPlaceholder,
-                                                        kCutlassDirPlaceholder, NvccOutput::object))},
-          {"cutlass_version", first_version(e, "cutlass_version")},
-          {"nvcc_version", first_version(e, "nvcc_version")},
-          {"tuned_for", e.tuned_for}};
+  json op = {{"name", e.op_name},
+             {"op", "fact::" + e.op_name},
+             {"family", e.family},
+             {"schema", family.op_schema(e.config)},
+             {"config_id", c.config_id},
+             {"summary", c.summary},
+             {"config", c.config},
+             {"numerics", numerics.empty() ? "unknown" : numerics},
+             {"arch", to_string(c.arch)},
+             {"gencode", nvcc_gencode(c.arch)},
+             {"template", c.kernel.template_name},  // the config's own: a family may have several kernels
+             {"op_template", family_data(e.family).value("op_template", "")},
+             {"kernel_source", kernel_source(c.config_id)},
+             {"kernel_object", kernel_object(c.config_id)},
+             {"nvcc_args", nvcc_args_template(nvcc_command(c.arch, kSourcePlaceholder, kOutputPlaceholder,
+                                                           kCutlassDirPlaceholder, NvccOutput::object))},
+             {"cutlass_version", first_version(e, "cutlass_version")},
+             {"nvcc_version", first_version(e, "nvcc_version")},
+             {"tuned_for", e.tuned_for}};
+  op.update(family.manifest_fields(e.config));
+  return op;
 }
 
 }  // namespace
 
 json op_library_manifest(const std::vector<OpLibraryEntry>& entries) {
   json ops = json::array();
-  for (const auto& e : entries) ops.push_back(e.family == "gemm" ? gemm_manifest_op(e) : family_manifest_op(e));
+  for (const auto& e : entries) ops.push_back(manifest_op(e));
   return {{"format", kManifestFormat},
           {"version", kManifestVersion},
           {"namespace", "fact"},
@@ -234,15 +204,10 @@ OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, con
   std::vector<GeneratedSource> kernels;
   std::vector<std::string> wrappers;
   for (const auto& e : entries) {
-    if (e.family == "gemm") {
-      kernels.push_back(generate_gemm_kernel(e.config));
-      wrappers.push_back(gemm_op_wrapper_fragment(e.config));
-    } else {
-      const KernelFamily* family = kernel_family_named(e.family);
-      if (!family) throw Error("op library: op " + e.op_name() + " has unknown family '" + e.family + "'");
-      kernels.push_back(family->candidate_from_config(e.family_config).kernel);
-      wrappers.push_back(family->op_wrapper(e.family_config).text);
-    }
+    const KernelFamily* family = kernel_family_named(e.family);
+    if (!family) throw Error("op library: op " + e.op_name + " has unknown family '" + e.family + "'");
+    kernels.push_back(family->candidate_from_config(e.config).kernel);
+    wrappers.push_back(family->op_wrapper(e.config));
   }
   GeneratedSource wrapper = op_library_source(wrappers);
   json manifest = op_library_manifest(entries);
@@ -255,13 +220,13 @@ OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, con
   // Kernels of an earlier set would only confuse a reader: the manifest is what gets built.
   for (const auto& f : fs::directory_iterator(dir / "kernels"))
     if (f.path().extension() == ".cu") fs::remove(f.path());
-  for (size_t i = 0; i < kernels.size(); ++i) write_file_atomic(dir / kernel_source(entries[i].config_id()), kernels[i].text);
+  for (size_t i = 0; i < kernels.size(); ++i) write_file_atomic(dir / kernel_source(entries[i].config_id), kernels[i].text);
   write_file_atomic(dir / "ops.cpp", wrapper.text);
   write_file_atomic(dir / "include" / "kernel_abi.h", abi);
   write_file_atomic(dir / "manifest.json", manifest.dump(1) + "\n");
 
   OpLibraryFolder out{dir, dir / "manifest.json", {}};
-  for (const auto& e : entries) out.op_names.push_back(e.op_name());
+  for (const auto& e : entries) out.op_names.push_back(e.op_name);
   return out;
 }
 

@@ -1,8 +1,7 @@
 #pragma once
 // The op library: tuned winners as PyTorch custom ops in one folder that python -m
-// fact.realize.op_library_build compiles into a single libfact_ops.so: GEMMs as torch.ops.fact.gemm_<id>,
-// the other kernel families (normalization, attention, rope; kernel_family.h) as torch.ops.fact.<config id>, each
-// rendered from its family's templates. This side only writes sources and the manifest (no GPU, no torch);
+// fact.realize.op_library_build compiles into a single libfact_ops.so: every kernel family's winners
+// (kernel_family.h) as torch.ops.fact.<op name> (gemm_<id>, norm_<id>, ...), each rendered from its family's templates. This side only writes sources and the manifest (no GPU, no torch);
 // the manifest is the build's only input.
 #include <filesystem>
 #include <string>
@@ -10,23 +9,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "realize/gemm_config.h"
 
 namespace fact::realize {
 
 // One op: a winning config and every tuned problem it won (a config can win several).
 struct OpLibraryEntry {
-  std::string family = "gemm";  // "gemm", or the name of a KernelFamily (the report row's "family")
-  GemmConfig config;            // family "gemm"
-  nlohmann::json family_config; // other families: the config as the family writes it
-  std::string family_config_id; // and its id (norm_..., attn_..., rope_...)
-  // Per winning report row: report, pattern, anchor, problem (GemmProblem JSON), workload key,
+  std::string family;           // a KernelFamily's name (the report row's "family")
+  nlohmann::json config;        // the config as the family writes it
+  std::string config_id;        // its id: kernel symbols are fact_<config_id>_*
+  std::string op_name;          // the op in torch.ops.fact (KernelFamily::op_name)
+  std::string summary;
+  // Per winning report row: report, pattern, anchor, problem (the family's problem JSON), workload key,
   // fact_ms, baseline_ms, speedup, rel_err.
   std::vector<nlohmann::json> tuned_for;
-
-  std::string config_id() const { return family == "gemm" ? config.id() : family_config_id; }
-  // The op in torch.ops.fact: gemm_<id> for GEMMs; a family config id already names its family.
-  std::string op_name() const { return family == "gemm" ? "gemm_" + config.id() : family_config_id; }
 };
 
 // The winners of `fact tune --report` JSON files: rows whose "config" is non-null, merged by config id

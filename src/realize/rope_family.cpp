@@ -1,6 +1,8 @@
 // The rope family behind the KernelFamily seam: rope matches (x * cos + rotate_half(x) * sin) to kernels
 // rendered from templates/cute/rope_fwd.cu.in.
-#include "realize/rope_family.h"
+#include <fmt/format.h>
+
+#include "realize/kernel_family.h"
 
 #include "realize/candidate_tuner.h"
 #include "realize/rope_codegen.h"
@@ -24,10 +26,11 @@ class RopeFamily final : public KernelFamily {
     return make_workload_key(pattern, p.to_json(), to_string(p.element), "bhsd", to_string(p.numerics()), to_string(p.arch));
   }
 
-  std::vector<FamilyCandidate> candidates(const nlohmann::json& problem, int top_n) const override {
-    std::vector<FamilyCandidate> out;
+  CandidateSet candidates(const nlohmann::json& problem, int top_n) const override {
+    CandidateSet out;
     for (const auto& c : enumerate_rope_configs(RopeProblem::from_json(problem), top_n).ranked)
-      out.push_back(candidate(c));
+      out.ranked.push_back(candidate(c));
+    out.space = fmt::format("rope config space: {} candidates kept after pruning and ranking", out.ranked.size());
     return out;
   }
 
@@ -44,12 +47,22 @@ class RopeFamily final : public KernelFamily {
     return j;
   }
 
-  GeneratedSource op_wrapper(const nlohmann::json& config) const override {
-    return generate_rope_op_wrapper(RopeConfig::from_json(config));
+  std::string op_wrapper(const nlohmann::json& config) const override {
+    return generate_rope_op_wrapper(RopeConfig::from_json(config)).text;
   }
 
   std::string op_schema(const nlohmann::json& config) const override {
     return rope_op_schema(RopeConfig::from_json(config));
+  }
+
+  nlohmann::json manifest_fields(const nlohmann::json& config) const override {
+    return {{"element", config.value("element", std::string("unknown"))}};
+  }
+
+  // x as the module's view (read in place through its strides), cos/sin as the module's [seq, D] tables; the
+  // result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
+  OpCall op_call(const OpCallSite& s) const override {
+    return {"", fmt::format("{}({}, {}, {})", s.op, s.tensor("x", true), s.tensor("cos", true), s.tensor("sin", true))};
   }
 
  private:
@@ -60,9 +73,6 @@ class RopeFamily final : public KernelFamily {
 
 }  // namespace
 
-const KernelFamily& rope_family() {
-  static const RopeFamily family;
-  return family;
-}
+const bool registered = register_kernel_family(std::make_unique<RopeFamily>());
 
 }  // namespace fact::realize

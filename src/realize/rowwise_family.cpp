@@ -2,7 +2,7 @@
 // itself (the agent already searched the configs): the match's registry entry gives the kernel source and
 // the fragment it was verified on, a generated shim exports it under the family ABI (can_implement refuses
 // other row lengths), and the measure worker verifies it again against the fragment replayed in float64.
-#include "realize/rowwise_family.h"
+#include "realize/kernel_family.h"
 
 #include <fmt/format.h>
 
@@ -103,12 +103,12 @@ class RowwiseFamily final : public KernelFamily {
                              p.at("arch").get<std::string>());
   }
 
-  std::vector<FamilyCandidate> candidates(const json& p, int top_n) const override {
+  CandidateSet candidates(const json& p, int top_n) const override {
     if (top_n < 1) return {};
     json config = {{"entry", p.at("entry")}, {"kernel_id", p.at("kernel_id")}, {"source_hash", p.at("source_hash")},
                    {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}, {"dtype", p.at("dtype")},
                    {"arch", p.at("arch")}, {"fragment", p.at("fragment")}};
-    return {candidate_from_config(config)};
+    return {{candidate_from_config(config)}, "rowwise: one candidate, the registered kernel"};
   }
 
   FamilyCandidate candidate_from_config(const json& c) const override {
@@ -138,7 +138,7 @@ class RowwiseFamily final : public KernelFamily {
             {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}};
   }
 
-  GeneratedSource op_wrapper(const json& c) const override {
+  std::string op_wrapper(const json& c) const override {
     const std::string id = config_id_of(c);
     const auto broadcast = broadcast_of(c);
     std::string params, args, flags;
@@ -162,13 +162,26 @@ class RowwiseFamily final : public KernelFamily {
                                      {"params", params},
                                      {"args", args},
                                      {"schema", op_schema(c)}});
-    return out;
+    return out.text;
   }
 
   std::string op_schema(const json& c) const override {
     std::string params;
     for (size_t i = 0; i < broadcast_of(c).size(); ++i) params += fmt::format("{}Tensor in{}", i ? ", " : "", i);
     return config_id_of(c) + "(" + params + ") -> Tensor";
+  }
+
+  json manifest_fields(const json& c) const override { return {{"element", c.value("dtype", std::string("unknown"))}}; }
+
+  // The registered kernel's inputs in the rule's order ($in0, $in1, ...), as the module's tensors; the op
+  // returns a contiguous tensor shaped like the first full input (the anchor's shape for a row-wise chain).
+  OpCall op_call(const OpCallSite& s) const override {
+    const json broadcast = s.config.value("broadcast", json::array());
+    if (!broadcast.is_array() || broadcast.empty())
+      throw Error(s.where + ": the tune report's config lists no inputs (\"broadcast\"); tune the pattern again");
+    std::string args;
+    for (size_t i = 0; i < broadcast.size(); ++i) args += (i ? ", " : "") + s.tensor(fmt::format("in{}", i).c_str(), true);
+    return {"", fmt::format("{}({})", s.op, args)};
   }
 
  private:
@@ -188,9 +201,6 @@ class RowwiseFamily final : public KernelFamily {
 
 }  // namespace
 
-const KernelFamily& rowwise_family() {
-  static const RowwiseFamily family;
-  return family;
-}
+const bool registered = register_kernel_family(std::make_unique<RowwiseFamily>());
 
 }  // namespace fact::realize

@@ -10,6 +10,13 @@ namespace fact::realize {
 
 using TemplateValues = std::map<std::string, std::string>;
 
+// A rendered source file of a kernel family (kernel .cu, op wrapper .cpp).
+struct GeneratedSource {
+  std::string config_id;       // kernel symbols are fact_<config_id>_*
+  std::string template_name;   // e.g. "cutlass/gemm_sm90_collective.cu.in"
+  std::string text;
+};
+
 // `what` names the template in errors (a file path or "inline template").
 std::string render_template(const std::string& text, const TemplateValues& values, const std::string& what);
 // Reads templates_dir()/relative_path and renders it.

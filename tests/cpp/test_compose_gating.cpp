@@ -34,7 +34,8 @@ json winning_report(const fact::discover::Plan& plan, double fact_ms) {
     if (m.family != "gemm") continue;
     rows.push_back({{"pattern", m.rule}, {"anchor", m.anchor}, {"status", "tuned"}, {"baseline", "torch"},
                     {"fact_ms", fact_ms}, {"baseline_ms", 1.0}, {"rel_err", 1e-4}, {"numerics", "tf32"},
-                    {"winner", "cfg" + std::to_string(i)}, {"config", {{"epilogue", "none"}}}});
+                    {"winner", "cfg" + std::to_string(i)}, {"config", {{"epilogue", "none"}}}, {"family", "gemm"},
+                    {"problem", {{"epilogue", "none"}}}});
   }
   return {{"format", "fact-tune-report"}, {"version", 1}, {"rows", rows}};
 }

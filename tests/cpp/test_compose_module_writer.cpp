@@ -31,7 +31,8 @@ json report_for(const fact::discover::Plan& plan, size_t* accepted, size_t* reje
     const auto& m = plan.entries[i].match;
     if (m.family != "gemm" || gemms >= 2) continue;
     json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"status", "tuned"}, {"baseline", "torch"},
-                {"fact_ms", 1.05}, {"baseline_ms", 1.01}, {"config", nullptr}, {"winner", "torch"}};
+                {"fact_ms", 1.05}, {"baseline_ms", 1.01}, {"config", nullptr}, {"winner", "torch"},
+                {"family", "gemm"}, {"problem", {{"epilogue", "bias"}}}};
     if (gemms++ == 0) {
       row["winner"] = "cfg0";
       row["config"] = {{"epilogue", "bias"}};

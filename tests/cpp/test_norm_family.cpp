@@ -121,7 +121,7 @@ TEST(NormProblem, AddNormStoresTheSumOnlyWhenTheGraphReadsIt) {
   const KernelFamily* norm = kernel_family_named("normalization");
   EXPECT_EQ(norm->measure_problem(p.to_json()).at("store_sum"), true);
   // Through the seam as `fact tune` goes: the kernel reads the residual and writes the sum, the op returns both.
-  auto cands = norm->candidates(norm->problem_from_match(*fused[0], t.graph, Numerics::bf16, Arch::sm90), 1);
+  auto cands = norm->candidates(norm->problem_from_match(*fused[0], t.graph, Numerics::bf16, Arch::sm90), 1).ranked;
   ASSERT_EQ(cands.size(), 1u);
   EXPECT_TRUE(contains(cands[0].kernel.text, "constexpr bool kHasResidual = true;"));
   EXPECT_TRUE(contains(cands[0].kernel.text, "constexpr bool kStoreSum = true;"));
@@ -136,7 +136,7 @@ TEST(NormProblem, AddNormStoresTheSumOnlyWhenTheGraphReadsIt) {
   EXPECT_EQ(p.cols, 1024);
   EXPECT_TRUE(p.has_residual && p.has_weight && p.has_bias);
   EXPECT_FALSE(p.store_sum);
-  auto plain = kernel_family_named("normalization")->candidates(p.to_json(), 1);
+  auto plain = kernel_family_named("normalization")->candidates(p.to_json(), 1).ranked;
   EXPECT_TRUE(contains(plain.at(0).kernel.text, "constexpr bool kStoreSum = false;"));
 
   // A rule that exports a node its kernel block does not map to the sum is refused with the reason.
@@ -244,7 +244,7 @@ TEST(KernelFamilySeam, RegistryMeasureRequestAndKeys) {
   ASSERT_NE(norm, nullptr);
   EXPECT_EQ(kernel_family_named("no_such_family"), nullptr);
   auto problem = minigpt_ln().to_json();
-  auto cands = norm->candidates(problem, 3);
+  auto cands = norm->candidates(problem, 3).ranked;
   ASSERT_EQ(cands.size(), 3u);
   EXPECT_EQ(norm->candidate_from_config(cands[1].config).kernel.text, cands[1].kernel.text);
   auto req = family_measure_request(*norm, problem, {{cands[0].config_id, "/tmp/x.so"}});

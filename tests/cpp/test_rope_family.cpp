@@ -277,7 +277,7 @@ TEST(KernelFamilySeam, RopeMeasureRequestHasThePythonCaseFields) {
   const KernelFamily* rope = kernel_family_named("rope");
   ASSERT_NE(rope, nullptr);
   auto problem = llama3_q().to_json();
-  auto cands = rope->candidates(problem, 2);
+  auto cands = rope->candidates(problem, 2).ranked;
   ASSERT_EQ(cands.size(), 2u);
   EXPECT_EQ(rope->candidate_from_config(cands[1].config).kernel.text, cands[1].kernel.text);
   EXPECT_EQ(rope->workload_key("rope", problem).numerics, "fp32");
