@@ -231,7 +231,7 @@ class Worker:
 
         # Timing over the rotating sets, one prebuilt argument struct each, one shared workspace.
         arg_sets = [case.kernel_args(s, stream_ptr) for s in self.sets]
-        workspace, ws_bytes = self._workspace(lib, arg_sets)
+        workspace, ws_bytes = self._workspace(lib, arg_sets)  # held until the timing is done
         refs = [ctypes.byref(a) for a in arg_sets]
         run = lib.run_fn()
         bad = []
