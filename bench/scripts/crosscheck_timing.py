@@ -9,9 +9,8 @@ import sys
 import torch
 import triton.testing
 
-from fact.realize import timing, verify
-from fact.realize.measure_request import GemmProblem
-from fact.realize.measure_worker import torch_epilogue_gemm
+from fact.realize import timing
+from fact.realize.gemm_case import GemmCase, GemmProblem, torch_epilogue_gemm
 
 CASES = [(1024, "float32", "fp32", "highest"), (1024, "bfloat16", "bf16", "highest"),
          (4096, "float32", "tf32", "high"), (4096, "bfloat16", "bf16", "highest"),
@@ -24,8 +23,9 @@ def main() -> int:
     for size, dtype, numerics, precision in CASES:
         torch.set_float32_matmul_precision(precision)
         p = GemmProblem(size, size, size, 1, "row", "row", dtype, numerics, "none")
-        n_sets = timing.rotation_count(verify.bytes_per_set(p), l2)
-        sets = [verify.make_operands(p, "cuda") for _ in range(n_sets)]
+        case = GemmCase(p)
+        n_sets = timing.rotation_count(case.bytes_per_set(), l2)
+        sets = [case.make_inputs("cuda") for _ in range(n_sets)]
         fn = lambda i: torch_epilogue_gemm(p, sets[i])  # noqa: E731
         first = timing.time_launches(fn, n_sets, 25, 200).ms
         again = timing.time_launches(fn, n_sets, 25, 200).ms

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
 from fact.realize import kernel_abi, measure, timing, verify  # noqa: E402
-from fact.realize.measure_request import GemmProblem, RequestError, load_request, parse_request  # noqa: E402
+from fact.realize.gemm_case import GemmCase, GemmProblem, torch_epilogue_gemm  # noqa: E402
+from fact.realize.measure_request import RequestError, load_request, parse_request  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 HEADER = ROOT / "src" / "realize" / "kernel_abi.h"
@@ -162,7 +163,8 @@ def cpu_problem(**kw) -> GemmProblem:
 def test_operands_layout_and_never_zero():
     torch = pytest.importorskip("torch")
     p = cpu_problem(layout_a="col", layout_b="col", epilogue="bias_residual")
-    ops = verify.make_operands(p, "cpu")
+    case = GemmCase(p)
+    ops = case.make_inputs("cpu")
     assert ops.a_storage.shape == (2, 56, 24) and ops.a.shape == (2, 24, 56) and ops.lda == 24
     assert ops.b_storage.shape == (2, 40, 56) and ops.b.shape == (2, 56, 40) and ops.ldb == 56
     assert torch.equal(ops.a, ops.a_storage.transpose(1, 2))
@@ -170,50 +172,54 @@ def test_operands_layout_and_never_zero():
     assert bool(torch.isnan(ops.d_buffer).all())
     for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual):
         assert float(t.abs().min()) >= 0 and float(t.abs().mean()) > 0.01
-    assert verify.bytes_per_set(p) == 4 * (2 * (24 * 56 + 56 * 40 + 24 * 40) + 40 + 2 * 24 * 40)
+    assert case.bytes_per_set() == 4 * (2 * (24 * 56 + 56 * 40 + 24 * 40) + 40 + 2 * 24 * 40)
+    assert case.input_tensors(ops) == [ops.a_storage, ops.b_storage, ops.bias, ops.residual]
+    assert case.pre_kernel() is None  # only SwiGLU computes a kernel input with PyTorch first
 
 
 def test_reference_applies_epilogue():
     torch = pytest.importorskip("torch")
-    p = cpu_problem(epilogue="bias_relu")
-    ops = verify.make_operands(p, "cpu")
-    ref = verify.reference(p, ops)
+    case = GemmCase(cpu_problem(epilogue="bias_relu"))
+    ops = case.make_inputs("cpu")
+    ref = case.reference(ops)
     manual = torch.clamp(ops.a.double() @ ops.b.double() + ops.bias.double(), min=0)
-    assert ref.dtype == torch.float64 and torch.allclose(ref, manual)
-    p2 = cpu_problem(epilogue="bias_residual")
-    ops2 = verify.make_operands(p2, "cpu")
+    assert set(ref) == set(ops.outputs) == {"d"}
+    assert ref["d"].dtype == torch.float64 and torch.allclose(ref["d"], manual)
+    case2 = GemmCase(cpu_problem(epilogue="bias_residual"))
+    ops2 = case2.make_inputs("cpu")
     manual2 = ops2.a.double() @ ops2.b.double() + ops2.bias.double() + ops2.residual.double()
-    assert torch.allclose(verify.reference(p2, ops2), manual2)
+    assert torch.allclose(case2.reference(ops2)["d"], manual2)
 
 
 def test_swiglu_operands_reference_and_pytorch_path():
     """bias_silu_mul verifies the whole SwiGLU subgraph: the reference is built from A, B, B_up and both
     biases in float64, U is computed by PyTorch (as the composed module does) into the residual slot."""
     torch = pytest.importorskip("torch")
-    from fact.realize.measure_worker import torch_epilogue_gemm
     p = cpu_problem(batch=1, layout_a="row", layout_b="col", epilogue="bias_silu_mul")
     assert p.swiglu and p.has_residual and p.has_bias and p.activation == "silu"
-    ops = verify.make_operands(p, "cpu")
+    case = GemmCase(p)
+    ops = case.make_inputs("cpu")
     assert ops.up_b.shape == ops.b.shape == (1, 56, 40) and ops.up_b.stride() == ops.b.stride()
     assert ops.up_bias.shape == (40,) and not torch.equal(ops.up_b, ops.b)
     assert bool(torch.isnan(ops.residual).all())  # U is not there until PyTorch computes it
-    verify.prepare_residual_slot(p, ops)
+    case.pre_kernel()(ops)
     u = ops.a[0].double() @ ops.up_b[0].double() + ops.up_bias.double()
     assert torch.allclose(ops.residual[0].double(), u, rtol=1e-5, atol=1e-5)
     gate = ops.a[0].double() @ ops.b[0].double() + ops.bias.double()
-    ref = verify.reference(p, ops)
+    ref = case.reference(ops)["d"]
     assert torch.allclose(ref[0], torch.nn.functional.silu(gate) * u)
-    tol = verify.tolerance(p.numerics, p.k)
+    tol = case.tolerance()
     assert verify.compare(torch_epilogue_gemm(p, ops), ref, tol).passed
     # What the kernel computes from the prepared U passes; adding U (the residual epilogue) does not.
     kernel = torch.nn.functional.silu(ops.a @ ops.b + ops.bias) * ops.residual
     assert verify.compare(kernel, ref, tol).passed
     assert not verify.compare(torch.nn.functional.silu(ops.a @ ops.b + ops.bias) + ops.residual, ref, tol).passed
     # The up weights and U count toward the bytes that rotate through L2.
-    assert verify.bytes_per_set(p) == 4 * ((24 * 56 + 56 * 40 + 24 * 40) + 40 + 24 * 40 + 56 * 40 + 40)
-    snapshot = verify.inputs_snapshot(ops)
+    assert case.bytes_per_set() == 4 * ((24 * 56 + 56 * 40 + 24 * 40) + 40 + 24 * 40 + 56 * 40 + 40)
+    snapshot = verify.snapshot(case.input_tensors(ops))
+    assert verify.unchanged(case.input_tensors(ops), snapshot)
     ops.up_b_storage.add_(1.0)
-    assert not verify.inputs_unchanged(ops, snapshot)
+    assert not verify.unchanged(case.input_tensors(ops), snapshot)
 
 
 def fill_d(ops, values):
@@ -222,28 +228,28 @@ def fill_d(ops, values):
 
 def test_compare_accepts_fp32_and_catches_faults():
     torch = pytest.importorskip("torch")
-    p = cpu_problem()
-    tol = verify.tolerance(p.numerics, p.k)
-    ops = verify.make_operands(p, "cpu")
-    ref = verify.reference(p, ops)
+    case = GemmCase(cpu_problem())
+    tol = case.tolerance()
+    ops = case.make_inputs("cpu")
+    ref = case.reference(ops)["d"]
     fp32 = torch.nn.functional.gelu(ops.a @ ops.b + ops.bias, approximate="tanh")
     fill_d(ops, fp32)
     good = verify.compare(ops.d, ref, tol, ops.d_buffer)
     assert good.passed and good.rel_err < 1e-6, good
 
-    verify.poison(ops)
+    ops.d_buffer.fill_(float("nan"))
     fill_d(ops, fp32)
     ops.d[1, -1, -1] = float("nan")  # one element never written
     c = verify.compare(ops.d, ref, tol, ops.d_buffer)
     assert not c.passed and "not written" in c.message and "[1, 23, 39]" in c.message
 
-    verify.poison(ops)
+    ops.d_buffer.fill_(float("nan"))
     fill_d(ops, fp32)
     ops.d_buffer[verify.GUARD_ELEMENTS + ops.d.numel()] = 1.0  # one element past D
     c = verify.compare(ops.d, ref, tol, ops.d_buffer)
     assert not c.passed and "outside D" in c.message
 
-    verify.poison(ops)
+    ops.d_buffer.fill_(float("nan"))
     fill_d(ops, fp32)
     ops.d[0, 3, 5] += 0.05 * float(ref.abs().max())  # one wrong element: Frobenius barely moves
     c = verify.compare(ops.d, ref, tol, ops.d_buffer)
@@ -252,10 +258,10 @@ def test_compare_accepts_fp32_and_catches_faults():
 
 def test_compare_bf16_tolerance_separates_rounding_from_a_dropped_k_step():
     torch = pytest.importorskip("torch")
-    p = cpu_problem(dtype="bfloat16", numerics="bf16", epilogue="none", batch=1, m=64, n=64, k=1024)
-    tol = verify.tolerance(p.numerics, p.k)
-    ops = verify.make_operands(p, "cpu")
-    ref = verify.reference(p, ops)
+    case = GemmCase(cpu_problem(dtype="bfloat16", numerics="bf16", epilogue="none", batch=1, m=64, n=64, k=1024))
+    tol = case.tolerance()
+    ops = case.make_inputs("cpu")
+    ref = case.reference(ops)["d"]
     rounded = verify.compare(ref.to(torch.bfloat16), ref, tol)
     assert rounded.passed and 3e-4 < rounded.rel_err < 3e-3  # bf16 output rounding only
     dropped = (ops.a[..., :-1].double() @ ops.b[:, :-1, :].double()).to(torch.bfloat16)
@@ -264,13 +270,13 @@ def test_compare_bf16_tolerance_separates_rounding_from_a_dropped_k_step():
 
 # -- isolation: measure.py with a fake worker (no GPU needed) ------------------------------------
 
-def orchestrate(tmp_path, ids, monkeypatch, baseline=True, timeout_s=2.0, setup_fail=False):
+def orchestrate(tmp_path, ids, monkeypatch, baseline=True, timeout_s=2.0, setup_fail=False, **request):
     log = tmp_path / "workers.log"
     monkeypatch.setenv("FAKE_WORKER_LOG", str(log))
     if setup_fail:
         monkeypatch.setenv("FAKE_WORKER_SETUP", "fail")
     req = parse_request(minimal_request(candidates=[{"id": i, "library": f"/abs/{i}.so"} for i in ids],
-                                        baseline=baseline, timeout_s=timeout_s))
+                                        baseline=baseline, timeout_s=timeout_s, **request))
     argv = lambda job: [sys.executable, str(DATA / "fake_measure_worker.py"), str(job)]  # noqa: E731
     result = measure.Orchestrator(req, worker_argv=argv, log=sys.stderr).run()
     workers = [json.loads(line) for line in log.read_text().splitlines()]
@@ -293,6 +299,9 @@ def test_crash_hang_and_lost_context_do_not_take_others_down(tmp_path, monkeypat
     assert [w["baseline"] for w in workers] == [True, False, False, False]
     assert result["baseline"]["status"] == "ok" and result["fp32_reference_err"] == 1e-7
     assert result["device"] == "Fake GPU" and result["error"] is None
+    assert result["tolerances"]["applied"] == verify.tolerance("fp32", 16)
+    assert result["tolerances"]["at_this_k"]["tf32"] == verify.tolerance("tf32", 16)
+    assert result["settings"]["family"] == "gemm" and result["problem"]["m"] == 64
 
 
 def test_worker_setup_failure_marks_everything(tmp_path, monkeypatch):
@@ -300,6 +309,14 @@ def test_worker_setup_failure_marks_everything(tmp_path, monkeypatch):
     assert len(workers) == measure.MAX_FAILED_STARTS
     assert all(c["status"] == "crashed" and "set-up exploded" in c["message"] for c in result["candidates"])
     assert result["baseline"]["status"] == "failed" and "set-up" in result["error"]
+
+
+def test_family_result_takes_the_case_tolerance(tmp_path, monkeypatch):
+    norm = {"kind": "layer_norm", "rows": 8, "cols": 4096, "eps": 1e-5, "dtype": "bfloat16"}
+    result, _ = orchestrate(tmp_path, ["ok_a"], monkeypatch, family="normalization", problem=norm)
+    assert result["tolerances"]["applied"] == verify.tolerance("bf16", 4096)
+    assert set(result["tolerances"]) == {"applied", "numerics", "why"} and result["tolerances"]["numerics"] == "bf16"
+    assert result["settings"]["family"] == "normalization" and result["problem"]["cols"] == 4096
 
 
 def test_no_candidates_still_reports_baseline(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from fact.realize import op_check, op_library_build as olb
+from fact.realize import family_cases, op_check, op_library_build as olb
 
 CONFIG_ID = "0123456789ab"
 SM80_ID = "ba9876543210"
@@ -197,6 +197,31 @@ def test_family_manifest_errors_name_the_field(tmp_path, edit, needle):
     m = manifest()
     edit(m["ops"][0])
     with pytest.raises(olb.ManifestError, match=re.escape(needle)):
+        olb.load_manifest(write_library(tmp_path, m))
+
+
+def rowwise_op(entry: str) -> dict:
+    """A registered row-wise kernel's op as src/realize/op_library.cpp's family_manifest_op writes it."""
+    cid = f"rowwise_{entry}"
+    return {"name": cid, "op": f"fact::{cid}", "family": "rowwise", "schema": f"{cid}(Tensor in0) -> Tensor",
+            "config_id": cid, "summary": f"rowwise {entry}", "config": {"entry": entry, "cols": 256},
+            "numerics": "fp32", "arch": "sm90", "element": "unknown", "kernel_source": f"kernels/{cid}.cu",
+            "kernel_object": f"build/{cid}.o", "nvcc_args": nvcc_args("-gencode=arch=compute_90a,code=sm_90a"),
+            "tuned_for": [{"pattern": entry, "problem": {"entry": entry, "rows": 64, "cols": 256,
+                                                         "dtype": "float32", "numerics": "fp32"}}]}
+
+
+def test_manifest_takes_a_rowwise_op_and_every_family_of_the_data(tmp_path):
+    """The builder's families are the data files' (family_cases), so an agent-registered row-wise winner builds."""
+    assert olb.FAMILIES == family_cases.FAMILIES and "rowwise" in olb.FAMILIES
+    m = manifest()
+    m["ops"].append(rowwise_op("swish_absmax_rows"))
+    lib = olb.load_manifest(write_library(tmp_path, m))
+    op = lib.ops[-1]
+    assert (op.family, op.name, op.config_id) == ("rowwise", "rowwise_swish_absmax_rows", "rowwise_swish_absmax_rows")
+    assert str(tmp_path / op.kernel_object) in olb.link_command(lib, olb.TorchBuildFlags((), (), True), "g++")
+    m["ops"][-1]["name"] = "gemm_rowwise_swish_absmax_rows"  # a family op is named by its config id
+    with pytest.raises(olb.ManifestError, match=re.escape("ops[2].name")):
         olb.load_manifest(write_library(tmp_path, m))
 
 

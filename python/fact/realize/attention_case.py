@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, replace
 
 from . import verify
 from .kernel_abi import FactAttentionArgs
-from .problem_fields import ProblemError, bhr_strides, check_keys, flag, integer
+from .measure_case import MeasureCase
+from .problem_fields import ProblemError, bhr_strides, check_keys, flag, integer, positive_number
 
 DTYPE_FOR_NUMERICS = {"tf32": "float32", "3xtf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 PROBLEM_KEYS = ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim", "causal", "scale", "q_strides",
@@ -61,12 +62,10 @@ def parse_problem(obj, where: str = "request.problem") -> AttentionProblem:
     if dtype != DTYPE_FOR_NUMERICS[numerics]:
         raise ProblemError(f"{where}.dtype: {dtype!r} does not go with numerics {numerics!r}")
     causal = flag(obj, "causal", where)
-    scale = obj.get("scale")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-        raise ProblemError(f"{where}.scale: {scale!r} is not a positive number")
+    scale = positive_number(obj, "scale", where)
     ints = {k: integer(obj, k, where) for k in ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim")}
     views = {k: bhr_strides(obj, k, where) for k in ("q_strides", "k_strides", "v_strides")}
-    p = AttentionProblem(**ints, **views, causal=causal, scale=float(scale), dtype=dtype, numerics=numerics)
+    p = AttentionProblem(**ints, **views, causal=causal, scale=scale, dtype=dtype, numerics=numerics)
     if p.heads % p.heads_kv:
         raise ProblemError(f"{where}.heads_kv: {p.heads_kv} does not divide heads {p.heads}")
     if p.causal and p.seq_q != p.seq_k:
@@ -104,13 +103,9 @@ class AttentionInputs:
     outputs: dict    # {"o": ([B, H, Tq, D] view of a [B, Tq, H, D] buffer, guarded flat buffer)}
 
 
-class AttentionCase:
+class AttentionCase(MeasureCase):
     family = "attention"
     args_type = FactAttentionArgs
-    has_workspace = False
-
-    def __init__(self, problem: AttentionProblem):
-        self.problem = problem
 
     def tolerance(self) -> float:
         return TOLERANCE[self.problem.numerics]
@@ -222,3 +217,6 @@ class AttentionCase:
 
 def default_scale(head_dim: int) -> float:
     return 1.0 / math.sqrt(head_dim)
+
+
+Case = AttentionCase

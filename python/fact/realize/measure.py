@@ -1,9 +1,9 @@
-"""`python -m fact.realize.measure REQUEST.json -o RESULT.json`: verify and time kernel candidates
-(GEMM, or another family named by request.family: see family_cases.py and family_worker.py).
+"""`python -m fact.realize.measure REQUEST.json -o RESULT.json`: verify and time kernel candidates of the
+kernel family named by request.family (family_cases.py; GEMM when absent).
 
-Called by the C++ tuner. The request names one GEMM problem and candidate libraries (see
+Called by the C++ tuner. The request names one problem of the family and candidate libraries (see
 measure_request.py); the result holds, per candidate, a status, the median time and the error against a
-float64 reference, beside a cuBLAS baseline timed in the same run and the same numerics.
+float64 reference, beside PyTorch's baseline (cuBLAS for GEMM) timed in the same run and the same numerics.
 
 Isolation: candidates run in a worker subprocess (measure_worker.py) that streams one JSON line per
 result. If the worker dies (segfault, poisoned CUDA context) the candidate it was measuring is recorded
@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .family_cases import case_for
 from .measure_request import MeasureRequest, RequestError, load_request
-from .verify import tolerance, tolerance_table
 
 EXIT_OK, EXIT_WORKER_FAILED, EXIT_BAD_REQUEST, EXIT_NO_GPU = 0, 1, 2, 3
 STARTUP_TIMEOUT_S = 300.0   # importing torch, creating the CUDA context, drawing the rotating input sets
@@ -217,12 +217,8 @@ class Orchestrator:
 
     def result(self) -> dict:
         p = self.request.problem
-        if self.request.family == "gemm":
-            tol, tolerances = tolerance(p.numerics, p.k), tolerance_table(p.k)
-        else:
-            from .family_cases import case_for
-            tol = case_for(self.request.family, p).tolerance()
-            tolerances = {"why": "the family case's bound (see norm_case.py / attention_case.py)"}
+        case = case_for(self.request.family, p)
+        tol = case.tolerance()
         candidates = []
         for c in self.request.candidates:
             r = dict(self.results[c.id])
@@ -243,7 +239,7 @@ class Orchestrator:
             "baseline": baseline,
             "fp32_reference_err": fp32_err,
             "candidates": candidates,
-            "tolerances": {"applied": tol, "numerics": p.numerics, **tolerances},
+            "tolerances": {"applied": tol, "numerics": p.numerics, **case.tolerance_table()},
             "settings": {k: v for k, v in self.request.to_json().items() if k not in ("problem", "candidates")},
             "error": self.fatal,
         }
@@ -273,7 +269,7 @@ def fmt(x) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fact.realize.measure",
-                                 description="Verify and time GEMM candidates against cuBLAS.")
+                                 description="Verify and time kernel candidates against PyTorch.")
     ap.add_argument("request", help="request JSON (problem, candidates, trials, baseline, warmup_ms, rep_ms)")
     ap.add_argument("-o", "--output", required=True, help="where to write the result JSON")
     ap.add_argument("-q", "--quiet", action="store_true", help="no summary table on stdout")

@@ -1,4 +1,6 @@
 """The worker process of `measure`: runs the baseline and candidates on the GPU, one JSON line per event.
+What is family-specific (inputs, argument struct, float64 replay, PyTorch's ways) comes from the request's
+family case (family_cases.py); verifying and timing are the same for every family.
 
 Run by measure.py as `python -m fact.realize.measure_worker JOB.json`; JOB holds the request, the ids of
 the candidates still to measure and whether the baseline is still to run. The protocol goes to the
@@ -20,8 +22,9 @@ import sys
 import traceback
 
 from . import timing, verify
-from .kernel_abi import FactGemmArgs, KernelLibrary, KernelLoadError, status_name
-from .measure_request import GemmProblem, MeasureRequest, parse_request
+from .family_cases import case_for
+from .kernel_abi import KernelLibrary, KernelLoadError, status_name
+from .measure_request import MeasureRequest, parse_request
 from fact.gpu_lock import holds_gpu
 
 EXIT_CONTEXT_LOST = 70
@@ -71,108 +74,103 @@ def context_usable() -> bool:
         return False
 
 
-def gemm_args(problem: GemmProblem, ops: verify.Operands, stream_ptr: int) -> FactGemmArgs:
-    p = problem
-    ptr = lambda t: ctypes.c_void_p(t.data_ptr()) if t is not None else None  # noqa: E731
-    return FactGemmArgs(
-        m=p.m, n=p.n, k=p.k, batch=p.batch,
-        a=ptr(ops.a_storage), lda=ops.lda, batch_stride_a=p.m * p.k,
-        b=ptr(ops.b_storage), ldb=ops.ldb, batch_stride_b=p.k * p.n,
-        c=None, ldc=p.n, batch_stride_c=p.m * p.n,
-        d=ptr(ops.d), ldd=p.n, batch_stride_d=p.m * p.n,
-        bias=ptr(ops.bias), residual=ptr(ops.residual),
-        alpha=1.0, beta=0.0, workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr),
-    )
-
-
-def torch_epilogue_gemm(problem: GemmProblem, ops: verify.Operands):
-    """What PyTorch eager runs for this problem: matmul (addmm when unbatched with bias) + epilogue ops;
-    for SwiGLU the whole subgraph, silu(gate GEMM) * up GEMM, both GEMMs included."""
-    import torch
-    if problem.batch == 1:
-        a, b = ops.a[0], ops.b[0]
-        residual = ops.residual[0] if ops.residual is not None else None
-    else:
-        a, b, residual = ops.a, ops.b, ops.residual
-    if problem.swiglu:
-        gate = verify.up_projection(a, b, ops.bias)  # the same addmm form as the up projection
-        up = verify.up_projection(a, ops.up_b[0] if problem.batch == 1 else ops.up_b, ops.up_bias)
-        return (verify.apply_activation(gate, "silu") * up).view(problem.batch, problem.m, problem.n)
-    if ops.bias is not None and problem.batch == 1:
-        out = torch.addmm(ops.bias, a, b)
-    else:
-        out = torch.matmul(a, b)
-        if ops.bias is not None:
-            out = out + ops.bias
-    out = verify.apply_activation(out, problem.activation)
-    if residual is not None:
-        out = out + residual
-    return out.view(problem.batch, problem.m, problem.n)
-
-
 class Worker:
-    def __init__(self, request: MeasureRequest, proto: Protocol):
+    """Measures the request's baseline and candidates through the family's case (family_cases.py).
+
+    Per candidate: for each trial, fresh random inputs and NaN-poisoned, guarded outputs; every output must
+    be fully written, nothing beside it touched, the inputs unchanged, and the error against the float64
+    replay within the case's tolerance. The case's extra variants (e.g. attention at odd sequence lengths,
+    not a multiple of any tile) are verified too, then the kernel is timed over rotating input sets.
+    Baseline: every PyTorch way the case names is verified and timed; the fastest is the baseline, the
+    others are reported beside it.
+    """
+
+    def __init__(self, request: MeasureRequest, proto: Protocol, device: str = "cuda:0"):
         import torch
         self.torch = torch
         self.request = request
-        self.problem = request.problem
         self.proto = proto
-        self.device = torch.device("cuda", 0)
+        self.case = case_for(request.family, request.problem)
+        self.device = torch.device(device)
         self.stream = torch.cuda.current_stream()
-        self.tol = verify.tolerance(self.problem.numerics, self.problem.k)
+        self.tol = self.case.tolerance()
         self.env = environment()
-        self.n_sets = timing.rotation_count(verify.bytes_per_set(self.problem), self.env["l2_bytes"])
-        set_matmul_precision(self.problem.numerics)
-        self.sets = [verify.make_operands(self.problem, self.device) for _ in range(self.n_sets)]
-        self.bytes_per_set = verify.bytes_per_set(self.problem)
+        self.bytes_per_set = self.case.bytes_per_set()
+        self.n_sets = timing.rotation_count(self.bytes_per_set, self.env["l2_bytes"])
+        set_matmul_precision(request.problem.numerics)
+        self.sets = [self.case.make_inputs(self.device) for _ in range(self.n_sets)]
+
+    @staticmethod
+    def _check(case, outputs: dict, ref: dict, buffers: dict | None = None) -> verify.Check:
+        """The worst Check over the case's outputs; the first failing one if any fails."""
+        worst = None
+        for name, r in ref.items():
+            check = verify.compare(outputs[name], r, case.tolerance(), buffers.get(name) if buffers else None)
+            if not check.passed:
+                check.message = f"output {name}: {check.message}"
+                return check
+            if worst is None or check.rel_err > worst.rel_err:
+                worst = check
+        return worst
+
+    def _workspace(self, lib: KernelLibrary, arg_sets: list):
+        """(tensor, bytes): one workspace for all of arg_sets, attached to each; (None, 0) for a family without.
+        Handed over as 0xFF bytes: a kernel must initialize what it needs (CUTLASS initialize() does)."""
+        if not self.case.has_workspace:
+            return None, 0
+        ws_bytes = max(lib.workspace_bytes(a) for a in arg_sets)
+        workspace = self.torch.full((max(ws_bytes, 1),), 255, dtype=self.torch.uint8, device=self.device)
+        for a in arg_sets:
+            a.workspace, a.workspace_bytes = ctypes.c_void_p(workspace.data_ptr()), ws_bytes
+        return workspace, ws_bytes
 
     # -- baseline -------------------------------------------------------------------------------
     def baseline(self) -> dict:
-        torch, p = self.torch, self.problem
-        name = "torch.matmul (cuBLAS)" + ("" if p.epilogue == "none" else " + PyTorch epilogue ops")
-        if p.swiglu:
-            name = "torch silu(addmm) * addmm (cuBLAS gate and up GEMMs + PyTorch epilogue ops)"
-        out = {"name": name,
-               "precision": precision_of(p.numerics), "status": "ok", "message": None}
-        worst = verify.Check(True, 0.0, 0.0, 0.0, None)
-        fp32_errs = []
-        for _ in range(self.request.trials):
-            ops = verify.make_operands(p, self.device)
-            ref = verify.reference(p, ops)
-            res = torch_epilogue_gemm(p, ops)
-            torch.cuda.synchronize()
-            check = verify.compare(res, ref, self.tol)
-            if check.rel_err is not None and check.rel_err >= (worst.rel_err or 0.0):
-                worst = check
-            if not check.passed:
-                out.update(status="verify_failed", message=f"cuBLAS baseline: {check.message}")
-            fp32_errs.append(self.fp32_reference_err(ops, ref))
-        timed = timing.time_launches(lambda i: torch_epilogue_gemm(p, self.sets[i]), self.n_sets,
-                                     self.request.warmup_ms, self.request.rep_ms)
-        out.update(ms=timed.ms, rel_err=worst.rel_err, max_abs_err=worst.max_abs_err,
-                   max_err_vs_peak=worst.max_err_vs_peak, timing=timed.to_json())
-        out["fp32_reference_err"] = max(fp32_errs)
+        torch, case = self.torch, self.case
+        precision = precision_of(self.request.problem.numerics)
+        ways, fp32_errs = [], []
+        for name, fn in case.baselines():
+            way = {"name": name, "status": "ok", "message": None}
+            try:
+                worst = None
+                for _ in range(self.request.trials):
+                    inp = case.make_inputs(self.device)
+                    ref = case.reference(inp)
+                    out = fn(inp)
+                    torch.cuda.synchronize()
+                    check = self._check(case, out, ref)
+                    if not check.passed:
+                        way.update(status="verify_failed", message=check.message)
+                    if worst is None or (check.rel_err or 0) >= (worst.rel_err or 0):
+                        worst = check
+                    err = case.fp32_reference_err(inp, ref)
+                    if err is not None:
+                        fp32_errs.append(err)
+                    del inp, ref, out
+                timed = timing.time_launches(lambda i: fn(self.sets[i]), self.n_sets, self.request.warmup_ms,
+                                             self.request.rep_ms)
+                way.update(ms=timed.ms, rel_err=worst.rel_err, max_abs_err=worst.max_abs_err,
+                           max_err_vs_peak=worst.max_err_vs_peak, timing=timed.to_json())
+            except Exception as e:  # noqa: BLE001 - e.g. an SDPA back-end that does not take this dtype
+                if not context_usable():
+                    raise
+                way.update(status="unavailable", message=first_line(e), ms=None)
+            ways.append(way)
+        timed = [w for w in ways if w.get("ms") is not None]
+        if not timed:
+            return {"name": "none", "status": "failed", "precision": precision,
+                    "message": "no PyTorch way ran: " + "; ".join(f"{w['name']}: {w['message']}" for w in ways),
+                    "alternatives": ways}
+        best = min(timed, key=lambda w: w["ms"])
+        out = {**best, "precision": precision, "alternatives": [w for w in ways if w is not best]}
+        if fp32_errs:
+            out["fp32_reference_err"] = max(fp32_errs)
         return out
-
-    def fp32_reference_err(self, ops: verify.Operands, ref) -> float:
-        """Relative error of cuBLAS fp32 ('highest') on the same inputs: the accuracy 3xTF32 must match."""
-        torch, p = self.torch, self.problem
-        previous = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision("highest")
-        try:
-            f32 = lambda t: t.float() if t is not None else None  # noqa: E731
-            up = verify.Operands(f32(ops.a_storage), f32(ops.b_storage), f32(ops.a), f32(ops.b), f32(ops.bias),
-                                 f32(ops.residual), None, None, ops.lda, ops.ldb,
-                                 f32(ops.up_b_storage), f32(ops.up_b), f32(ops.up_bias))
-            res = torch_epilogue_gemm(p, up).double()
-            return float(torch.linalg.vector_norm(res - ref) / torch.linalg.vector_norm(ref))
-        finally:
-            torch.set_float32_matmul_precision(previous)
 
     # -- candidates -----------------------------------------------------------------------------
     def candidate(self, cid: str, library: str) -> tuple[dict, bool]:
         """Measures one candidate; returns (result, context_lost)."""
-        torch, p = self.torch, self.problem
+        torch, case = self.torch, self.case
         res = {"id": cid, "status": "ok", "ms": None, "rel_err": None, "max_abs_err": None,
                "max_err_vs_peak": None, "tolerance": self.tol, "message": None, "config": None}
 
@@ -181,7 +179,7 @@ class Worker:
             return res, context_lost
 
         try:
-            lib = KernelLibrary(library, cid)
+            lib = KernelLibrary(library, cid, case.args_type, has_workspace=case.has_workspace)
         except KernelLoadError as e:
             return fail("load_failed", str(e))
         text = lib.describe()
@@ -191,58 +189,57 @@ class Worker:
             res["config"] = text
 
         stream_ptr = self.stream.cuda_stream
+        checks = [(case, self.request.trials, "")]
+        checks += [(case_for(self.request.family, v), 1, f" (variant {v.to_json()})") for v in case.verify_variants()]
         worst = None
-        for trial in range(self.request.trials):
-            ops = verify.make_operands(p, self.device)
-            verify.prepare_residual_slot(p, ops)  # SwiGLU: U by PyTorch, as the composed module runs it
-            args = gemm_args(p, ops, stream_ptr)
-            code = lib.can_implement(args)
-            if code != 0:
-                return fail("cannot_implement", f"can_implement returned {status_name(code)}")
-            ws_bytes = lib.workspace_bytes(args)
-            # Handed over as 0xFF bytes: a kernel must initialize what it needs (CUTLASS initialize() does).
-            workspace = torch.full((max(ws_bytes, 1),), 255, dtype=torch.uint8, device=self.device)
-            args.workspace, args.workspace_bytes = ctypes.c_void_p(workspace.data_ptr()), ws_bytes
-            ref = verify.reference(p, ops)
-            snapshot = verify.inputs_snapshot(ops)
-            torch.cuda.synchronize()
-            code = lib.run(args)
-            if code != 0:
-                return fail("launch_failed", f"run returned {status_name(code)} (trial {trial})")
-            try:
+        for c, trials, label in checks:
+            prepare = c.pre_kernel()
+            for trial in range(trials):
+                inp = c.make_inputs(self.device)
+                if prepare is not None:
+                    prepare(inp)  # e.g. SwiGLU's U by PyTorch, as the composed module runs it
+                args = c.kernel_args(inp, stream_ptr)
+                code = lib.can_implement(args)
+                if code != 0:
+                    return fail("cannot_implement", f"can_implement returned {status_name(code)}{label}")
+                workspace, _ = self._workspace(lib, [args])
+                ref = c.reference(inp)
+                snapshot = verify.snapshot(c.input_tensors(inp))
                 torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001 - any CUDA error: decide by the context's health
-                lost = not context_usable()
-                return fail("crashed" if lost else "launch_failed",
-                            f"CUDA error after run (trial {trial}): {first_line(e)}", lost)
-            check = verify.compare(ops.d, ref, self.tol, ops.d_buffer)
-            if not check.passed:
-                res.update(rel_err=check.rel_err, max_abs_err=check.max_abs_err,
-                           max_err_vs_peak=check.max_err_vs_peak)
-                return fail("verify_failed", f"trial {trial}: {check.message}")
-            if not verify.inputs_unchanged(ops, snapshot):
-                return fail("verify_failed", f"trial {trial}: the kernel modified its inputs A, B, bias or residual")
-            if worst is None or check.rel_err > worst.rel_err:
-                worst = check
-            del ops, ref, snapshot, workspace
+                code = lib.run(args)
+                if code != 0:
+                    return fail("launch_failed", f"run returned {status_name(code)} (trial {trial}){label}")
+                try:
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001 - any CUDA error: decide by the context's health
+                    lost = not context_usable()
+                    return fail("crashed" if lost else "launch_failed",
+                                f"CUDA error after run (trial {trial}){label}: {first_line(e)}", lost)
+                outs = {name: view for name, (view, _) in inp.outputs.items()}
+                bufs = {name: buf for name, (_, buf) in inp.outputs.items()}
+                check = self._check(c, outs, ref, bufs)
+                if not check.passed:
+                    res.update(rel_err=check.rel_err, max_abs_err=check.max_abs_err,
+                               max_err_vs_peak=check.max_err_vs_peak)
+                    return fail("verify_failed", f"trial {trial}{label}: {check.message}")
+                if not verify.unchanged(c.input_tensors(inp), snapshot):
+                    return fail("verify_failed", f"trial {trial}{label}: the kernel modified its inputs")
+                if c is case and (worst is None or check.rel_err > worst.rel_err):
+                    worst = check
+                del inp, ref, snapshot, workspace
         res.update(rel_err=worst.rel_err, max_abs_err=worst.max_abs_err, max_err_vs_peak=worst.max_err_vs_peak)
 
         # Timing over the rotating sets, one prebuilt argument struct each, one shared workspace.
-        arg_sets = [gemm_args(p, ops, stream_ptr) for ops in self.sets]
-        ws_bytes = max(lib.workspace_bytes(a) for a in arg_sets)
-        workspace = torch.full((max(ws_bytes, 1),), 255, dtype=torch.uint8, device=self.device)
-        refs = []
-        for a in arg_sets:
-            a.workspace, a.workspace_bytes = ctypes.c_void_p(workspace.data_ptr()), ws_bytes
-            refs.append(ctypes.byref(a))
+        arg_sets = [case.kernel_args(s, stream_ptr) for s in self.sets]
+        workspace, ws_bytes = self._workspace(lib, arg_sets)  # held until the timing is done
+        refs = [ctypes.byref(a) for a in arg_sets]
         run = lib.run_fn()
         bad = []
-
-        # SwiGLU's FACT time includes the up projection that feeds the kernel its U.
-        prepare = (lambda i: verify.prepare_residual_slot(p, self.sets[i])) if p.swiglu else (lambda i: None)
+        prepare = case.pre_kernel()  # its time counts toward the kernel's, as in the composed module
 
         def launch(i: int) -> None:
-            prepare(i)
+            if prepare is not None:
+                prepare(self.sets[i])
             if run(refs[i]) != 0 and not bad:
                 bad.append(i)
 
@@ -253,7 +250,9 @@ class Worker:
             return fail("crashed" if lost else "launch_failed", f"while timing: {first_line(e)}", lost)
         if bad:
             return fail("launch_failed", f"run returned non-zero while timing (input set {bad[0]})")
-        res.update(ms=timed.ms, timing=timed.to_json(), workspace_bytes=ws_bytes)
+        res.update(ms=timed.ms, timing=timed.to_json())
+        if case.has_workspace:
+            res["workspace_bytes"] = ws_bytes
         return res, False
 
 
@@ -271,11 +270,7 @@ def main(argv: list[str]) -> int:
         with open(argv[0]) as f:
             job = json.load(f)
         request = parse_request(job["request"])
-        if request.family == "gemm":
-            worker = Worker(request, proto)
-        else:
-            from .family_worker import FamilyWorker
-            worker = FamilyWorker(request, proto)
+        worker = Worker(request, proto)
     except Exception as e:  # noqa: BLE001 - reported to the parent, which records it
         traceback.print_exc()
         proto.emit("fatal", message=f"worker set-up failed: {first_line(e)}")

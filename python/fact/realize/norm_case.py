@@ -1,10 +1,7 @@
 """The normalization family's measurement case: LayerNorm / RMSNorm over the last dim, optionally
-after a residual add (y = norm(x + r), and x + r itself when the graph reads it).
-
-What the family runner (family_worker.py) needs from a family: the problem parsed from the request,
-fresh random inputs laid out as the module's tensors are (row strides), NaN-poisoned guarded outputs,
-the kernel's argument struct, a float64 replay of the matched subgraph, and PyTorch's ways of computing
-the same thing in the same numerics (the fastest is the baseline).
+after a residual add (y = norm(x + r), and x + r itself when the graph reads it), with x and the
+residual read through their row strides. Verified against the norm in float64 at the problem's rows and
+at an odd row count; baseline: PyTorch's ways of computing the same in the same dtype (the fastest wins).
 """
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 
 from . import verify
 from .kernel_abi import FactNormArgs
+from .measure_case import MeasureCase
 from .problem_fields import ProblemError, check_keys, flag, integer
 
 KINDS = ("layer_norm", "rms_norm")
@@ -80,13 +78,9 @@ class NormInputs:
     outputs: dict        # name -> (view [rows, cols], guarded flat buffer)
 
 
-class NormCase:
+class NormCase(MeasureCase):
     family = "normalization"
     args_type = FactNormArgs
-    has_workspace = False
-
-    def __init__(self, problem: NormProblem):
-        self.problem = problem
 
     def tolerance(self) -> float:
         # A row reduction of `cols` fp32 terms, then one rounding to the element type: the GEMM table
@@ -192,3 +186,6 @@ class NormCase:
         count, so the last CTA holds fewer rows than the config's rows_per_cta (a module's 65536 or 4096 rows
         never do): rows past the end must be neither read nor written (the guards around each output)."""
         return [] if self.problem.rows == ODD_ROWS else [replace(self.problem, rows=ODD_ROWS)]
+
+
+Case = NormCase

@@ -2,8 +2,8 @@
 
     python -m fact.realize.op_check DIR [-o result.json] [--trials 3] [--rep-ms 200]
 
-Per op and tuned problem: output vs a float64 reference on fresh random inputs (verify.py's operands and
-tolerances), shape propagation on meta tensors and under FakeTensorMode (the output's sizes, strides
+Per op and tuned problem: output vs a float64 reference on fresh random inputs (gemm_case.py's operands,
+reference and tolerance), shape propagation on meta tensors and under FakeTensorMode (the output's sizes, strides
 and dtype must equal the real output's), torch.library.opcheck (schema, fake tensor, AOT dispatch),
 torch.compile(fullgraph=True) of a function calling the op against eager, and the op's time against
 torch.matmul in the same numerics (timing.py, as the tuner times). Prints a table; writes the result JSON.
@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 
 from . import timing, verify
-from .measure_request import GemmProblem, RequestError, parse_problem
-from .measure_worker import context_usable, environment, first_line, set_matmul_precision, torch_epilogue_gemm
+from .gemm_case import GemmCase, GemmProblem, Operands, parse_problem, torch_epilogue_gemm
+from .measure_request import RequestError
+from .measure_worker import context_usable, environment, first_line, set_matmul_precision
 from .op_library_build import ManifestError, OpLibrary, OpSpec, load_manifest
 from fact.gpu_lock import holds_gpu
 
@@ -41,7 +42,7 @@ def problem_of(tuned: dict, where: str) -> GemmProblem:
         return parse_problem({"m": p.get("m"), "n": p.get("n"), "k": p.get("k"), "batch": p.get("batch", 1),
                               "layout_a": layout("a"), "layout_b": layout("b"), "dtype": p.get("element_in"),
                               "numerics": p.get("numerics"), "epilogue": p.get("epilogue", "none")}, where)
-    except RequestError as e:
+    except ValueError as e:  # problem_fields.ProblemError
         raise RequestError(f"{e} (from the tune report's problem JSON)") from e
 
 
@@ -50,7 +51,7 @@ def describe(p: GemmProblem) -> str:
     return f"{p.m}x{p.n}x{p.k}{batch} {p.layout_a[0]}{p.layout_b[0]} {p.numerics} {p.epilogue}"
 
 
-def op_args(p: GemmProblem, ops: verify.Operands) -> tuple:
+def op_args(p: GemmProblem, ops: Operands) -> tuple:
     """(a, b, bias, residual) as a model would pass them: 2-D when unbatched, in the kernel's layouts."""
     if p.batch == 1:
         return ops.a[0], ops.b[0], ops.bias, ops.residual[0] if ops.residual is not None else None
@@ -87,7 +88,9 @@ class OpChecker:
             return row
         row["problem"] = describe(p)
         set_matmul_precision(p.numerics)
-        tol = verify.tolerance(p.numerics, p.k)
+        case = GemmCase(p)
+        prepare = case.pre_kernel() or (lambda ops: None)  # SwiGLU: U by PyTorch, as the composed module does
+        tol = case.tolerance()
         row["tolerance"] = tol
 
         # 1. Output against the float64 reference, fresh inputs per trial.
@@ -95,17 +98,17 @@ class OpChecker:
         try:
             worst = None
             for trial in range(self.trials):
-                ops = verify.make_operands(p, self.device)
-                verify.prepare_residual_slot(p, ops)
-                ref = verify.reference(p, ops)
-                snapshot = verify.inputs_snapshot(ops)
+                ops = case.make_inputs(self.device)
+                prepare(ops)
+                ref = case.reference(ops)["d"]
+                snapshot = verify.snapshot(case.input_tensors(ops))
                 real = fn(*op_args(p, ops))
                 torch.cuda.synchronize()
                 c = verify.compare(as_batched(real), ref, tol)
                 if not c.passed:
                     fail("verify", f"trial {trial}: {c.message}")
                     break
-                if not verify.inputs_unchanged(ops, snapshot):
+                if not verify.unchanged(case.input_tensors(ops), snapshot):
                     fail("verify", f"trial {trial}: the op modified its inputs")
                     break
                 if worst is None or c.rel_err > worst.rel_err:
@@ -120,8 +123,8 @@ class OpChecker:
         if real is None:
             row["status"] = "failed"
             return row
-        arg_ops = verify.make_operands(p, self.device)
-        verify.prepare_residual_slot(p, arg_ops)  # SwiGLU's U must be real numbers for opcheck and compile
+        arg_ops = case.make_inputs(self.device)
+        prepare(arg_ops)  # SwiGLU's U must be real numbers for opcheck and compile
         args = op_args(p, arg_ops)
         expect = (tuple(real.shape), tuple(real.stride()), real.dtype)
 
@@ -180,12 +183,12 @@ class OpChecker:
 
         # 5. Time: the op vs torch.matmul (+ PyTorch's epilogue ops) in the same numerics, same inputs.
         try:
-            n_sets = timing.rotation_count(verify.bytes_per_set(p), self.env["l2_bytes"])
-            sets = [verify.make_operands(p, self.device) for _ in range(n_sets)]
+            n_sets = timing.rotation_count(case.bytes_per_set(), self.env["l2_bytes"])
+            sets = [case.make_inputs(self.device) for _ in range(n_sets)]
             call_args = [op_args(p, s) for s in sets]
             # SwiGLU: the op's time includes the up projection that computes its U, as in the composed module.
             def fact_call(i):
-                verify.prepare_residual_slot(p, sets[i])
+                prepare(sets[i])
                 return fn(*call_args[i])
 
             fact_t = timing.time_launches(fact_call, n_sets, self.warmup_ms, self.rep_ms)

@@ -2,12 +2,11 @@
 
     python -m fact.realize.op_library_build DIR [--jobs N]
 
-Reads DIR/manifest.json (format "fact-op-library", version 1), compiles every kernels/<id>.cu (GEMM,
-normalization and attention kernels alike) with
-nvcc using the manifest's command line (it is src/realize/nvcc_command.cpp's, with machine paths as
-placeholders) and ops.cpp with this torch's include paths and C++ ABI flag, all in parallel, links
-them into DIR/libfact_ops.so, then loads it with torch.ops.load_library and checks that every op of the
-manifest is in torch.ops.fact. Writes DIR/build_result.json.
+Reads DIR/manifest.json (format "fact-op-library", version 1), compiles every kernels/<id>.cu (of every
+kernel family alike) with nvcc using the manifest's command line (it is src/realize/nvcc_command.cpp's,
+with machine paths as placeholders) and ops.cpp with this torch's include paths and C++ ABI flag, all in
+parallel, links them into DIR/libfact_ops.so, then loads it with torch.ops.load_library and checks that
+every op of the manifest is in torch.ops.fact. Writes DIR/build_result.json.
 
 Exit status: 0 built and loaded; 1 a compile, link or load failed; 2 bad input (manifest, CUTLASS or
 nvcc not found); 3 this Python has no CUDA build of torch (build on the GPU machine).
@@ -25,12 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .family_cases import FAMILIES
 from .kernel_abi import FACT_KERNEL_ABI_VERSION, KERNEL_ID_PATTERN
 
 MANIFEST_FORMAT = "fact-op-library"
 MANIFEST_VERSION = 1
 PLACEHOLDERS = ("{cutlass_dir}", "{fact_include}", "{source}", "{output}")
-FAMILIES = ("gemm", "normalization", "attention", "rope")  # the kernel families whose ops ops.cpp can hold
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NEEDS_CUDA_TORCH = 0, 1, 2, 3
 
@@ -60,7 +59,7 @@ class OpSpec:
     nvcc_args: tuple[str, ...]
     tuned_for: tuple[dict, ...]
     config: dict = field(default_factory=dict)
-    family: str = "gemm"      # gemm, normalization, attention, rope
+    family: str = "gemm"      # one of family_cases.FAMILIES
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,8 @@ def parse_manifest(obj, directory: Path, where: str = "manifest") -> OpLibrary:
         if family not in FAMILIES:
             raise ManifestError(f"{w}.family: {family!r} is not one of {', '.join(FAMILIES)}")
         name = _field(o, "name", str, w)
-        # GEMM ops are gemm_<id>; a family's config id already names its family (norm_..., attn_..., rope_...).
+        # As OpLibraryEntry::op_name(): GEMM ops are gemm_<id>; another family's config id already names its
+        # family (norm_..., attn_..., rope_..., rowwise_...).
         expected = f"gemm_{cid}" if family == "gemm" else cid
         if name != expected:
             raise ManifestError(f"{w}.name: {name!r}, expected {expected!r} (ops.cpp defines that name)")

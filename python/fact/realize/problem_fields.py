@@ -1,5 +1,5 @@
-"""Checks of the fields of a family's measurement problem (request.problem), shared by the family cases:
-each error names the field it rejects and what is allowed."""
+"""Checks of the fields of a measurement request and of its family's problem (request.problem), shared by
+measure_request.py and the family cases: each error names the field it rejects and what is allowed."""
 from __future__ import annotations
 
 
@@ -17,9 +17,27 @@ def check_keys(obj, keys: tuple, where: str) -> None:
 
 
 def integer(obj: dict, key: str, where: str, default=None, minimum: int = 1) -> int:
+    if key not in obj and default is None:
+        raise ProblemError(f"{where}.{key}: missing (an integer >= {minimum})")
     v = obj.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise ProblemError(f"{where}.{key}: {v!r} is not an integer >= {minimum}")
+    return v
+
+
+def positive_number(obj: dict, key: str, where: str, default=None) -> float:
+    v = obj.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise ProblemError(f"{where}.{key}: {v!r} is not a positive number")
+    return float(v)
+
+
+def choice(obj: dict, key: str, where: str, allowed: tuple, default=None) -> str:
+    if key not in obj and default is None:
+        raise ProblemError(f"{where}.{key}: missing (one of {', '.join(allowed)})")
+    v = obj.get(key, default)
+    if v not in allowed:
+        raise ProblemError(f"{where}.{key}: {v!r} is not one of {', '.join(allowed)}")
     return v
 
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from . import verify
 from .attention_case import restride
 from .kernel_abi import FactRopeArgs
+from .measure_case import MeasureCase
 from .problem_fields import ProblemError, bhr_strides, check_keys, integer
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -87,13 +88,9 @@ class RopeInputs:
     outputs: dict    # {"out": ([B, H, T, D] view with the problem's out strides, guarded flat buffer)}
 
 
-class RopeCase:
+class RopeCase(MeasureCase):
     family = "rope"
     args_type = FactRopeArgs
-    has_workspace = False
-
-    def __init__(self, problem: RopeProblem):
-        self.problem = problem
 
     def tolerance(self) -> float:
         return TOLERANCE[self.problem.numerics]
@@ -184,3 +181,6 @@ class RopeCase:
             out.append(replace(p, batch=b, seq=seq, x_strides=again(p.x_strides), cos_strides=again(p.cos_strides),
                                sin_strides=again(p.sin_strides), out_strides=again(p.out_strides)))
         return out
+
+
+Case = RopeCase

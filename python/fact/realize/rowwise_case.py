@@ -12,6 +12,7 @@ from fact.agent.verify_rowwise import TOLERANCE
 
 from . import verify
 from .kernel_abi import FACT_ROWWISE_MAX_INPUTS, FactRowwiseArgs
+from .measure_case import MeasureCase
 from .problem_fields import ProblemError, check_keys, integer
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
@@ -63,13 +64,9 @@ class RowwiseInputs:
     outputs: dict        # "out" -> (view [rows, cols], guarded flat buffer)
 
 
-class RowwiseCase:
+class RowwiseCase(MeasureCase):
     family = "rowwise"
     args_type = FactRowwiseArgs
-    has_workspace = False
-
-    def __init__(self, problem: RowwiseProblem):
-        self.problem = problem
 
     def _broadcast(self) -> list:
         return [bool(s.get("broadcast", False)) for s in self.problem.fragment["inputs"]]
@@ -122,3 +119,6 @@ class RowwiseCase:
     def verify_variants(self) -> list:
         """The same row length at an odd row count: rows past the end are neither read nor written."""
         return [] if self.problem.rows == ODD_ROWS else [replace(self.problem, rows=ODD_ROWS)]
+
+
+Case = RowwiseCase

@@ -1,18 +1,16 @@
-"""Verifying a GEMM result: fresh random operands, poisoned and guarded output, float64 reference.
+"""Verifying a kernel's output, for every family's case: the tolerance table by numerics mode and the check
+of a NaN-poisoned, guarded output against a float64 reference.
 
-Per trial the operands are drawn anew (never zeros: zeros hide unwritten outputs and wrong indexing),
-the output buffer is filled with NaN, including guard regions on both sides of D, and after the run:
-every element of D must be written (no NaN left), nothing outside D may change, the inputs must be
-unchanged, and the error against a float64 reference (same rounded inputs, the epilogue too) must be
-within the numerics mode's tolerance, both as relative Frobenius error and as the largest element error
-over the largest |reference| element (which catches a few wrong elements, e.g. one bad edge tile).
+Per trial a case draws its inputs anew (never zeros: zeros hide unwritten outputs and wrong indexing) and
+fills each output, with guard regions on both sides, with NaN; after the run every element must be written
+(no NaN left), nothing outside the output may change, and the error against the float64 reference (same
+rounded inputs) must be within the tolerance, both as relative Frobenius error and as the largest element
+error over the largest |reference| element (which catches a few wrong elements, e.g. one bad edge tile).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from .measure_request import GemmProblem
 
 # Relative tolerance by numerics mode, for the relative Frobenius error and for max|err| / max|ref|.
 # The reference multiplies the same (already rounded) inputs in float64, so the error is what the
@@ -50,130 +48,8 @@ def torch_dtype(name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-# Guard elements on each side of D: a kernel that writes past its edges is caught here.
+# Guard elements on each side of an output: a kernel that writes past its edges is caught here.
 GUARD_ELEMENTS = 4096
-
-
-@dataclass
-class Operands:
-    """One input set laid out as the kernel sees it, plus logical [batch, M, K] / [batch, K, N] views."""
-    a_storage: object   # torch.Tensor; [batch, M, K] for row, [batch, K, M] for col
-    b_storage: object   # [batch, K, N] for row, [batch, N, K] for col
-    a: object           # logical view [batch, M, K]
-    b: object           # logical view [batch, K, N]
-    bias: object        # [N] or None
-    residual: object    # [batch, M, N] or None
-    d_buffer: object    # flat, guard + batch*M*N + guard
-    d: object           # view [batch, M, N] row-major inside d_buffer
-    lda: int
-    ldb: int
-    # SwiGLU (bias_silu_mul) only: the up projection's weight (laid out like b) and bias; the residual slot
-    # holds U = a @ up_b + up_bias, which prepare_residual_slot computes with PyTorch before each run.
-    up_b_storage: object = None
-    up_b: object = None
-    up_bias: object = None
-
-
-def make_operands(problem: GemmProblem, device, generator=None) -> Operands:
-    """Fresh random operands (randn, B scaled by 1/sqrt(K) so that A@B entries are about N(0,1))."""
-    import torch
-    p = problem
-    dt = torch_dtype(p.dtype)
-
-    def randn(*shape, scale=1.0):
-        x = torch.randn(*shape, device=device, dtype=torch.float32, generator=generator)
-        return (x * scale).to(dt)
-
-    if p.layout_a == "row":
-        a_storage = randn(p.batch, p.m, p.k)
-        a, lda = a_storage, p.k
-    else:
-        a_storage = randn(p.batch, p.k, p.m)
-        a, lda = a_storage.transpose(1, 2), p.m
-    scale_b = 1.0 / math.sqrt(p.k)
-
-    def weight():
-        if p.layout_b == "row":
-            storage = randn(p.batch, p.k, p.n, scale=scale_b)
-            return storage, storage, p.n
-        storage = randn(p.batch, p.n, p.k, scale=scale_b)
-        return storage, storage.transpose(1, 2), p.k
-
-    b_storage, b, ldb = weight()
-    bias = randn(p.n, scale=0.5) if p.has_bias else None
-    up_b_storage = up_b = up_bias = None
-    if p.swiglu:
-        up_b_storage, up_b, _ = weight()
-        up_bias = randn(p.n, scale=0.5)
-        residual = torch.full((p.batch, p.m, p.n), float("nan"), device=device, dtype=dt)  # U, computed later
-    else:
-        residual = randn(p.batch, p.m, p.n) if p.has_residual else None
-    numel = p.batch * p.m * p.n
-    d_buffer = torch.full((numel + 2 * GUARD_ELEMENTS,), float("nan"), device=device, dtype=dt)
-    d = d_buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + numel].view(p.batch, p.m, p.n)
-    return Operands(a_storage, b_storage, a, b, bias, residual, d_buffer, d, lda, ldb, up_b_storage, up_b, up_bias)
-
-
-def up_projection(a, up_b, up_bias, out=None):
-    """U = a @ up_b + up_bias as PyTorch eager runs a Linear (addmm when unbatched), optionally into `out`."""
-    import torch
-    if a.dim() == 2:
-        return torch.addmm(up_bias, a, up_b, out=out)
-    return torch.baddbmm(up_bias, a, up_b, out=out)
-
-
-def prepare_residual_slot(problem: GemmProblem, ops: Operands) -> None:
-    """SwiGLU: fills the residual slot with U, computed by PyTorch in the current matmul precision, as the
-    composed module does before the FACT kernel. Other epilogues: nothing to do."""
-    if not problem.swiglu:
-        return
-    if problem.batch == 1:
-        up_projection(ops.a[0], ops.up_b[0], ops.up_bias, out=ops.residual[0])
-    else:
-        up_projection(ops.a, ops.up_b, ops.up_bias, out=ops.residual)
-
-
-def bytes_per_set(problem: GemmProblem) -> int:
-    p = problem
-    elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
-    n = p.batch * (p.m * p.k + p.k * p.n + p.m * p.n) + (p.n if p.has_bias else 0)
-    n += p.batch * p.m * p.n if p.has_residual else 0
-    n += p.batch * p.k * p.n + p.n if p.swiglu else 0
-    return n * elem
-
-
-def poison(ops: Operands) -> None:
-    ops.d_buffer.fill_(float("nan"))
-
-
-def apply_activation(x, activation: str):
-    import torch.nn.functional as F
-    if activation == "none":
-        return x
-    if activation == "relu":
-        return F.relu(x)
-    if activation == "silu":
-        return F.silu(x)
-    if activation == "gelu_erf":
-        return F.gelu(x)
-    if activation == "gelu_tanh":
-        return F.gelu(x, approximate="tanh")
-    raise ValueError(f"unknown activation {activation!r}")
-
-
-def reference(problem: GemmProblem, ops: Operands):
-    """epilogue(A @ B) in float64 on the operands' device: act(A@B + bias) [+ residual]; for SwiGLU the
-    whole matched subgraph, silu(A@B + bias) * (A@B_up + bias_up), from the inputs (not from the computed U)."""
-    import torch
-    out = torch.matmul(ops.a.double(), ops.b.double())
-    if ops.bias is not None:
-        out = out + ops.bias.double()
-    out = apply_activation(out, problem.activation)
-    if problem.swiglu:
-        return out * (torch.matmul(ops.a.double(), ops.up_b.double()) + ops.up_bias.double())
-    if ops.residual is not None:
-        out = out + ops.residual.double()
-    return out
 
 
 @dataclass
@@ -218,15 +94,11 @@ def compare(out, ref, tol: float, d_buffer=None) -> Check:
     return Check(True, rel, max_abs, vs_peak, None)
 
 
-def _inputs(ops: Operands) -> list:
-    return [t for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual, ops.up_b_storage, ops.up_bias)
-            if t is not None]
+def snapshot(inputs: list) -> list:
+    """Copies of what a kernel reads, to check afterwards that it left them unchanged."""
+    return [t.clone() for t in inputs]
 
 
-def inputs_snapshot(ops: Operands) -> list:
-    return [t.clone() for t in _inputs(ops)]
-
-
-def inputs_unchanged(ops: Operands, snapshot: list) -> bool:
+def unchanged(inputs: list, copies: list) -> bool:
     import torch
-    return all(torch.equal(x, y) for x, y in zip(_inputs(ops), snapshot))
+    return all(torch.equal(x, y) for x, y in zip(inputs, copies))

@@ -1,0 +1,39 @@
+"""What a kernel family's measurement case gives the measuring worker (measure_worker.py), with the
+defaults most families take. A family's case module (named by data/families/<name>.json's "python_case")
+defines parse_problem(obj, where) and Case, a subclass of MeasureCase built from the parsed problem.
+
+A case supplies: fresh random inputs laid out as the module's tensors are, with NaN-poisoned, guarded
+outputs (make_inputs; inputs.outputs maps each output's name to (view, guarded flat buffer)); the tensors
+a kernel must leave unchanged (input_tensors); the kernel's argument struct (kernel_args, of type
+args_type); a float64 replay of the matched subgraph (reference); PyTorch's ways of computing the same in
+the same numerics (baselines; the fastest is the baseline); the error bound (tolerance); the bytes one
+input set moves (bytes_per_set, for rotating sets past L2); and extra problems to verify (verify_variants).
+"""
+from __future__ import annotations
+
+
+class MeasureCase:
+    family = ""
+    args_type = None          # the ctypes struct of kernel_abi.py the kernel's functions take
+    has_workspace = False     # whether the kernel exports workspace_bytes and its struct has a workspace
+
+    def __init__(self, problem):
+        self.problem = problem
+
+    def pre_kernel(self):
+        """fn(inputs) that the composed module runs with PyTorch right before the kernel (its time counts
+        toward the kernel's), or None."""
+        return None
+
+    def fp32_reference_err(self, inputs, ref) -> float | None:
+        """Relative error of PyTorch's fp32 path on these inputs, the accuracy an fp32-accurate mode must
+        match (the tuner gates 3xTF32 on it), or None where nothing is gated on it."""
+        return None
+
+    def tolerance_table(self) -> dict:
+        """How the tolerance is set, for the result's "tolerances"."""
+        return {"why": "the family case's bound (see norm_case.py / attention_case.py)"}
+
+    def verify_variants(self) -> list:
+        """Extra problems verified before timing (e.g. odd lengths that no tile divides)."""
+        return []
