@@ -10,7 +10,7 @@ std::string winning_op(const json& row) {
   if (!row.is_object() || !row.contains("config") || !row["config"].is_object() || !row.contains("winner") ||
       !row["winner"].is_string())
     return "";
-  const realize::KernelFamily* family = realize::kernel_family_named(row.value("family", std::string()));
+  const realize::KernelFamily* family = realize::kernel_family_named(realize::report_row_family(row));
   return family ? family->op_name(row["winner"].get<std::string>()) : "";
 }
 

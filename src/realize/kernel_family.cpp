@@ -83,6 +83,11 @@ nlohmann::json OpCallSite::scalar(const char* key, bool boolean) const {
   return value;
 }
 
+std::string report_row_family(const nlohmann::json& row) {
+  return row.is_object() && row.contains("family") && row["family"].is_string() ? row["family"].get<std::string>()
+                                                                                 : "gemm";
+}
+
 nlohmann::json family_data(const std::string& name) {
   static std::mutex mu;
   static std::map<std::string, nlohmann::json> cache;

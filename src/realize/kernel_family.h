@@ -110,6 +110,10 @@ const KernelFamily* kernel_family_named(const std::string& name);
 // The families' names (for messages and command-line checks).
 std::vector<std::string> kernel_family_names();
 
+// The family of a tune report row: its "family"; a row without one is a GEMM's (reports written before GEMM
+// joined the family seam named no family for GEMM rows).
+std::string report_row_family(const nlohmann::json& row);
+
 // data/families/<name>.json: the family's templates and config-space axes (data, not code).
 nlohmann::json family_data(const std::string& name);
 

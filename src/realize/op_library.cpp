@@ -75,7 +75,7 @@ void add_op_library_entries(const json& report, const std::string& where, std::v
     if (!row.is_object()) throw Error(at + ": not a JSON object" + fix);
     if (!row.contains("config") || row["config"].is_null()) continue;  // PyTorch kept, not realized, or build-only
     OpLibraryEntry entry;
-    entry.family = row.contains("family") && row["family"].is_string() ? row["family"].get<std::string>() : "";
+    entry.family = report_row_family(row);
     const KernelFamily* family = kernel_family_named(entry.family);
     if (!family)
       throw Error(fmt::format("{}.family: \"{}\" is no kernel family FACT knows ({}){}", at, entry.family,
