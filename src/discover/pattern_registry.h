@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "discover/pattern_fragments.h"
+
 namespace fact::discover {
 
 struct Rule {
@@ -16,7 +18,7 @@ struct Rule {
   std::vector<std::string> dtypes;   // e.g. float32, bfloat16, float16
   std::vector<std::string> archs;    // e.g. sm80, sm90
   int priority = 0;
-  nlohmann::json pattern;            // graph fragment (interpreted by the matcher)
+  nlohmann::json pattern;            // graph fragment, fragment uses expanded (interpreted by the matcher)
   nlohmann::json dims;               // name -> expression
   std::vector<std::string> constraints; // boolean expressions over dims and arch constants
   nlohmann::json kernel;             // how stage 2 realizes it
@@ -27,7 +29,8 @@ struct Rule {
 
 class PatternRegistry {
  public:
-  // Loads every *.json under `dir` (sorted by file name); throws Error naming the file and field at fault.
+  // Loads every *.json directly under `dir` (sorted by file name) with the fragments of dir/fragments, or of
+  // data/rules/fragments when `dir` has none; throws Error naming the file and field at fault.
   static PatternRegistry load(const std::filesystem::path& dir);
   static PatternRegistry builtin();  // data_dir()/rules
   const std::vector<Rule>& rules() const { return rules_; }
@@ -39,6 +42,8 @@ class PatternRegistry {
   std::vector<Rule> rules_;
 };
 
+// `fragments` expands the pattern's fragment uses; without it, those of data/rules/fragments.
+Rule parse_rule(const nlohmann::json& doc, const std::string& origin, const FragmentLibrary& fragments);
 Rule parse_rule(const nlohmann::json& doc, const std::string& origin);
 
 }  // namespace fact::discover
