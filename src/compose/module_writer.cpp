@@ -274,6 +274,9 @@ std::vector<PatternVerdict> write_composed_module(const discover::Plan& plan, st
     // The folder is the artifact: the library and the reference ops travel with the module.
     if (!sources.op_library.empty()) fs::copy_file(sources.op_library, tmp / kOpLibraryCopy);
     fs::copy_file(python_dir() / "fact" / "compose" / "reference_ops.py", tmp / kReferenceOpsCopy);
+    fs::create_directories(tmp / kReferenceDirCopy);
+    for (const auto& f : fs::directory_iterator(python_dir() / "fact" / "compose" / "reference"))
+      if (f.path().extension() == ".py") fs::copy_file(f.path(), tmp / kReferenceDirCopy / f.path().filename());
     if (fs::exists(dir)) fs::remove_all(dir);
     fs::rename(tmp, dir);
   } catch (...) {

@@ -18,6 +18,7 @@ inline constexpr const char* kComposedModuleFile = "model_new.py";
 inline constexpr const char* kUserModelCopy = "user_model.py";  // the user's file, as ModelNew imports it
 inline constexpr const char* kOpLibraryCopy = "libfact_ops.so";  // the op library, copied beside the module
 inline constexpr const char* kReferenceOpsCopy = "reference_ops.py";  // PyTorch references of the ops (CPU tests)
+inline constexpr const char* kReferenceDirCopy = "reference";  // each family's reference op, found by reference_ops.py
 
 // The text of model_new.py (from templates/compose/model_new.py.in). Throws Error naming the node
 // when an argument cannot be written as Python or an accepted pattern lacks its a/b operands.
