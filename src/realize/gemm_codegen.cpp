@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "realize/gemm_config_space.h"
+#include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
@@ -111,10 +112,13 @@ std::string tf32_operand_prepass_source() { return render_template_file("cutlass
 }  // namespace
 
 std::string gemm_kernel_template(const GemmConfig& config) {
-  if (config.api == KernelApi::cutlass2_universal)
-    return has_residual(config.epilogue) ? "cutlass/gemm_sm80_broadcast.cu.in" : "cutlass/gemm_sm80_universal.cu.in";
-  return config.mainloop_transform == MainloopTransform::none ? "cutlass/gemm_sm90_collective.cu.in"
-                                                              : "cutlass/gemm_sm90_tf32_prepass.cu.in";
+  const char* kernel = config.api == KernelApi::cutlass2_universal
+                           ? (has_residual(config.epilogue) ? "sm80_broadcast" : "sm80_universal")
+                           : (config.mainloop_transform == MainloopTransform::none ? "sm90_collective" : "sm90_tf32_prepass");
+  const nlohmann::json templates = family_data("gemm").value("kernel_templates", nlohmann::json::object());
+  if (!templates.contains(kernel) || !templates[kernel].is_string())
+    throw Error(fmt::format("data/families/gemm.json has no kernel_templates.{}; add the template's path", kernel));
+  return templates[kernel].get<std::string>();
 }
 
 TemplateValues gemm_kernel_values(const GemmConfig& c) {
@@ -204,7 +208,7 @@ GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
 }
 
 std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
-  return render_template_file("cutlass/op_wrapper_op.cpp.in", {
+  return render_template_file(family_template("gemm", "op_template"), {
       {"config_id", c.id()},
       {"summary", c.summary()},
       {"numerics", to_string(c.numerics)},

@@ -12,10 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/vocabulary.h"
 #include "discover/match.h"
 #include "ir/graph.h"
-#include "realize/gemm_codegen.h"
 #include "realize/candidate_tuner.h"
+#include "realize/template_renderer.h"
 #include "realize/tuning_db.h"
 
 namespace fact::realize {

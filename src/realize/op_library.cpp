@@ -133,10 +133,9 @@ std::vector<OpLibraryEntry> op_library_entries(const std::vector<fs::path>& repo
 
 namespace {
 
-// One op of the manifest: what every family writes, then the family's own fields (KernelFamily::manifest_fields).
-json manifest_op(const OpLibraryEntry& e) {
-  const KernelFamily& family = *kernel_family_named(e.family);
-  FamilyCandidate c = family.candidate_from_config(e.config);
+// One op of the manifest, `c` its rendered config: what every family writes, then the family's own fields
+// (KernelFamily::manifest_fields).
+json manifest_op(const OpLibraryEntry& e, const KernelFamily& family, const FamilyCandidate& c) {
   // The numerics the winner was verified in: the config's, else its tuned problem's (a norm's follows its element).
   std::string numerics = e.config.value("numerics", std::string());
   for (const auto& t : e.tuned_for)
@@ -165,11 +164,10 @@ json manifest_op(const OpLibraryEntry& e) {
   return op;
 }
 
-}  // namespace
-
-json op_library_manifest(const std::vector<OpLibraryEntry>& entries) {
-  json ops = json::array();
-  for (const auto& e : entries) ops.push_back(manifest_op(e));
+// The manifest (format "fact-op-library", version 1): per op its name, config, numerics, tuned problems and
+// toolchain versions, and the build flags with placeholders that the Python builder fills in on the GPU machine
+// ({cutlass_dir}, {fact_include}, {source}, {output}).
+json op_library_manifest(const json& ops) {
   return {{"format", kManifestFormat},
           {"version", kManifestVersion},
           {"namespace", "fact"},
@@ -198,19 +196,24 @@ json op_library_manifest(const std::vector<OpLibraryEntry>& entries) {
           {"ops", ops}};
 }
 
+}  // namespace
+
 OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, const fs::path& dir) {
   if (entries.empty()) throw Error("op library: no ops to write to " + dir.string() + "; pass at least one winning config");
   // Everything is generated first: a config the generator rejects leaves the folder as it was.
   std::vector<GeneratedSource> kernels;
   std::vector<std::string> wrappers;
+  json ops = json::array();
   for (const auto& e : entries) {
     const KernelFamily* family = kernel_family_named(e.family);
     if (!family) throw Error("op library: op " + e.op_name + " has unknown family '" + e.family + "'");
-    kernels.push_back(family->candidate_from_config(e.config).kernel);
+    FamilyCandidate c = family->candidate_from_config(e.config);
+    ops.push_back(manifest_op(e, *family, c));
+    kernels.push_back(std::move(c.kernel));
     wrappers.push_back(family->op_wrapper(e.config));
   }
   GeneratedSource wrapper = op_library_source(wrappers);
-  json manifest = op_library_manifest(entries);
+  json manifest = op_library_manifest(ops);
   std::string abi = read_text_file(fact_home() / "src" / "realize" / "kernel_abi.h", "kernel ABI header");
 
   std::error_code ec;

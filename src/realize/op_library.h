@@ -1,8 +1,10 @@
 #pragma once
 // The op library: tuned winners as PyTorch custom ops in one folder that python -m
 // fact.realize.op_library_build compiles into a single libfact_ops.so: every kernel family's winners
-// (kernel_family.h) as torch.ops.fact.<op name> (gemm_<id>, norm_<id>, ...), each rendered from its family's templates. This side only writes sources and the manifest (no GPU, no torch);
-// the manifest is the build's only input.
+// (kernel_family.h) as torch.ops.fact.<op name> (gemm_<id>, norm_<id>, ...), each rendered from its family's
+// templates. This side only writes sources and the manifest (no GPU, no torch); the manifest (format
+// "fact-op-library": per op its name, config, numerics, tuned problems and toolchain versions, and the build flags
+// with placeholders the Python builder fills in on the GPU machine) is the build's only input.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -32,15 +34,10 @@ std::vector<OpLibraryEntry> op_library_entries(const std::vector<std::filesystem
 void add_op_library_entries(const nlohmann::json& report, const std::string& where,
                             std::vector<OpLibraryEntry>& entries);
 
-// The manifest (format "fact-op-library", version 1) for these entries: per op its name, config,
-// numerics, tuned problems and toolchain versions, and the build flags with placeholders that the
-// Python builder fills in on the GPU machine ({cutlass_dir}, {fact_include}, {source}, {output}).
-nlohmann::json op_library_manifest(const std::vector<OpLibraryEntry>& entries);
-
 struct OpLibraryFolder {
   std::filesystem::path dir;
   std::filesystem::path manifest;
-  std::vector<std::string> op_names;  // "gemm_<id>" / "<family config id>", in manifest order
+  std::vector<std::string> op_names;  // KernelFamily::op_name of each op, in manifest order
 };
 
 // Writes DIR/kernels/<id>.cu, DIR/ops.cpp, DIR/include/kernel_abi.h and DIR/manifest.json. Kernels
