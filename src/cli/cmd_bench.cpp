@@ -13,6 +13,7 @@
 #include "bench/suite_runner.h"
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/vocabulary.h"
 #include "core/files.h"
 #include "core/gpu_devices.h"
 
@@ -124,9 +125,9 @@ const bool registered = cli::register_command("bench", [](CLI::App& app) {
   cmd->add_option("dir", o->dir, "folder of level folders (level1/, level2/, ...) of problem files, or one level folder")
       ->required();
   cmd->add_option("--out", o->out, "output folder: one folder per problem, suite.json, suite.md, suite.png");
-  cmd->add_option("--arch", o->arch, "target architecture")->check(CLI::IsMember({"sm80", "sm90"}));
+  cmd->add_option("--arch", o->arch, "target architecture")->check(CLI::IsMember(arch_names()));
   cmd->add_option("--numerics", o->numerics, "numerics mode for every problem (default: each problem's own)")
-      ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
+      ->check(CLI::IsMember(numerics_names()));
   cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU); more than the GPUs overlap builds, GPU work takes turns")->check(CLI::Range(1, 64));
   cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
   cmd->add_flag("--resume", o->resume, "skip problems whose finished result (same file, same settings) is in --out");

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/vocabulary.h"
 #include "core/files.h"
 #include "core/arch_spec.h"
 #include "discover/pattern_registry.h"
@@ -64,9 +65,9 @@ const bool registered = cli::register_command("discover", [](CLI::App& app) {
   auto* cmd = app.add_subcommand("discover", "Stage 1: trace a PyTorch module, match patterns, rank them, print the plan");
   cmd->add_option("model", opts->model, "KernelBench-style module file (Model, get_inputs, get_init_inputs), or an IR .json")
       ->required();
-  cmd->add_option("--arch", opts->arch, "target architecture")->check(CLI::IsMember({"sm80", "sm90"}));
+  cmd->add_option("--arch", opts->arch, "target architecture")->check(CLI::IsMember(arch_names()));
   cmd->add_option("--numerics", opts->numerics, "numerics mode (default: from the graph's dtype; fp32 graphs -> 3xtf32)")
-      ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
+      ->check(CLI::IsMember(numerics_names()));
   cmd->add_option("--json", opts->json_out, "write the plan as JSON here (input of `fact tune`)");
   cmd->add_option("--ir", opts->ir_out, "also keep the traced IR here");
   cmd->add_option("--rules", opts->rules_dir, "pattern registry folder (default: data/rules and the user registry, $FACT_REGISTRY)");

@@ -15,6 +15,7 @@
 #include "compose/pattern_verdicts.h"
 #include "compose/tune_report_edit.h"
 #include "core/error.h"
+#include "core/vocabulary.h"
 #include "core/files.h"
 #include "core/paths.h"
 #include "core/process.h"
@@ -253,9 +254,9 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
   auto o = std::make_shared<OptimizeOptions>();
   auto* cmd = app.add_subcommand("optimize", "All stages: discover, tune, op library, compose, end-to-end check");
   cmd->add_option("model", o->model, "KernelBench-style module file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--arch", o->arch, "target architecture")->check(CLI::IsMember({"sm80", "sm90"}));
+  cmd->add_option("--arch", o->arch, "target architecture")->check(CLI::IsMember(arch_names()));
   cmd->add_option("--numerics", o->numerics, "numerics mode (default: from the graph's dtype)")
-      ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
+      ->check(CLI::IsMember(numerics_names()));
   cmd->add_option("--out", o->out, "output folder (plan, tune report, op library, composed module, report)");
   cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
   cmd->add_option("--tune-report", o->tune_report, "reuse a report of `fact tune` for this plan instead of tuning")

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/vocabulary.h"
 #include "core/files.h"
 #include "core/gpu_devices.h"
 #include "discover/plan.h"
@@ -120,7 +121,7 @@ const bool registered = cli::register_command("tune", [](CLI::App& app) {
   cmd->add_option("plan", o->plan, "plan JSON written by `fact discover --json`")->required();
   cmd->add_option("--db", o->db, "tuning database (default $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite)");
   cmd->add_option("--numerics", o->numerics, "override the plan's numerics mode")
-      ->check(CLI::IsMember({"fp32", "3xtf32", "tf32", "bf16", "fp16"}));
+      ->check(CLI::IsMember(numerics_names()));
   cmd->add_option("--top", o->top, "candidates to build and measure per pattern")->check(CLI::Range(1, 256));
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: all cores)");
   cmd->add_flag("--force", o->force, "tune again even if the database has a winner");

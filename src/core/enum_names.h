@@ -3,8 +3,10 @@
 #include <array>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -20,11 +22,11 @@ std::string enum_name(const EnumNames<E, N>& table, E v) {
   return "?";
 }
 
-// Every name of the table, comma-separated.
+// Every name of the table, in table order.
 template <class E, size_t N>
-std::string enum_names(const EnumNames<E, N>& table) {
-  std::string names;
-  for (auto& [e, name] : table) names += names.empty() ? name : std::string(", ") + name;
+std::vector<std::string> enum_names(const EnumNames<E, N>& table) {
+  std::vector<std::string> names;
+  for (auto& [e, name] : table) names.push_back(name);
   return names;
 }
 
@@ -33,7 +35,7 @@ template <class E, size_t N>
 E parse_enum(const EnumNames<E, N>& table, const std::string& s, const std::string& what) {
   for (auto& [e, name] : table)
     if (s == name) return e;
-  throw Error(fmt::format("unknown {} '{}': use one of {}", what, s, enum_names(table)));
+  throw Error(fmt::format("unknown {} '{}': use one of {}", what, s, fmt::join(enum_names(table), ", ")));
 }
 
 }  // namespace fact

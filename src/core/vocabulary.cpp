@@ -30,7 +30,8 @@ void to_json(nlohmann::json& j, Numerics v) { j = to_string(v); }
 void to_json(nlohmann::json& j, Arch v) { j = to_string(v); }
 void to_json(nlohmann::json& j, MatrixLayout v) { j = to_string(v); }
 void to_json(nlohmann::json& j, Element v) { j = to_string(v); }
-std::string numerics_names() { return enum_names(kNumerics); }
+std::vector<std::string> numerics_names() { return enum_names(kNumerics); }
+std::vector<std::string> arch_names() { return enum_names(kArchs); }
 
 int element_bytes(Element e) { return e == Element::f32 ? 4 : 2; }
 

@@ -3,6 +3,7 @@
 // writes them into the plan, realize reads them, compose reports them; each has one text form (its name
 // in plans, rules, tuning records and kernels), parsed and printed here only.
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,8 +33,9 @@ void to_json(nlohmann::json& j, Numerics v);
 void to_json(nlohmann::json& j, Arch v);
 void to_json(nlohmann::json& j, MatrixLayout v);
 void to_json(nlohmann::json& j, Element v);
-// Every name, comma-separated, for command-line checks and messages.
-std::string numerics_names();
+// Every name, for command-line checks.
+std::vector<std::string> numerics_names();
+std::vector<std::string> arch_names();
 
 int element_bytes(Element e);
 std::string cutlass_type(Element e);       // the C++ type in kernels: "float", "cutlass::bfloat16_t", "cutlass::half_t"
