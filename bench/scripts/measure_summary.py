@@ -1,6 +1,6 @@
 """Prints what the GEMM tuner measured in a device run, one block per workload: the problem, PyTorch's time
 and error in the same numerics, and each candidate's status, time and relative Frobenius error vs float64.
-3xtf32 blocks also show the fp32-accuracy gate the tuner applies (src/realize/gemm_tuner.cpp: at most twice
+3xtf32 blocks also show the fp32-accuracy gate the tuner applies (src/realize/families/gemm/gemm_family.cpp (accuracy_shortfall): at most twice
 PyTorch fp32's own error) and whether each candidate meets it, since a candidate over it is dropped there.
 
 Usage: python3 bench/scripts/measure_summary.py WORK_DIR   (the --work-dir of `fact tune`)
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-FP32_GATE = 2.0  # src/realize/gemm_tuner.cpp: rel_err > 2 * fp32_reference_err is accuracy_failed
+FP32_GATE = 2.0  # src/realize/families/gemm/gemm_family.cpp (accuracy_shortfall): rel_err > 2 * fp32_reference_err is accuracy_failed
 
 
 def fmt(x, spec: str = ".4g") -> str:

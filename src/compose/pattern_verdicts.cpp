@@ -7,7 +7,7 @@
 #include "compose/family_call.h"
 #include "compose/tune_report_edit.h"
 #include "core/error.h"
-#include "realize/gemm_workload.h"
+#include "realize/families/gemm/gemm_workload.h"
 #include "realize/kernel_family.h"
 
 namespace fact::compose {

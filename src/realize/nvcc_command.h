@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "realize/gemm_config.h"
+#include "realize/families/gemm/gemm_config.h"
 
 namespace fact::realize {
 

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
-#include "realize/gemm_codegen.h"
+#include "realize/families/gemm/gemm_codegen.h"
 #include "realize/kernel_abi.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"

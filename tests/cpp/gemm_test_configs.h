@@ -1,6 +1,6 @@
 #pragma once
 // Hand-picked GEMM configs that the codegen and op-library tests share: one per kernel family.
-#include "realize/gemm_config.h"
+#include "realize/families/gemm/gemm_config.h"
 
 namespace fact::realize::test {
 

@@ -14,8 +14,8 @@
 #include "core/paths.h"
 #include "core/process.h"
 #include "realize/kernel_abi.h"
-#include "realize/gemm_codegen.h"
-#include "realize/gemm_config_space.h"
+#include "realize/families/gemm/gemm_codegen.h"
+#include "realize/families/gemm/gemm_config_space.h"
 #include "realize/nvcc_command.h"
 #include "realize/template_renderer.h"
 

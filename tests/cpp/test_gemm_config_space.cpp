@@ -4,7 +4,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "realize/gemm_config_space.h"
+#include "realize/families/gemm/gemm_config_space.h"
 
 using namespace fact;
 using namespace fact::realize;

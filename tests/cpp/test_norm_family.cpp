@@ -18,9 +18,9 @@
 #include "ir/ir_io.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
-#include "realize/norm_codegen.h"
-#include "realize/norm_config.h"
-#include "realize/norm_problem.h"
+#include "realize/families/normalization/norm_codegen.h"
+#include "realize/families/normalization/norm_config.h"
+#include "realize/families/normalization/norm_problem.h"
 #include "realize/nvcc_command.h"
 
 namespace fs = std::filesystem;
@@ -283,8 +283,8 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
   expect_norm_compiles(p, "sm90_fp32_rms_norm");
 }
 
-#include "realize/attention_codegen.h"
-#include "realize/rope_codegen.h"
+#include "realize/families/attention/attention_codegen.h"
+#include "realize/families/rope/rope_codegen.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   auto where = fact::run_process({fact::python_exe(), "-c",

@@ -17,7 +17,7 @@
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "ir/ir_io.h"
-#include "realize/gemm_problem.h"
+#include "realize/families/gemm/gemm_problem.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
 #include "realize/op_library.h"

@@ -23,9 +23,9 @@
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
-#include "realize/rope_codegen.h"
-#include "realize/rope_config.h"
-#include "realize/rope_problem.h"
+#include "realize/families/rope/rope_codegen.h"
+#include "realize/families/rope/rope_config.h"
+#include "realize/families/rope/rope_problem.h"
 
 namespace fs = std::filesystem;
 using namespace fact;

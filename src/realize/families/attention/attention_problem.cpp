@@ -1,0 +1,102 @@
+#include "realize/families/attention/attention_problem.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "realize/kernel_family.h"
+
+namespace fact::realize {
+namespace {
+
+nlohmann::json strides_json(const AttentionStrides& s) { return nlohmann::json::array({s.batch, s.head, s.row}); }
+AttentionStrides strides_from(const nlohmann::json& j) { return {j.at(0), j.at(1), j.at(2)}; }
+
+}  // namespace
+
+void AttentionProblem::validate() const {
+  if (batch <= 0 || heads <= 0 || heads_kv <= 0 || seq_q <= 0 || seq_k <= 0 || head_dim <= 0)
+    throw Error(fmt::format("attention problem b{} h{}/{} s{}x{} d{}: every extent must be positive", batch, heads,
+                            heads_kv, seq_q, seq_k, head_dim));
+  if (heads % heads_kv)
+    throw Error(fmt::format("attention problem: heads_kv {} does not divide heads {}", heads_kv, heads));
+  if (causal && seq_q != seq_k)
+    throw Error(fmt::format("attention problem: causal with seq_q {} != seq_k {}: the module's mask alignment is "
+                            "ambiguous there; PyTorch keeps it", seq_q, seq_k));
+  if (!(scale > 0)) throw Error(fmt::format("attention problem: scale {} must be positive", scale));
+  if (numerics != Numerics::tf32 && numerics != Numerics::x3tf32 && numerics != Numerics::bf16 &&
+      numerics != Numerics::fp16)
+    throw Error("attention problem: numerics " + to_string(numerics) +
+                " has no attention kernel (tf32, 3xtf32, bf16 or fp16)");
+  if (element != input_element(numerics))
+    throw Error("attention problem: element " + to_string(element) + " does not go with numerics " + to_string(numerics));
+  for (auto [name, s] : {std::pair{"q", q}, {"k", k}, {"v", v}})
+    if (s.row < head_dim && seq_q > 1)
+      throw Error(fmt::format("attention problem: {} row stride {} is below head_dim {}", name, s.row, head_dim));
+}
+
+nlohmann::json AttentionProblem::to_json() const {
+  return {{"batch", batch}, {"heads", heads}, {"heads_kv", heads_kv}, {"seq_q", seq_q}, {"seq_k", seq_k},
+          {"head_dim", head_dim}, {"causal", causal}, {"scale", scale}, {"q_strides", strides_json(q)},
+          {"k_strides", strides_json(k)}, {"v_strides", strides_json(v)}, {"element", to_string(element)},
+          {"numerics", to_string(numerics)}, {"arch", to_string(arch)}};
+}
+
+AttentionProblem AttentionProblem::from_json(const nlohmann::json& j) {
+  try {
+    AttentionProblem p;
+    p.batch = j.at("batch"); p.heads = j.at("heads"); p.heads_kv = j.at("heads_kv");
+    p.seq_q = j.at("seq_q"); p.seq_k = j.at("seq_k"); p.head_dim = j.at("head_dim");
+    p.causal = j.at("causal"); p.scale = j.at("scale");
+    p.q = strides_from(j.at("q_strides")); p.k = strides_from(j.at("k_strides")); p.v = strides_from(j.at("v_strides"));
+    p.element = element_from_string(j.at("element"));
+    p.numerics = numerics_from_string(j.at("numerics"));
+    p.arch = arch_from_string(j.at("arch"));
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("attention problem JSON: ") + e.what() +
+                "; expected the fields written by AttentionProblem::to_json");
+  }
+}
+
+bool is_attention_family(const discover::Match& m) { return m.kernel.value("family", m.family) == "attention"; }
+
+AttentionProblem attention_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics,
+                                              Arch arch) {
+  std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+  const nlohmann::json ops = m.kernel.value("operands", nlohmann::json::object());
+  auto dim = [&](const char* key) {
+    auto it = m.dims.find(key);
+    if (it == m.dims.end()) throw Error(fmt::format("{}: the rule gives no dim {}", what, key));
+    return it->second;
+  };
+  AttentionProblem p;
+  p.batch = dim("batch"); p.heads = dim("heads"); p.heads_kv = dim("heads_kv");
+  p.seq_q = dim("seq_q"); p.seq_k = dim("seq_k"); p.head_dim = dim("head_dim");
+  if (m.dims.count("head_dim_v") && dim("head_dim_v") != p.head_dim)
+    throw Error(fmt::format("{}: V's head dim {} differs from Q's {}; the kernel takes equal head dims", what,
+                            dim("head_dim_v"), p.head_dim));
+  p.causal = m.dims.count("causal") && dim("causal") != 0;
+  auto scale = m.attrs.find("scale");
+  p.scale = scale == m.attrs.end() || scale->second.is_null() ? 1.0 / std::sqrt(double(p.head_dim))
+                                                              : scale->second.get<double>();
+  auto strides = [&](const char* name) {
+    const ir::Node* n = bound_node(m, g, ops.value(name, nlohmann::json()));
+    if (!n || n->outputs.empty()) throw Error(fmt::format("{}: the rule's kernel block names no tensor for {}", what, name));
+    const auto& t = n->out();
+    if (t.rank() != 4) throw Error(fmt::format("{}: {} is {}-D; the kernel takes [batch, heads, seq, head_dim]", what, name, t.rank()));
+    if (t.strides[3] != 1 && t.shape[3] != 1)
+      throw Error(fmt::format("{}: {}'s head dim has stride {}, not 1; PyTorch keeps it", what, name, t.strides[3]));
+    return AttentionStrides{t.strides[0], t.strides[1], t.strides[2]};
+  };
+  p.q = strides("q"); p.k = strides("k"); p.v = strides("v");
+  p.arch = arch;
+  // fp32 asks for fp32 accuracy: the kernel's 3xTF32 mode gives it (it is verified to fp32's error).
+  p.numerics = numerics == Numerics::fp32 ? Numerics::x3tf32 : numerics;
+  p.element = input_element(p.numerics);
+  p.validate();
+  return p;
+}
+
+}  // namespace fact::realize

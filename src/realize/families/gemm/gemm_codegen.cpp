@@ -1,0 +1,246 @@
+#include "realize/families/gemm/gemm_codegen.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "realize/families/gemm/gemm_config_space.h"
+#include "realize/kernel_family.h"
+
+namespace fact::realize {
+namespace {
+
+// --- Vocabulary tables: how FACT's epilogues are spelled in CUTLASS. ---
+
+struct EpilogueNames {
+  Epilogue epilogue;
+  const char* sm80_output_op;  // 2.x thread-level output operator template (Out, Count, Acc, Compute)
+  const char* activation;      // CUTLASS's activation functor (3.x fusion, 2.x broadcast epilogue), empty for none
+  // 2.x broadcast epilogue (residual-slot epilogues): how the residual slot joins in.
+  const char* sm80_broadcast_combine = "";
+  // FACT's activation for the fp32-accurate modes (templates/cutlass/fp32_activation.hpp.in), empty where
+  // CUTLASS's is exact or has none. Why: CUTLASS's GELU_taylor runs tanh.approx.f32, off fp32 by ~2^-11.
+  const char* fp32_activation = "";
+};
+constexpr EpilogueNames kEpilogueNames[] = {
+    {Epilogue::none, "cutlass::epilogue::thread::LinearCombination", ""},
+    {Epilogue::bias, "cutlass::epilogue::thread::LinearCombination", ""},
+    {Epilogue::bias_relu, "cutlass::epilogue::thread::LinearCombinationRelu", "cutlass::epilogue::thread::ReLu"},
+    {Epilogue::bias_silu, "cutlass::epilogue::thread::LinearCombinationSilu", "cutlass::epilogue::thread::SiLu", "",
+     "fact_act::Silu"},
+    {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU", "",
+     "fact_act::GeluErf"},
+    // CUTLASS has no LinearCombination alias for tanh-GELU: the sm80 template's LinearCombinationWith builds one.
+    {Epilogue::bias_gelu_tanh, "LinearCombinationWith<cutlass::epilogue::thread::GELU_taylor>::Op",
+     "cutlass::epilogue::thread::GELU_taylor", "", "fact_act::GeluTanh"},
+    // 3.x: bias epilogue with the residual as C, beta = 1. 2.x: the broadcast kernel adds C.
+    {Epilogue::bias_residual, "", "cutlass::epilogue::thread::Identity", "cutlass::plus"},
+    // 3.x: fact_evt::SiluMul (templates/cutlass/sm90_silu_mul_evt.hpp.in). 2.x: the broadcast kernel multiplies by C.
+    {Epilogue::bias_silu_mul, "", "cutlass::epilogue::thread::SiLu", "cutlass::multiplies", "fact_act::Silu"}};
+
+const EpilogueNames& names_of(Epilogue e) {
+  for (const auto& n : kEpilogueNames)
+    if (n.epilogue == e) return n;
+  throw Error("code generator: epilogue " + to_string(e) + " is not generated yet; run it as a separate op");
+}
+
+std::string layout_name(MatrixLayout l) {
+  return l == MatrixLayout::row ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
+}
+
+std::string boolean(bool b) { return b ? "true" : "false"; }
+
+// fp32 and 3xtf32 promise fp32's error against float64; tf32/bf16/fp16 round far more than any activation.
+bool fp32_accurate(Numerics n) { return n == Numerics::fp32 || n == Numerics::x3tf32; }
+
+// Whether the epilogue's activation is FACT's accurate one: fp32-accurate modes, where FACT has one.
+bool uses_fp32_activation(const GemmConfig& c) {
+  return fp32_accurate(c.numerics) && *names_of(c.epilogue).fp32_activation;
+}
+
+// The activation functor the epilogue applies (empty for epilogues without an activation).
+std::string activation_functor(const GemmConfig& c) {
+  return uses_fp32_activation(c) ? names_of(c.epilogue).fp32_activation : names_of(c.epilogue).activation;
+}
+
+// templates/cutlass/fp32_activation.hpp.in for the kernels whose epilogue uses one of its functors, else nothing.
+std::string fp32_activation_source(const GemmConfig& c) {
+  return uses_fp32_activation(c) ? render_template_file("cutlass/fp32_activation.hpp.in", {}) : "";
+}
+
+// The 3.x epilogue fusion: CUTLASS's fusion::* operation for this epilogue.
+std::string sm90_fusion_operation(const GemmConfig& c) {
+  Epilogue e = c.epilogue;
+  if (e == Epilogue::none)
+    return "cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>";
+  if (e == Epilogue::bias_silu_mul)
+    return fmt::format("fact_evt::SiluMul<TileShape, ElementD, ElementCompute, ElementBias, ElementC, {}>",
+                       activation_functor(c));
+  if (e == Epilogue::bias || e == Epilogue::bias_residual)  // the residual is C with beta = 1
+    return "cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, "
+           "ElementCompute>";
+  return fmt::format("cutlass::epilogue::fusion::LinCombPerColBiasEltAct<{}, ElementD, ElementCompute, "
+                     "ElementBias, ElementC, ElementCompute>", activation_functor(c));
+}
+
+// The 2.x output operator (Out, Count, Acc, Compute) of gemm_sm80_universal.cu.in.
+std::string sm80_output_op(const GemmConfig& c) {
+  if (uses_fp32_activation(c)) return fmt::format("LinearCombinationWith<{}>::Op", activation_functor(c));
+  return names_of(c.epilogue).sm80_output_op;
+}
+
+// A large problem with the config's layouts and widest alignments: validity of the config by itself.
+GemmProblem reference_problem(const GemmConfig& c) {
+  GemmProblem p = GemmProblem::packed(4096, 4096, 4096, 1, c.numerics, c.arch, c.layout_b == MatrixLayout::column,
+                                      c.epilogue);
+  p.a.layout = c.layout_a;
+  p.d.layout = c.layout_d;
+  p.element_in = c.element_in;
+  p.element_out = c.element_out;
+  return p;
+}
+
+// Widest fp32 vector (<= 4) that D's alignment guarantees divides N: the parallel split-K partials' access.
+int partial_alignment(const GemmConfig& c) {
+  int a = 1;
+  while (a < 4 && c.alignment_d % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+// The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
+std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
+
+}  // namespace
+
+std::string gemm_kernel_template(const GemmConfig& config) {
+  const char* kernel = config.api == KernelApi::cutlass2_universal
+                           ? (has_residual(config.epilogue) ? "sm80_broadcast" : "sm80_universal")
+                           : (config.mainloop_transform == MainloopTransform::none ? "sm90_collective" : "sm90_tf32_prepass");
+  const nlohmann::json templates = family_data("gemm").value("kernel_templates", nlohmann::json::object());
+  if (!templates.contains(kernel) || !templates[kernel].is_string())
+    throw Error(fmt::format("data/families/gemm.json has no kernel_templates.{}; add the template's path", kernel));
+  return templates[kernel].get<std::string>();
+}
+
+TemplateValues gemm_kernel_values(const GemmConfig& c) {
+  TemplateValues v = {
+      {"config_id", c.id()},
+      {"summary", c.summary()},
+      {"config_json", c.to_json().dump()},
+      {"element_a", cutlass_type(c.element_in)},
+      {"element_b", cutlass_type(c.element_in)},
+      {"element_d", cutlass_type(c.element_out)},
+      {"layout_a", layout_name(c.layout_a)},
+      {"layout_b", layout_name(c.layout_b)},
+      {"layout_d", layout_name(c.layout_d)},
+      {"alignment_a", std::to_string(c.alignment_a)},
+      {"alignment_b", std::to_string(c.alignment_b)},
+      {"alignment_d", std::to_string(c.alignment_d)},
+      {"threadblock_m", std::to_string(c.threadblock.m)},
+      {"threadblock_n", std::to_string(c.threadblock.n)},
+      {"threadblock_k", std::to_string(c.threadblock.k)},
+      {"epilogue", to_string(c.epilogue)},
+      {"has_bias", boolean(has_bias(c.epilogue))},
+      {"split_k_slices", std::to_string(c.split_k_slices)},
+      {"fp32_activation", fp32_activation_source(c)},
+  };
+  if (c.api == KernelApi::cutlass3_collective) {
+    bool stream_k = c.tile_scheduler == TileScheduler::stream_k;
+    v["cluster_m"] = std::to_string(c.cluster.m);
+    v["cluster_n"] = std::to_string(c.cluster.n);
+    v["kernel_schedule"] = to_string(c.kernel_schedule);
+    v["epilogue_schedule"] = to_string(c.epilogue_schedule);
+    v["tile_scheduler"] = stream_k ? "StreamKScheduler" : "PersistentScheduler";
+    v["stream_k"] = boolean(stream_k);
+    v["nondeterministic_reduction"] = boolean(c.nondeterministic_reduction);
+    v["has_residual"] = boolean(has_residual(c.epilogue));
+    v["swizzle"] = std::to_string(c.swizzle);
+    v["fusion_operation"] = sm90_fusion_operation(c);
+    v["silu_mul"] = boolean(c.epilogue == Epilogue::bias_silu_mul);
+    v["fusion_callbacks"] = c.epilogue == Epilogue::bias_silu_mul
+                                ? render_template_file("cutlass/sm90_silu_mul_evt.hpp.in", {})
+                                : "";
+    // Auto: the builder takes whatever shared memory the epilogue leaves.
+    v["stage_count"] = c.stages == 0
+        ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
+        : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
+    if (c.mainloop_transform != MainloopTransform::none) {
+      v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);
+      // 3xTF32 promises fp32 accuracy, which needs the accumulators promoted out of the tensor cores.
+      v["promote_accumulators"] = boolean(c.promotion_interval > 0);
+      v["promotion_interval"] = std::to_string(c.promotion_interval > 0 ? c.promotion_interval : 4);
+      v["operand_prepass"] = tf32_operand_prepass_source();
+    }
+  } else {
+    v["op_class"] = c.op_class == OpClass::simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp";
+    v["warp_m"] = std::to_string(c.warp.m);
+    v["warp_n"] = std::to_string(c.warp.n);
+    v["warp_k"] = std::to_string(c.warp.k);
+    v["instruction_m"] = std::to_string(c.instruction.m);
+    v["instruction_n"] = std::to_string(c.instruction.n);
+    v["instruction_k"] = std::to_string(c.instruction.k);
+    v["stages"] = std::to_string(c.stages);
+    v["math_operator"] = c.math_operator();
+    v["threadblock_swizzle"] = c.tile_scheduler == TileScheduler::stream_k
+        ? "cutlass::gemm::threadblock::ThreadblockSwizzleStreamK"
+        : fmt::format("cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{}>", c.swizzle);
+    if (has_residual(c.epilogue)) {  // gemm_sm80_broadcast.cu.in
+      v["activation_op"] = activation_functor(c);
+      v["combine_op"] = names_of(c.epilogue).sm80_broadcast_combine;
+      return v;
+    }
+    v["epilogue_output_op"] = sm80_output_op(c);
+    v["split_k_mode"] = c.split_k_mode == SplitKMode::none     ? "kNone"
+                        : c.split_k_mode == SplitKMode::serial ? "kSerial"
+                                                               : "kParallel";
+    v["partial_alignment"] = std::to_string(partial_alignment(c));
+  }
+  return v;
+}
+
+GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
+  if (auto why = gemm_config_rejection(reference_problem(config), config))
+    throw Error(fmt::format("GEMM config {} ({}) cannot be generated: {}", config.id(), config.summary(), *why));
+  GeneratedSource out;
+  out.config_id = config.id();
+  out.template_name = gemm_kernel_template(config);
+  out.text = render_template_file(out.template_name, gemm_kernel_values(config));
+  return out;
+}
+
+std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
+  return render_template_file(family_template("gemm", "op_template"), {
+      {"config_id", c.id()},
+      {"summary", c.summary()},
+      {"numerics", to_string(c.numerics)},
+      {"torch_dtype_in", torch_scalar_type(c.element_in)},
+      {"dtype_in", to_string(c.element_in)},
+      {"torch_dtype_out", torch_scalar_type(c.element_out)},
+      {"dtype_out", to_string(c.element_out)},
+      {"has_bias", boolean(has_bias(c.epilogue))},
+      {"has_residual", boolean(has_residual(c.epilogue))},
+      {"a_row_major", boolean(c.layout_a == MatrixLayout::row)},
+      {"b_row_major", boolean(c.layout_b == MatrixLayout::row)},
+      {"d_row_major", boolean(c.layout_d == MatrixLayout::row)},
+  });
+}
+
+GeneratedSource op_library_source(const std::vector<std::string>& op_fragments) {
+  if (op_fragments.empty()) throw Error("op wrapper: no ops given; pass at least one");
+  std::string ops;
+  for (const auto& f : op_fragments) ops += f + "\n";
+  GeneratedSource src;
+  src.template_name = "cutlass/op_wrapper.cpp.in";
+  src.text = render_template_file(src.template_name, {{"op_count", std::to_string(op_fragments.size())}, {"ops", ops}});
+  return src;
+}
+
+GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs) {
+  if (configs.empty()) throw Error("op wrapper: no kernel configs given; pass at least one");
+  std::vector<std::string> fragments;
+  for (const auto& c : configs) fragments.push_back(gemm_op_wrapper_fragment(c));
+  GeneratedSource src = op_library_source(fragments);
+  src.config_id = configs.size() == 1 ? configs[0].id() : "";
+  return src;
+}
+
+}  // namespace fact::realize

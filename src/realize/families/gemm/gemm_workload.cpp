@@ -1,0 +1,105 @@
+#include "realize/families/gemm/gemm_workload.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace fact::realize {
+namespace {
+
+// The graph node a rule operand variable ("$a") was bound to.
+const ir::Node* bound_node(const discover::Match& m, const ir::Graph& g, const nlohmann::json& var) {
+  if (!var.is_string()) return nullptr;
+  std::string v = var.get<std::string>();
+  auto it = m.inputs.find(v);
+  if (it == m.inputs.end() && !v.empty() && v[0] == '$') it = m.inputs.find(v.substr(1));
+  if (it == m.inputs.end() || it->second.empty()) return nullptr;
+  return g.find(it->second);
+}
+
+// A tensor whose leading dims fold into the matrix rows: [d0, ..., rows, cols] packed above the last two dims.
+bool leading_dims_fold(const ir::TensorMeta& t) {
+  if (t.rank() <= 2) return true;
+  for (int64_t i = 0; i + 2 < t.rank(); ++i)
+    if (t.shape[i] != 1 && t.strides[i] != t.strides[i + 1] * t.shape[i + 1]) return false;
+  return true;
+}
+
+Epilogue epilogue_of(const discover::Match& m, bool bias, bool residual) {
+  std::string act = m.kernel.value("activation", "");
+  if (act == "silu_mul") return Epilogue::bias_silu_mul;
+  if (residual) return Epilogue::bias_residual;
+  if (act == "relu") return Epilogue::bias_relu;
+  if (act == "silu") return Epilogue::bias_silu;
+  if (act == "gelu_erf") return Epilogue::bias_gelu_erf;
+  if (act == "gelu_tanh") return Epilogue::bias_gelu_tanh;
+  if (!act.empty()) throw Error(fmt::format("activation '{}' has no GEMM epilogue", act));
+  return bias ? Epilogue::bias : Epilogue::none;
+}
+
+}  // namespace
+
+GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
+  std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+  const nlohmann::json ops = m.kernel.value("operands", nlohmann::json::object());
+  const ir::Node* a = bound_node(m, g, ops.value("a", nlohmann::json()));
+  const ir::Node* b = bound_node(m, g, ops.value("b", nlohmann::json()));
+  if (!a || !b || a->outputs.empty() || b->outputs.empty())
+    throw Error(what + ": the rule's kernel block names no bound tensors for operands a and b");
+  const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
+  const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
+  // SwiGLU: the up projection (weight up_b, bias up_bias) runs first and its result U rides in the
+  // residual slot; it must be a GEMM of the same A with a weight shaped and laid out like b.
+  const ir::Node* up_b = bound_node(m, g, ops.value("up_b", nlohmann::json()));
+  if (m.kernel.value("activation", "") == "silu_mul") {
+    if (!up_b || up_b->outputs.empty())
+      throw Error(what + ": activation silu_mul needs the up-projection weight as kernel operand up_b; fix the rule");
+    if (up_b->out().shape != b->out().shape || up_b->out().strides != b->out().strides)
+      throw Error(what + ": the up-projection weight is not shaped and strided like the gate weight");
+  }
+
+  auto dim = [&](const char* k) -> int64_t {
+    auto it = m.dims.find(k);
+    if (it == m.dims.end()) throw Error(fmt::format("{}: the rule gives no dim {}", what, k));
+    return it->second;
+  };
+  GemmProblem p;
+  p.m = dim("M");
+  p.n = dim("N");
+  p.k = dim("K");
+  p.batch = m.dims.count("batch") ? dim("batch") : 1;
+  p.numerics = numerics;
+  p.arch = arch;
+  p.element_in = input_element(numerics);
+  p.element_out = p.element_in;
+  p.epilogue = epilogue_of(m, bias != nullptr, residual != nullptr);
+
+  // A: [..., M, K] (leading dims fold into M, or form the batch of a batched GEMM).
+  ir::TensorMeta ta = a->out();
+  if (p.batch == 1) {
+    if (!leading_dims_fold(ta)) throw Error(what + ": operand a's leading dims are not packed, so they cannot fold into M");
+    ta.shape = {p.m, p.k};
+    ta.strides = {a->out().strides[a->out().rank() - 2], a->out().strides.back()};
+  } else if (ta.rank() > 3) {
+    throw Error(what + ": batched operands of rank > 3 are not supported yet");
+  }
+  p.a = GemmProblem::operand_from_strides(ta.shape, ta.strides, "operand a of " + what);
+
+  // B: [K, N] as stored, or [N, K] (a Linear weight: "nk") seen transposed.
+  ir::TensorMeta tb = b->out();
+  std::string b_layout = m.attrs.count("b_layout") ? m.attrs.at("b_layout").get<std::string>() : "kn";
+  if (b_layout == "nk") {
+    if (tb.rank() != 2) throw Error(what + ": a transposed (N x K) operand b must be 2-D");
+    GemmOperand nk = GemmProblem::operand_from_strides(tb.shape, tb.strides, "operand b of " + what);
+    p.b = {nk.layout == MatrixLayout::row ? MatrixLayout::column : MatrixLayout::row, nk.ld, 0};
+  } else {
+    if (tb.rank() > 3) throw Error(what + ": batched operands of rank > 3 are not supported yet");
+    p.b = GemmProblem::operand_from_strides(tb.shape, tb.strides, "operand b of " + what);
+  }
+  // D is allocated by FACT: packed row-major.
+  p.d = {MatrixLayout::row, p.n, p.batch > 1 ? p.m * p.n : 0};
+  p.validate();
+  return p;
+}
+
+}  // namespace fact::realize
