@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "realize/families/gemm/gemm_epilogue.h"
 #include "realize/template_renderer.h"
 
 namespace fs = std::filesystem;
@@ -22,20 +23,25 @@ namespace {
 
 constexpr const char* kIndent = "        ";
 
-// The GEMM epilogue a verdict's op runs ("bias_gelu_tanh", ...): its tuned problem's, else its config's; ""
-// for families without one.
-std::string epilogue_of(const PatternVerdict& v) {
+// The GEMM epilogue a verdict's op runs (a predefined name such as "bias_gelu_tanh", or an epilogue tree's JSON):
+// its tuned problem's, else its config's; "" for families without one.
+json epilogue_of(const PatternVerdict& v) {
   const json none = json::object();
   const json& problem = v.row.is_object() && v.row.contains("problem") && v.row["problem"].is_object() ? v.row["problem"] : none;
   const json& config = v.row.is_object() && v.row.contains("config") && v.row["config"].is_object() ? v.row["config"] : none;
-  return problem.value("epilogue", config.value("epilogue", std::string()));
+  if (problem.contains("epilogue")) return problem["epilogue"];
+  return config.value("epilogue", json(""));
+}
+
+std::string epilogue_text(const json& epilogue) {
+  return epilogue.is_string() ? epilogue.get<std::string>() : epilogue.dump();
 }
 
 std::string pattern_summary(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
   std::string s;
   for (const auto& v : verdicts) {
     const auto& m = plan.entries[v.entry].match;
-    std::string epilogue = epilogue_of(v);
+    std::string epilogue = epilogue_text(epilogue_of(v));
     s += !v.accepted ? fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, v.reason)
                      : fmt::format("#   {} at {}: FACT op torch.ops.fact.{} ({})\n", m.rule, m.anchor, v.op_name,
                                    epilogue.empty() ? v.family : "epilogue " + epilogue);
@@ -198,6 +204,9 @@ json composed_manifest(const discover::Plan& plan, const std::vector<PatternVerd
       base["op"] = v.op_name;
       base["family"] = v.family;
       base["epilogue"] = epilogue_of(v);
+      // A GEMM's tree and its activations' table entries: the CPU reference op evaluates them without FACT.
+      if (v.family == "gemm" && base["epilogue"] != json(""))
+        base.update(realize::epilogue_reference_json(realize::Epilogue::from_json(base["epilogue"])));
       // The reference ops (reference_ops.py) read a family op's kind from its config.
       base["config"] = v.row.value("config", json(nullptr));
       base["b_layout"] = m.attrs.count("b_layout") ? m.attrs.at("b_layout") : json("kn");
@@ -277,6 +286,10 @@ std::vector<PatternVerdict> write_composed_module(const discover::Plan& plan, st
     fs::create_directories(tmp / kReferenceDirCopy);
     for (const auto& f : fs::directory_iterator(python_dir() / "fact" / "compose" / "reference"))
       if (f.path().extension() == ".py") fs::copy_file(f.path(), tmp / kReferenceDirCopy / f.path().filename());
+    // The GEMM reference op reads the predefined epilogue trees and the activation table from here.
+    fs::create_directories(tmp / kReferenceDirCopy / "epilogues");
+    for (const char* f : {"named.json", "activations.json"})
+      fs::copy_file(data_dir() / "epilogues" / f, tmp / kReferenceDirCopy / "epilogues" / f);
     if (fs::exists(dir)) fs::remove_all(dir);
     fs::rename(tmp, dir);
   } catch (...) {

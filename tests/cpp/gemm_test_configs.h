@@ -17,7 +17,7 @@ inline GemmConfig sm90_bf16_cooperative() {
   return c;
 }
 
-inline GemmConfig sm80_3xtf32(Epilogue epilogue = Epilogue::none) {
+inline GemmConfig sm80_3xtf32(Epilogue epilogue = Epilogue::named("none")) {
   GemmConfig c;
   c.arch = Arch::sm80;
   c.api = KernelApi::cutlass2_universal;

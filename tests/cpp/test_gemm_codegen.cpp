@@ -153,15 +153,15 @@ TEST(GemmCodegen, EveryFamilyAndNumericsRendersItsCutlassTypes) {
 
 TEST(GemmCodegen, EpiloguesAndSchedulersPickTheirCutlassPieces) {
   auto c = sm90_bf16_cooperative();
-  c.epilogue = Epilogue::bias_gelu_tanh;
+  c.epilogue = Epilogue::named("bias_gelu_tanh");
   c.tile_scheduler = TileScheduler::stream_k;
   auto t = generate_gemm_kernel(c).text;
-  EXPECT_TRUE(contains(t, "LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU_taylor"));
+  EXPECT_TRUE(contains(t, "fusion::Sm90Compute<cutlass::epilogue::thread::GELU_taylor, ElementD, ElementCompute, kRound>"));
   EXPECT_TRUE(contains(t, "cutlass::gemm::StreamKScheduler"));
 
   auto s = sm80_simt_split_k();
   s.split_k_mode = SplitKMode::serial;
-  s.epilogue = Epilogue::bias_relu;
+  s.epilogue = Epilogue::named("bias_relu");
   t = generate_gemm_kernel(s).text;
   EXPECT_TRUE(contains(t, "LinearCombinationRelu"));
   EXPECT_TRUE(contains(t, "SplitK::kSerial"));
@@ -185,7 +185,7 @@ TEST(GemmCodegen, RejectsConfigsCutlassCannotTake) {
     EXPECT_TRUE(contains(e.what(), "K-major")) << e.what();
   }
   // The 2.x broadcast epilogue (residual-slot tensors) applies its activation per partial sum: no split-K.
-  auto r = sm80_3xtf32(Epilogue::bias_silu_mul);
+  auto r = sm80_3xtf32(Epilogue::named("bias_silu_mul"));
   r.split_k_mode = SplitKMode::serial;
   r.split_k_slices = 2;
   try {
@@ -205,25 +205,30 @@ TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
     std::vector<std::string> sm90, sm80;
     std::vector<std::string> sm90_fp32 = {}, sm80_fp32 = {};  // fp32-accurate modes, where they differ
   };
+  const std::string act = "fusion::Sm90Compute<";
+  const std::string root = ", ElementD, ElementCompute, kRound>";    // the tree's root writes D
+  const std::string inner = ", ElementCompute, ElementCompute, kRound>";
+  const std::string bias = "fusion::Sm90RowBroadcast<0, TileShape, ElementBias, ElementCompute, RowStride, kAlignmentBias>";
+  const std::string fma = act + "cutlass::homogeneous_multiply_add" + inner;  // alpha * acc + bias
   const std::vector<Pieces> epilogues = {
-      {Epilogue::bias_relu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::ReLu"}, {"LinearCombinationRelu<"}},
-      {Epilogue::bias_silu, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::SiLu"}, {"LinearCombinationSilu<"},
-       {"LinCombPerColBiasEltAct<fact_act::Silu"}, {"LinearCombinationWith<fact_act::Silu>::Op<"}},
-      {Epilogue::bias_gelu_erf, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU,"}, {"LinearCombinationGELU<"},
-       {"LinCombPerColBiasEltAct<fact_act::GeluErf,"}, {"LinearCombinationWith<fact_act::GeluErf>::Op<"}},
-      {Epilogue::bias_gelu_tanh, {"LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU_taylor"},
+      {Epilogue::named("bias_relu"), {act + "cutlass::epilogue::thread::ReLu" + root, fma, bias}, {"LinearCombinationRelu<"}},
+      {Epilogue::named("bias_silu"), {act + "cutlass::epilogue::thread::SiLu" + root, fma, bias}, {"LinearCombinationSilu<"},
+       {act + "fact_act::Silu" + root}, {"LinearCombinationWith<fact_act::Silu>::Op<"}},
+      {Epilogue::named("bias_gelu_erf"), {act + "cutlass::epilogue::thread::GELU" + root}, {"LinearCombinationGELU<"},
+       {act + "fact_act::GeluErf" + root}, {"LinearCombinationWith<fact_act::GeluErf>::Op<"}},
+      {Epilogue::named("bias_gelu_tanh"), {act + "cutlass::epilogue::thread::GELU_taylor" + root},
        {"using EpilogueOutputOp = LinearCombinationWith<cutlass::epilogue::thread::GELU_taylor>::Op<"},
-       {"LinCombPerColBiasEltAct<fact_act::GeluTanh,"},
+       {act + "fact_act::GeluTanh" + root},
        {"using EpilogueOutputOp = LinearCombinationWith<fact_act::GeluTanh>::Op<"}},
-      {Epilogue::bias_residual, {"LinCombPerColBias<", "constexpr bool kHasResidual = true;"},
+      {Epilogue::named("bias_residual"),
+       {act + "cutlass::plus" + root, fma, bias, "fusion::Sm90SrcFetch<ElementC>", "constexpr bool kHasResidual = true;"},
        {"LinearCombinationResidualBlock<", "cutlass::epilogue::thread::Identity, cutlass::plus,"}},
-      {Epilogue::bias_silu_mul,
-       {"using FusionOperation = fact_evt::SiluMul<TileShape", "ElementC, cutlass::epilogue::thread::SiLu>;",
-        "fusion::Sm90SrcFetch<ElementC>", "constexpr bool kSiluMul = true;", "constexpr bool kHasResidual = true;"},
+      {Epilogue::named("bias_silu_mul"),
+       {act + "cutlass::multiplies" + root, act + "cutlass::epilogue::thread::SiLu" + inner, fma, bias,
+        "fusion::Sm90SrcFetch<ElementC>", "constexpr bool kHasResidual = true;"},
        {"LinearCombinationResidualBlock<", "cutlass::epilogue::thread::SiLu, cutlass::multiplies,",
         "GemmWithFusedEpilogue<"},
-       {"using FusionOperation = fact_evt::SiluMul<TileShape", "ElementC, fact_act::Silu>;",
-        "fusion::Sm90SrcFetch<ElementC>", "constexpr bool kSiluMul = true;"},
+       {act + "fact_act::Silu" + inner, "fusion::Sm90SrcFetch<ElementC>"},
        {"LinearCombinationResidualBlock<", "fact_act::Silu, cutlass::multiplies,", "GemmWithFusedEpilogue<"}},
   };
   int rendered = 0;
@@ -260,7 +265,7 @@ TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
 TEST(GemmCodegen, FpAccurateModesComputeGeluTanhWithFactsFunctorFastModesKeepCutlass) {
   for (Arch arch : {Arch::sm80, Arch::sm90})
     for (Numerics n : {Numerics::x3tf32, Numerics::fp32, Numerics::tf32, Numerics::bf16}) {
-      auto p = GemmProblem::packed(65536, 3072, 768, 1, n, arch, /*b_column=*/true, Epilogue::bias_gelu_tanh);
+      auto p = GemmProblem::packed(65536, 3072, 768, 1, n, arch, /*b_column=*/true, Epilogue::named("bias_gelu_tanh"));
       bool accurate = n == Numerics::fp32 || n == Numerics::x3tf32;
       auto space = enumerate_gemm_configs(p, {.top_n = 24});
       ASSERT_FALSE(space.ranked.empty());
@@ -281,7 +286,7 @@ TEST(GemmCodegen, FpAccurateModesComputeGeluTanhWithFactsFunctorFastModesKeepCut
 // fp32-accurate kernels need IEEE expf/erfcf and divisions: no fast-math flag on the command line (nvcc 13
 // defines no macro under --use_fast_math, so the kernel source cannot refuse it itself).
 TEST(GemmCodegen, NvccCommandKeepsIeeeMath) {
-  for (const auto& c : {sm80_3xtf32(Epilogue::bias_gelu_tanh), sm90_bf16_cooperative()})
+  for (const auto& c : {sm80_3xtf32(Epilogue::named("bias_gelu_tanh")), sm90_bf16_cooperative()})
     for (const auto& arg : nvcc_command(c, "k.cu", "k.so", "/cutlass")) {
       EXPECT_FALSE(contains(arg, "fast_math") || contains(arg, "fast-math")) << arg;
       EXPECT_FALSE(contains(arg, "prec-div=false") || contains(arg, "prec-sqrt=false") || contains(arg, "ftz=true"))
@@ -291,17 +296,21 @@ TEST(GemmCodegen, NvccCommandKeepsIeeeMath) {
 
 TEST(GemmCodegen, SiluMulArgumentsFollowTheVisitorTree) {
   auto c = sm90_bf16_cooperative();
-  c.epilogue = Epilogue::bias_silu_mul;
+  c.epilogue = Epilogue::named("bias_silu_mul");
   auto t = generate_gemm_kernel(c).text;
-  // U is the source C with beta unused; the arguments come from the visitor tree's own setter.
-  EXPECT_TRUE(contains(t, "fact_evt::set_silu_mul_arguments(f, a.alpha, static_cast<const ElementBias*>(a.bias));"));
+  // U is the source C with beta unused; the nested arguments follow the tree: silu's fma gets alpha, acc, bias.
+  EXPECT_TRUE(contains(t, "{ {ElementCompute(a.alpha)}, {nullptr}, {ScalarStride{}} }  /* alpha */"));
+  EXPECT_TRUE(contains(t, "{ static_cast<const ElementBias*>(a.bias), ElementBias(0), RowStride{} }"));
+  EXPECT_TRUE(contains(t, "{}  /* residual */"));
+  EXPECT_FALSE(contains(t, "ElementCompute(beta)"));
   EXPECT_TRUE(contains(t, "const void* c = kHasResidual ? a.residual"));
   EXPECT_TRUE(contains(t, "if (kHasResidual && (!a.residual || a.c)) return FACT_ERR_SHAPE;"));
-  // Without the epilogue no visitor tree is emitted: only the setter's declaration, which keeps the discarded
-  // branch of configure_fusion well-formed (its absence broke every other sm90 kernel).
+  // The plain GEMM is CUTLASS's LinearCombination as a tree: beta * C + alpha * acc, beta read at run time.
   auto plain = generate_gemm_kernel(sm90_bf16_cooperative()).text;
-  EXPECT_FALSE(contains(plain, "using SiluMul ="));
-  EXPECT_TRUE(contains(plain, "void set_silu_mul_arguments(Arguments& f, float alpha, const ElementBias* bias);"));
+  EXPECT_TRUE(contains(plain, "fusion::Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, ElementCompute, kRound>"));
+  EXPECT_TRUE(contains(plain, "fusion::Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute, kRound>"));
+  EXPECT_TRUE(contains(plain, "{ {ElementCompute(beta)}, {nullptr}, {ScalarStride{}} }  /* beta */"));
+  EXPECT_FALSE(contains(plain, "Sm90RowBroadcast"));
 }
 
 TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
@@ -351,7 +360,7 @@ TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
 TEST(GemmCodegen, OpWrapperDefinesCudaAndMetaOps) {
   auto a = sm90_bf16_cooperative();
   auto b = sm80_3xtf32();
-  b.epilogue = Epilogue::bias;
+  b.epilogue = Epilogue::named("bias");
   auto w = generate_gemm_op_wrapper({a, b}).text;
   for (const auto& c : {a, b}) {
     EXPECT_TRUE(contains(w, "m.def(\"gemm_" + c.id() + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor\")"));
@@ -387,7 +396,7 @@ TEST(GemmCodegen, NvccCommandNamesArchIncludesAndOutput) {
 TEST(GemmCodegenNvcc, Sm90Bf16CooperativeTmaCompiles) { expect_compiles(sm90_bf16_cooperative(), "sm90_bf16_coop"); }
 // The 2.x 3xTF32 kernel with FACT's accurate tanh-GELU as its LinearCombinationGeneric activation.
 TEST(GemmCodegenNvcc, Sm80ThreeTf32BiasGeluTanhCompiles) {
-  expect_compiles(sm80_3xtf32(Epilogue::bias_gelu_tanh), "sm80_3xtf32_gelu_tanh");
+  expect_compiles(sm80_3xtf32(Epilogue::named("bias_gelu_tanh")), "sm80_3xtf32_gelu_tanh");
 }
 // Compiles the sm90 3xTF32 pre-pass kernel as a shared library, then loads it (no GPU needed for the host
 // side) to check the ABI: describe, can_implement, and the workspace formula [A' | B' | CUTLASS's].
@@ -432,18 +441,30 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
 // the 3.x visitor tree (Sm90Compute over fragments).
 TEST(GemmCodegenNvcc, Sm90ThreeTf32BiasGeluTanhCompiles) {
   GemmConfig c = sm90_3xtf32_split();
-  c.epilogue = Epilogue::bias_gelu_tanh;
+  c.epilogue = Epilogue::named("bias_gelu_tanh");
   expect_compiles(c, "sm90_3xtf32_gelu_tanh");
 }
 TEST(GemmCodegenNvcc, Sm80SimtFp32ParallelSplitKCompiles) { expect_compiles(sm80_simt_split_k(), "sm80_simt_splitk"); }
 // SwiGLU's epilogue, one kernel per arch: the sm90 visitor tree and the sm80 broadcast epilogue.
 TEST(GemmCodegenNvcc, Sm90SiluMulVisitorTreeCompiles) {
   auto c = sm90_bf16_cooperative();
-  c.epilogue = Epilogue::bias_silu_mul;
+  c.epilogue = Epilogue::named("bias_silu_mul");
   expect_compiles(c, "sm90_bf16_silu_mul");
 }
 TEST(GemmCodegenNvcc, Sm80SiluMulBroadcastEpilogueCompiles) {
-  expect_compiles(sm80_3xtf32(Epilogue::bias_silu_mul), "sm80_3xtf32_silu_mul");
+  expect_compiles(sm80_3xtf32(Epilogue::named("bias_silu_mul")), "sm80_3xtf32_silu_mul");
+}
+// Trees none of the predefined epilogues are: the generated visitor tree with a constant, a residual, every
+// node kind between them; and a column broadcast (bias[M]) under max and a GELU.
+TEST(GemmCodegenNvcc, Sm90UnnamedEpilogueTreesCompile) {
+  auto c = sm90_bf16_cooperative();
+  c.epilogue = Epilogue::from_json(nlohmann::json::parse(
+      R"(["add", ["mul", ["relu", ["add", ["mul", "acc", "alpha"], {"row": "bias"}]], 0.5], "residual"])"));
+  ASSERT_TRUE(c.epilogue.name.empty());
+  expect_compiles(c, "sm90_bf16_tree_relu_half_residual");
+  c.epilogue = Epilogue::from_json(nlohmann::json::parse(
+      R"(["gelu_tanh", ["max", ["sub", ["mul", "alpha", "acc"], {"col": "bias"}], ["mul", "beta", "C"]]])"));
+  expect_compiles(c, "sm90_bf16_tree_col_max");
 }
 
 // The wrapper is built on the GPU machine; here it is only parsed against the venv's torch headers.
@@ -455,7 +476,7 @@ TEST(GemmCodegen, OpWrapperParsesAgainstTorchHeaders) {
   if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
     GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   auto c = sm80_3xtf32();
-  c.epilogue = Epilogue::bias;
+  c.epilogue = Epilogue::named("bias");
   fs::path dir = fs::temp_directory_path() / "fact_test_wrapper";
   fs::create_directories(dir);
   std::ofstream(dir / "ops.cpp") << generate_gemm_op_wrapper({sm90_bf16_cooperative(), c}).text;
@@ -468,11 +489,13 @@ TEST(GemmCodegen, OpWrapperParsesAgainstTorchHeaders) {
 
 TEST(GemmCodegen, Sm90ResidualEpilogueRidesInAsCWithBetaOne) {
   auto p = GemmProblem::packed(65536, 768, 3072, 1, Numerics::tf32, Arch::sm90, /*b_column=*/true,
-                               Epilogue::bias_residual);
+                               Epilogue::named("bias_residual"));
   GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
   auto src = generate_gemm_kernel(c);
   EXPECT_TRUE(contains(src.text, "constexpr bool kHasResidual = true;"));
-  EXPECT_TRUE(contains(src.text, "LinCombPerColBias<"));
+  // The residual is added to alpha * acc + bias by the tree's root; it is read as the source C.
+  EXPECT_TRUE(contains(src.text, "fusion::Sm90Compute<cutlass::plus, ElementD, ElementCompute, kRound>"));
+  EXPECT_TRUE(contains(src.text, "fusion::Sm90SrcFetch<ElementC>"));
   EXPECT_TRUE(contains(src.text, "float beta = kHasResidual ? 1.0f"));
   // CUTLASS 2.x kernels take the residual through the broadcast epilogue, data-parallel only.
   for (auto& rc : enumerate_gemm_configs(p, {.top_n = 1000}).ranked) {

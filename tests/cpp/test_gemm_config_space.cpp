@@ -25,8 +25,8 @@ TEST(GemmProblem, NamesRoundTripAndErrorsListChoices) {
   for (auto n : {Numerics::fp32, Numerics::tf32, Numerics::x3tf32, Numerics::bf16, Numerics::fp16})
     EXPECT_EQ(numerics_from_string(to_string(n)), n);
   EXPECT_EQ(to_string(Numerics::x3tf32), "3xtf32");
-  for (auto e : {Epilogue::none, Epilogue::bias, Epilogue::bias_relu, Epilogue::bias_silu, Epilogue::bias_gelu_erf,
-                 Epilogue::bias_gelu_tanh, Epilogue::bias_residual})
+  for (auto e : {Epilogue::named("none"), Epilogue::named("bias"), Epilogue::named("bias_relu"), Epilogue::named("bias_silu"), Epilogue::named("bias_gelu_erf"),
+                 Epilogue::named("bias_gelu_tanh"), Epilogue::named("bias_residual")})
     EXPECT_EQ(epilogue_from_string(to_string(e)), e);
   try {
     numerics_from_string("fp64");

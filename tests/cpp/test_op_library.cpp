@@ -32,7 +32,7 @@ namespace {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 GemmConfig sm90_bf16() { return test::sm90_bf16_cooperative(); }
-GemmConfig sm80_3xtf32_bias() { return test::sm80_3xtf32(Epilogue::bias); }
+GemmConfig sm80_3xtf32_bias() { return test::sm80_3xtf32(Epilogue::named("bias")); }
 
 json row(const std::string& pattern, const GemmConfig* winner, Numerics numerics, bool b_column, Epilogue e) {
   auto p = GemmProblem::packed(2048, 1024, 512, 1, numerics, Arch::sm90, b_column, e);
@@ -58,10 +58,10 @@ std::string read(const fs::path& p) { return fact::read_text_file(p, "test file"
 
 TEST(OpLibrary, TakesWinnersMergesRepeatsAndSkipsRowsWithoutConfig) {
   auto a = sm90_bf16(), b = sm80_3xtf32_bias();
-  auto r1 = write_report("r1", report({row("matmul", &a, Numerics::bf16, true, Epilogue::none),
-                                       row("linear", nullptr, Numerics::bf16, true, Epilogue::none)}));
-  auto r2 = write_report("r2", report({row("linear_bias", &b, Numerics::x3tf32, false, Epilogue::bias),
-                                       row("matmul_again", &a, Numerics::bf16, true, Epilogue::none)}));
+  auto r1 = write_report("r1", report({row("matmul", &a, Numerics::bf16, true, Epilogue::named("none")),
+                                       row("linear", nullptr, Numerics::bf16, true, Epilogue::named("none"))}));
+  auto r2 = write_report("r2", report({row("linear_bias", &b, Numerics::x3tf32, false, Epilogue::named("bias")),
+                                       row("matmul_again", &a, Numerics::bf16, true, Epilogue::named("none"))}));
   auto entries = op_library_entries({r1, r2});
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0].config_id, a.id());
@@ -100,7 +100,7 @@ TEST(OpLibrary, FamilyWinnersJoinTheLibraryThroughTheFamilySeam) {
   auto a = sm90_bf16();
   json rows = family_rows();
   ASSERT_EQ(rows.size(), 3u);  // 2 LayerNorms (one config: same problem) + attention
-  rows.push_back(row("matmul", &a, Numerics::bf16, true, Epilogue::none));
+  rows.push_back(row("matmul", &a, Numerics::bf16, true, Epilogue::named("none")));
   std::vector<OpLibraryEntry> entries;
   add_op_library_entries(report(rows), "r.json", entries);
   ASSERT_EQ(entries.size(), 3u);
@@ -183,7 +183,7 @@ TEST(OpLibrary, FamilyRowsThatDoNotParseAreErrorsNamingTheRow) {
 }
 
 TEST(OpLibrary, ReportsWithoutWinnersOrOfTheWrongShapeAreErrors) {
-  auto none = write_report("none", report({row("linear", nullptr, Numerics::bf16, true, Epilogue::none)}));
+  auto none = write_report("none", report({row("linear", nullptr, Numerics::bf16, true, Epilogue::named("none"))}));
   try {
     op_library_entries({none});
     FAIL() << "no winner should be an error";
@@ -208,13 +208,13 @@ TEST(OpLibrary, ReportsWithoutWinnersOrOfTheWrongShapeAreErrors) {
   expect_error(json::array(), "not a JSON object");
   expect_error({{"format", "fact-plan"}, {"rows", json::array()}}, "fact-tune-report");
   expect_error({{"format", "fact-tune-report"}}, "\"rows\"");
-  auto bad_config = report({row("m", &a, Numerics::bf16, true, Epilogue::none)});
+  auto bad_config = report({row("m", &a, Numerics::bf16, true, Epilogue::named("none"))});
   bad_config["rows"][0]["config"] = "abc";
   expect_error(bad_config, "rows[0].config");
-  auto bad_field = report({row("m", &a, Numerics::bf16, true, Epilogue::none)});
+  auto bad_field = report({row("m", &a, Numerics::bf16, true, Epilogue::named("none"))});
   bad_field["rows"][0]["config"]["numerics"] = "fp64";
   expect_error(bad_field, "rows[0].config");
-  auto no_problem = report({row("m", &a, Numerics::bf16, true, Epilogue::none)});
+  auto no_problem = report({row("m", &a, Numerics::bf16, true, Epilogue::named("none"))});
   no_problem["rows"][0].erase("problem");
   expect_error(no_problem, "rows[0].problem");
 }
@@ -222,8 +222,8 @@ TEST(OpLibrary, ReportsWithoutWinnersOrOfTheWrongShapeAreErrors) {
 TEST(OpLibrary, WritesKernelsOpsAndManifest) {
   auto a = sm90_bf16(), b = sm80_3xtf32_bias();
   std::vector<OpLibraryEntry> entries;
-  add_op_library_entries(report({row("matmul", &a, Numerics::bf16, true, Epilogue::none),
-                                 row("linear_bias", &b, Numerics::x3tf32, false, Epilogue::bias)}),
+  add_op_library_entries(report({row("matmul", &a, Numerics::bf16, true, Epilogue::named("none")),
+                                 row("linear_bias", &b, Numerics::x3tf32, false, Epilogue::named("bias"))}),
                          "r.json", entries);
   fs::path dir = fs::temp_directory_path() / "fact_test_op_library_dir";
   fs::remove_all(dir);
@@ -308,7 +308,7 @@ TEST(OpLibrary, OpsCppWithFamilyOpsParsesAgainstTorchHeaders) {
     GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   auto a = sm80_3xtf32_bias();
   json rows = family_rows();
-  rows.push_back(row("linear_bias", &a, Numerics::x3tf32, false, Epilogue::bias));
+  rows.push_back(row("linear_bias", &a, Numerics::x3tf32, false, Epilogue::named("bias")));
   std::vector<OpLibraryEntry> entries;
   add_op_library_entries(report(rows), "r.json", entries);
   fs::path dir = fs::temp_directory_path() / "fact_test_op_library_parse";

@@ -3,45 +3,14 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/families/gemm/epilogue_activations.h"
+#include "realize/families/gemm/epilogue_sm80.h"
+#include "realize/families/gemm/epilogue_sm90_evt.h"
 #include "realize/families/gemm/gemm_config_space.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
-
-// --- Vocabulary tables: how FACT's epilogues are spelled in CUTLASS. ---
-
-struct EpilogueNames {
-  Epilogue epilogue;
-  const char* sm80_output_op;  // 2.x thread-level output operator template (Out, Count, Acc, Compute)
-  const char* activation;      // CUTLASS's activation functor (3.x fusion, 2.x broadcast epilogue), empty for none
-  // 2.x broadcast epilogue (residual-slot epilogues): how the residual slot joins in.
-  const char* sm80_broadcast_combine = "";
-  // FACT's activation for the fp32-accurate modes (templates/cutlass/fp32_activation.hpp.in), empty where
-  // CUTLASS's is exact or has none. Why: CUTLASS's GELU_taylor runs tanh.approx.f32, off fp32 by ~2^-11.
-  const char* fp32_activation = "";
-};
-constexpr EpilogueNames kEpilogueNames[] = {
-    {Epilogue::none, "cutlass::epilogue::thread::LinearCombination", ""},
-    {Epilogue::bias, "cutlass::epilogue::thread::LinearCombination", ""},
-    {Epilogue::bias_relu, "cutlass::epilogue::thread::LinearCombinationRelu", "cutlass::epilogue::thread::ReLu"},
-    {Epilogue::bias_silu, "cutlass::epilogue::thread::LinearCombinationSilu", "cutlass::epilogue::thread::SiLu", "",
-     "fact_act::Silu"},
-    {Epilogue::bias_gelu_erf, "cutlass::epilogue::thread::LinearCombinationGELU", "cutlass::epilogue::thread::GELU", "",
-     "fact_act::GeluErf"},
-    // CUTLASS has no LinearCombination alias for tanh-GELU: the sm80 template's LinearCombinationWith builds one.
-    {Epilogue::bias_gelu_tanh, "LinearCombinationWith<cutlass::epilogue::thread::GELU_taylor>::Op",
-     "cutlass::epilogue::thread::GELU_taylor", "", "fact_act::GeluTanh"},
-    // 3.x: bias epilogue with the residual as C, beta = 1. 2.x: the broadcast kernel adds C.
-    {Epilogue::bias_residual, "", "cutlass::epilogue::thread::Identity", "cutlass::plus"},
-    // 3.x: fact_evt::SiluMul (templates/cutlass/sm90_silu_mul_evt.hpp.in). 2.x: the broadcast kernel multiplies by C.
-    {Epilogue::bias_silu_mul, "", "cutlass::epilogue::thread::SiLu", "cutlass::multiplies", "fact_act::Silu"}};
-
-const EpilogueNames& names_of(Epilogue e) {
-  for (const auto& n : kEpilogueNames)
-    if (n.epilogue == e) return n;
-  throw Error("code generator: epilogue " + to_string(e) + " is not generated yet; run it as a separate op");
-}
 
 std::string layout_name(MatrixLayout l) {
   return l == MatrixLayout::row ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
@@ -52,40 +21,18 @@ std::string boolean(bool b) { return b ? "true" : "false"; }
 // fp32 and 3xtf32 promise fp32's error against float64; tf32/bf16/fp16 round far more than any activation.
 bool fp32_accurate(Numerics n) { return n == Numerics::fp32 || n == Numerics::x3tf32; }
 
-// Whether the epilogue's activation is FACT's accurate one: fp32-accurate modes, where FACT has one.
+// Whether the epilogue uses FACT's accurate activations: fp32-accurate modes, with an activation the table gives
+// one for. Why: CUTLASS's GELU_taylor runs tanh.approx.f32, off fp32 by ~2^-11.
 bool uses_fp32_activation(const GemmConfig& c) {
-  return fp32_accurate(c.numerics) && *names_of(c.epilogue).fp32_activation;
-}
-
-// The activation functor the epilogue applies (empty for epilogues without an activation).
-std::string activation_functor(const GemmConfig& c) {
-  return uses_fp32_activation(c) ? names_of(c.epilogue).fp32_activation : names_of(c.epilogue).activation;
+  if (!fp32_accurate(c.numerics)) return false;
+  for (const auto& act : c.epilogue.tree.activations())
+    if (!activation_entry(act).fp32_accurate.empty()) return true;
+  return false;
 }
 
 // templates/cutlass/fp32_activation.hpp.in for the kernels whose epilogue uses one of its functors, else nothing.
 std::string fp32_activation_source(const GemmConfig& c) {
   return uses_fp32_activation(c) ? render_template_file("cutlass/fp32_activation.hpp.in", {}) : "";
-}
-
-// The 3.x epilogue fusion: CUTLASS's fusion::* operation for this epilogue.
-std::string sm90_fusion_operation(const GemmConfig& c) {
-  Epilogue e = c.epilogue;
-  if (e == Epilogue::none)
-    return "cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute>";
-  if (e == Epilogue::bias_silu_mul)
-    return fmt::format("fact_evt::SiluMul<TileShape, ElementD, ElementCompute, ElementBias, ElementC, {}>",
-                       activation_functor(c));
-  if (e == Epilogue::bias || e == Epilogue::bias_residual)  // the residual is C with beta = 1
-    return "cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, "
-           "ElementCompute>";
-  return fmt::format("cutlass::epilogue::fusion::LinCombPerColBiasEltAct<{}, ElementD, ElementCompute, "
-                     "ElementBias, ElementC, ElementCompute>", activation_functor(c));
-}
-
-// The 2.x output operator (Out, Count, Acc, Compute) of gemm_sm80_universal.cu.in.
-std::string sm80_output_op(const GemmConfig& c) {
-  if (uses_fp32_activation(c)) return fmt::format("LinearCombinationWith<{}>::Op", activation_functor(c));
-  return names_of(c.epilogue).sm80_output_op;
 }
 
 // A large problem with the config's layouts and widest alignments: validity of the config by itself.
@@ -113,7 +60,7 @@ std::string tf32_operand_prepass_source() { return render_template_file("cutlass
 
 std::string gemm_kernel_template(const GemmConfig& config) {
   const char* kernel = config.api == KernelApi::cutlass2_universal
-                           ? (has_residual(config.epilogue) ? "sm80_broadcast" : "sm80_universal")
+                           ? (sm80_epilogue(config.epilogue.tree, false).broadcast ? "sm80_broadcast" : "sm80_universal")
                            : (config.mainloop_transform == MainloopTransform::none ? "sm90_collective" : "sm90_tf32_prepass");
   const nlohmann::json templates = family_data("gemm").value("kernel_templates", nlohmann::json::object());
   if (!templates.contains(kernel) || !templates[kernel].is_string())
@@ -154,11 +101,9 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["nondeterministic_reduction"] = boolean(c.nondeterministic_reduction);
     v["has_residual"] = boolean(has_residual(c.epilogue));
     v["swizzle"] = std::to_string(c.swizzle);
-    v["fusion_operation"] = sm90_fusion_operation(c);
-    v["silu_mul"] = boolean(c.epilogue == Epilogue::bias_silu_mul);
-    v["fusion_callbacks"] = c.epilogue == Epilogue::bias_silu_mul
-                                ? render_template_file("cutlass/sm90_silu_mul_evt.hpp.in", {})
-                                : "";
+    v["epilogue_tree"] = c.epilogue.tree.text();
+    v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
+    v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
     // Auto: the builder takes whatever shared memory the epilogue leaves.
     v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
@@ -183,12 +128,13 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["threadblock_swizzle"] = c.tile_scheduler == TileScheduler::stream_k
         ? "cutlass::gemm::threadblock::ThreadblockSwizzleStreamK"
         : fmt::format("cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<{}>", c.swizzle);
-    if (has_residual(c.epilogue)) {  // gemm_sm80_broadcast.cu.in
-      v["activation_op"] = activation_functor(c);
-      v["combine_op"] = names_of(c.epilogue).sm80_broadcast_combine;
+    Sm80Epilogue epilogue = sm80_epilogue(c.epilogue.tree, uses_fp32_activation(c));
+    if (epilogue.broadcast) {  // gemm_sm80_broadcast.cu.in
+      v["activation_op"] = epilogue.activation_op;
+      v["combine_op"] = epilogue.combine_op;
       return v;
     }
-    v["epilogue_output_op"] = sm80_output_op(c);
+    v["epilogue_output_op"] = epilogue.output_op;
     v["split_k_mode"] = c.split_k_mode == SplitKMode::none     ? "kNone"
                         : c.split_k_mode == SplitKMode::serial ? "kSerial"
                                                                : "kParallel";

@@ -60,7 +60,7 @@ nlohmann::json GemmConfig::to_json() const {
           {"op_class", to_string(op_class)},
           {"layout_a", to_string(layout_a)}, {"layout_b", to_string(layout_b)}, {"layout_d", to_string(layout_d)},
           {"element_in", to_string(element_in)}, {"element_out", to_string(element_out)},
-          {"epilogue", to_string(epilogue)},
+          {"epilogue", epilogue.to_json()},
           {"alignment", {alignment_a, alignment_b, alignment_d}},
           {"threadblock", shape_json(threadblock)}, {"warp", shape_json(warp)},
           {"instruction", shape_json(instruction)}, {"stages", stages}, {"cluster", shape_json(cluster)},
@@ -85,7 +85,7 @@ GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
     c.layout_d = matrix_layout_from_string(j.at("layout_d"));
     c.element_in = element_from_string(j.at("element_in"));
     c.element_out = element_from_string(j.at("element_out"));
-    c.epilogue = epilogue_from_string(j.at("epilogue"));
+    c.epilogue = Epilogue::from_json(j.at("epilogue"));
     c.alignment_a = j.at("alignment").at(0);
     c.alignment_b = j.at("alignment").at(1);
     c.alignment_d = j.at("alignment").at(2);

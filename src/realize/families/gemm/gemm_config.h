@@ -56,7 +56,7 @@ struct GemmConfig {
   OpClass op_class = OpClass::tensor_op;
   MatrixLayout layout_a = MatrixLayout::row, layout_b = MatrixLayout::column, layout_d = MatrixLayout::row;
   Element element_in = Element::bf16, element_out = Element::bf16;
-  Epilogue epilogue = Epilogue::none;
+  Epilogue epilogue;
   int alignment_a = 8, alignment_b = 8, alignment_d = 8;  // elements per vector access
   // The hierarchy.
   GemmShape threadblock{128, 128, 64};         // CTA tile (3.x: TileShape)

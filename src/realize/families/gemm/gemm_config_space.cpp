@@ -8,6 +8,8 @@
 #include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
+#include "realize/families/gemm/epilogue_sm80.h"
+#include "realize/families/gemm/epilogue_sm90_evt.h"
 
 namespace fact::realize {
 namespace {
@@ -258,6 +260,7 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
   }
   if (c.api == KernelApi::cutlass3_collective) {
     if (c.arch != Arch::sm90) return "CUTLASS 3.x collective kernels need sm90: use cutlass2_universal on sm80";
+    if (auto why = sm90_evt_rejection(c.epilogue.tree)) return why;
     bool prepass = c.mainloop_transform != MainloopTransform::none;
     if (p.numerics == Numerics::x3tf32 && !prepass)
       return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32 or a cutlass2_universal kernel";
@@ -303,6 +306,7 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     if (c.alignment_a * in_bytes < 4 || c.alignment_b * in_bytes < 4)
       return "cp.async copies at least 4 bytes: 16-bit operands need even leading dimensions and extents";
   }
+  if (auto why = sm80_epilogue_rejection(c.epilogue.tree)) return why;
   if (has_bias(c.epilogue) && c.layout_d != MatrixLayout::row)
     return "cutlass2 bias epilogues broadcast bias through C with ldc = 0, which needs row-major D";
   if (c.split_k_mode != SplitKMode::none && p.batch != 1)
@@ -314,7 +318,7 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
   if (has_residual(c.epilogue) && (c.split_k_mode != SplitKMode::none || c.tile_scheduler != TileScheduler::data_parallel))
     return "cutlass2 epilogues with a residual-slot tensor run data-parallel only (no split-K, no stream-K)";
   if (c.split_k_mode == SplitKMode::parallel &&
-      (c.layout_d != MatrixLayout::row || !(c.epilogue == Epilogue::none || c.epilogue == Epilogue::bias)))
+      (c.layout_d != MatrixLayout::row || !(c.epilogue.name == "none" || c.epilogue.name == "bias")))
     return "parallel split-K reduces row-major D with a linear epilogue only: use serial split-K";
   return std::nullopt;
 }

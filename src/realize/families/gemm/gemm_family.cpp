@@ -69,7 +69,7 @@ class GemmFamily final : public KernelFamily {
     auto layout = [](MatrixLayout l) { return l == MatrixLayout::row ? "row" : "col"; };
     return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}, {"layout_a", layout(p.a.layout)},
             {"layout_b", layout(p.b.layout)}, {"dtype", to_string(p.element_in)}, {"numerics", to_string(p.numerics)},
-            {"epilogue", to_string(p.epilogue)}};
+            {"epilogue", p.epilogue.to_json()}};
   }
 
   // 3xTF32 promises fp32 accuracy: no worse than twice cuBLAS fp32's own error against float64.
@@ -93,12 +93,14 @@ class GemmFamily final : public KernelFamily {
 
   json manifest_fields(const json& config) const override {
     GemmConfig c = GemmConfig::from_json(config);
-    return {{"epilogue", to_string(c.epilogue)},
+    json fields = {{"epilogue", c.epilogue.to_json()},
             {"has_bias", has_bias(c.epilogue)},
             {"has_residual", has_residual(c.epilogue)},
             {"element_in", to_string(c.element_in)},
             {"element_out", to_string(c.element_out)},
             {"layout", {{"a", to_string(c.layout_a)}, {"b", to_string(c.layout_b)}, {"d", to_string(c.layout_d)}}}};
+    fields.update(epilogue_reference_json(c.epilogue));  // the tree and its activations, for the CPU reference op
+    return fields;
   }
 
   // a folded to [M, K] (or kept [batch, M, K]), b as the wrapper's [K, N] view (a Linear weight [N, K] is passed
@@ -119,8 +121,9 @@ class GemmFamily final : public KernelFamily {
     int64_t k = dim(m, "K", a->out().shape.back());
     int64_t mm = dim(m, "M", anchor.numel() / std::max<int64_t>(n, 1));
     int64_t batch = dim(m, "batch", 1);
-    std::string epilogue = s.problem.is_object() ? s.problem.value("epilogue", "") : "";
-    if (epilogue.empty()) epilogue = s.config.value("epilogue", "none");
+    const json& epilogue_json = s.problem.is_object() && s.problem.contains("epilogue") ? s.problem["epilogue"]
+                                : s.config.value("epilogue", json("none"));
+    Epilogue epilogue = Epilogue::from_json(epilogue_json);
 
     std::string a_expr = s.tensor("a", true);
     if (batch == 1 && a->out().rank() != 2) a_expr += fmt::format(".reshape({}, {})", mm, k);
@@ -128,7 +131,7 @@ class GemmFamily final : public KernelFamily {
     std::string b_expr = s.tensor("b", true) + (b_layout == "nk" ? ".t()" : "");
     std::string bias_expr = "None";
     if (bias) bias_expr = s.tensor("bias", true) + (bias->out().rank() == 1 ? "" : fmt::format(".reshape({})", n));
-    else if (epilogue != "none") bias_expr = fmt::format("{}.new_zeros({})", s.tensor("a", true), n);  // the epilogue reads a bias
+    else if (has_bias(epilogue)) bias_expr = fmt::format("{}.new_zeros({})", s.tensor("a", true), n);  // the epilogue reads a bias
     std::string residual_expr = "None";
     OpCall call;
     if (s.node("up_b")) {

@@ -13,13 +13,6 @@
 namespace fact::realize {
 namespace {
 
-// Name tables: the single place where each enum meets its text form.
-constexpr std::array<std::pair<Epilogue, const char*>, 8> kEpilogues{{
-    {Epilogue::none, "none"}, {Epilogue::bias, "bias"}, {Epilogue::bias_relu, "bias_relu"},
-    {Epilogue::bias_silu, "bias_silu"}, {Epilogue::bias_gelu_erf, "bias_gelu_erf"},
-    {Epilogue::bias_gelu_tanh, "bias_gelu_tanh"}, {Epilogue::bias_residual, "bias_residual"},
-    {Epilogue::bias_silu_mul, "bias_silu_mul"}}};
-
 // Largest power of two <= max_elems dividing every value (0 divides nothing away).
 int widest_alignment(int max_elems, std::initializer_list<int64_t> values) {
   int64_t g = 0;
@@ -30,12 +23,6 @@ int widest_alignment(int max_elems, std::initializer_list<int64_t> values) {
 }
 
 }  // namespace
-
-std::string to_string(Epilogue v) { return enum_name(kEpilogues, v); }
-Epilogue epilogue_from_string(const std::string& s) { return parse_enum(kEpilogues, s, "epilogue"); }
-
-bool has_bias(Epilogue e) { return e != Epilogue::none; }
-bool has_residual(Epilogue e) { return e == Epilogue::bias_residual || e == Epilogue::bias_silu_mul; }
 
 GemmProblem GemmProblem::packed(int64_t m, int64_t n, int64_t k, int64_t batch, Numerics numerics,
                                 Arch arch, bool b_column, Epilogue epilogue) {
@@ -121,7 +108,7 @@ nlohmann::json GemmProblem::to_json() const {
   };
   return {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}, {"a", op(a)}, {"b", op(b)}, {"d", op(d)},
           {"element_in", to_string(element_in)}, {"element_out", to_string(element_out)},
-          {"numerics", to_string(numerics)}, {"epilogue", to_string(epilogue)}, {"arch", to_string(arch)}};
+          {"numerics", to_string(numerics)}, {"epilogue", epilogue.to_json()}, {"arch", to_string(arch)}};
 }
 
 GemmProblem GemmProblem::from_json(const nlohmann::json& j) {
@@ -135,7 +122,7 @@ GemmProblem GemmProblem::from_json(const nlohmann::json& j) {
     p.element_in = element_from_string(j.at("element_in"));
     p.element_out = element_from_string(j.at("element_out"));
     p.numerics = numerics_from_string(j.at("numerics"));
-    p.epilogue = epilogue_from_string(j.value("epilogue", std::string("none")));
+    if (j.contains("epilogue")) p.epilogue = Epilogue::from_json(j.at("epilogue"));
     p.arch = arch_from_string(j.at("arch"));
     return p;
   } catch (const nlohmann::json::exception& e) {

@@ -8,20 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/vocabulary.h"
+#include "realize/families/gemm/gemm_epilogue.h"
 
 namespace fact::realize {
-
-// What the epilogue adds after alpha*A@B (+beta*C). bias_residual: + a tensor shaped like D;
-// bias_silu_mul: silu(A@B + bias) * U with U shaped like D (SwiGLU's up projection, computed first).
-enum class Epilogue { none, bias, bias_relu, bias_silu, bias_gelu_erf, bias_gelu_tanh, bias_residual, bias_silu_mul };
-
-std::string to_string(Epilogue v);   // "none", "bias", "bias_relu", ...
-// Throws Error naming the bad text and listing the accepted names.
-Epilogue epilogue_from_string(const std::string& s);
-
-bool has_bias(Epilogue e);
-// Whether the kernel reads a tensor shaped like D through FactGemmArgs::residual (residual or U).
-bool has_residual(Epilogue e);
 
 struct GemmOperand {
   MatrixLayout layout = MatrixLayout::row;
@@ -35,13 +24,13 @@ struct GemmProblem {
   Element element_in = Element::f32;
   Element element_out = Element::f32;
   Numerics numerics = Numerics::fp32;
-  Epilogue epilogue = Epilogue::none;
+  Epilogue epilogue;  // default: the predefined "none" (alpha * acc + beta * C)
   Arch arch = Arch::sm90;
 
   // A packed problem: row-major A and D, B row-major ("nn") or column-major (a Linear weight,
   // `b_column`); element types follow the numerics mode.
   static GemmProblem packed(int64_t m, int64_t n, int64_t k, int64_t batch, Numerics numerics,
-                            Arch arch, bool b_column = false, Epilogue epilogue = Epilogue::none);
+                            Arch arch, bool b_column = false, Epilogue epilogue = {});
   // Layout and ld of one operand from a graph tensor's last two dims (rows x cols) and strides.
   // `name` is used in errors ("A of aten.mm node mm_1").
   static GemmOperand operand_from_strides(const std::vector<int64_t>& shape,

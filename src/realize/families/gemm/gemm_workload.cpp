@@ -25,16 +25,20 @@ bool leading_dims_fold(const ir::TensorMeta& t) {
   return true;
 }
 
+// The matched pattern's epilogue: SwiGLU and the residual add are predefined trees; an activation wraps the
+// bias tree (any activation of data/epilogues/activations.json, named when it is a predefined tree).
 Epilogue epilogue_of(const discover::Match& m, bool bias, bool residual) {
   std::string act = m.kernel.value("activation", "");
-  if (act == "silu_mul") return Epilogue::bias_silu_mul;
-  if (residual) return Epilogue::bias_residual;
-  if (act == "relu") return Epilogue::bias_relu;
-  if (act == "silu") return Epilogue::bias_silu;
-  if (act == "gelu_erf") return Epilogue::bias_gelu_erf;
-  if (act == "gelu_tanh") return Epilogue::bias_gelu_tanh;
-  if (!act.empty()) throw Error(fmt::format("activation '{}' has no GEMM epilogue", act));
-  return bias ? Epilogue::bias : Epilogue::none;
+  if (act == "silu_mul") return Epilogue::named("bias_silu_mul");
+  if (residual) return Epilogue::named("bias_residual");
+  if (!act.empty()) {
+    try {
+      return Epilogue::of(EpilogueTree::activation(act, Epilogue::named_tree("bias")));
+    } catch (const Error& e) {
+      throw Error(fmt::format("activation '{}' has no GEMM epilogue: {}", act, e.what()));
+    }
+  }
+  return Epilogue::named(bias ? "bias" : "none");
 }
 
 }  // namespace
