@@ -196,7 +196,7 @@ def test_swiglu_operands_reference_and_pytorch_path():
     biases in float64, U is computed by PyTorch (as the composed module does) into the residual slot."""
     torch = pytest.importorskip("torch")
     p = cpu_problem(batch=1, layout_a="row", layout_b="col", epilogue="bias_silu_mul")
-    assert p.swiglu and p.has_residual and p.has_bias and p.activation == "silu"
+    assert p.swiglu and p.has_residual and p.has_bias and p.tree[0] == "mul" and p.tree[1][0] == "silu"
     case = GemmCase(p)
     ops = case.make_inputs("cpu")
     assert ops.up_b.shape == ops.b.shape == (1, 56, 40) and ops.up_b.stride() == ops.b.stride()

@@ -92,6 +92,8 @@ def test_the_copied_reference_ops_run_with_pytorch_alone(tmp_path):
     source = PYTHON_DIR / "fact" / "compose"
     shutil.copy(source / "reference_ops.py", tmp_path)
     shutil.copytree(source / "reference", tmp_path / "reference", ignore=shutil.ignore_patterns("__pycache__"))
+    # As `fact compose` does: the GEMM reference reads the predefined epilogue trees and activations from here.
+    shutil.copytree(PYTHON_DIR.parent / "data" / "epilogues", tmp_path / "reference" / "epilogues")
     r = subprocess.run([sys.executable, "-c", STANDALONE_CHECK], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert r.returncode == 0, r.stderr

@@ -14,6 +14,8 @@ import ctypes
 import math
 from dataclasses import asdict, dataclass
 
+from ..compose.reference.gemm import check_tree, evaluate_epilogue, load_epilogue_tables, tree_leaves
+from ..paths import data_dir
 from . import verify
 from .kernel_abi import FactGemmArgs
 from .measure_case import MeasureCase
@@ -22,8 +24,11 @@ from .problem_fields import ProblemError, check_keys, choice, integer
 LAYOUTS = ("row", "col")
 DTYPES = ("float32", "bfloat16", "float16")
 NUMERICS = ("fp32", "3xtf32", "tf32", "bf16", "fp16")
-EPILOGUES = ("none", "bias", "bias_relu", "bias_silu", "bias_gelu_erf", "bias_gelu_tanh", "bias_residual",
-             "bias_silu_mul")
+
+def epilogue_tables():
+    """(predefined trees by name, activation table) from data/epilogues/."""
+    return load_epilogue_tables(data_dir() / "epilogues")
+
 # Which numerics modes an operand dtype admits: fp32 tensors can be multiplied in full fp32,
 # in 3xTF32 (fp32-accurate on tensor cores) or in TF32; bf16/fp16 tensors only in their own type.
 NUMERICS_FOR_DTYPE = {"float32": ("fp32", "3xtf32", "tf32"), "bfloat16": ("bf16",), "float16": ("fp16",)}
@@ -41,33 +46,34 @@ class GemmProblem:
     layout_b: str
     dtype: str
     numerics: str
-    epilogue: str
+    epilogue: object  # a predefined epilogue's name (data/epilogues/named.json) or an epilogue tree (its JSON)
 
     def to_json(self) -> dict:
         return asdict(self)
 
     @property
+    def tree(self):
+        """The epilogue tree (compact JSON form, src/realize/families/gemm/epilogue_tree.h)."""
+        return epilogue_tables()[0][self.epilogue] if isinstance(self.epilogue, str) else self.epilogue
+
+    @property
+    def bias_length(self) -> int:
+        """Elements of the bias vector the epilogue reads: N for a row broadcast, M for a column one, 0 for none."""
+        return self.n if "row" in tree_leaves(self.tree) else self.m if "col" in tree_leaves(self.tree) else 0
+
+    @property
     def has_bias(self) -> bool:
-        return self.epilogue != "none"
+        return self.bias_length > 0
 
     @property
     def has_residual(self) -> bool:
         """Whether the kernel reads a tensor shaped like D through the residual slot (a residual, or U)."""
-        return self.epilogue in ("bias_residual", "bias_silu_mul")
+        return "residual" in tree_leaves(self.tree)
 
     @property
     def swiglu(self) -> bool:
         """silu(A @ B + bias) * U, with U = A @ B_up + bias_up (SwiGLU's up projection) computed first."""
         return self.epilogue == "bias_silu_mul"
-
-    @property
-    def activation(self) -> str:
-        """The activation after the bias: none, relu, silu, gelu_erf or gelu_tanh."""
-        if self.epilogue in ("none", "bias", "bias_residual"):
-            return "none"
-        if self.swiglu:
-            return "silu"
-        return self.epilogue[len("bias_"):]
 
 
 def parse_problem(obj, where: str = "request.problem") -> GemmProblem:
@@ -83,8 +89,23 @@ def parse_problem(obj, where: str = "request.problem") -> GemmProblem:
         layout_a=choice(obj, "layout_a", where, LAYOUTS, "row"),
         layout_b=choice(obj, "layout_b", where, LAYOUTS, "row"),
         dtype=dtype, numerics=numerics,
-        epilogue=choice(obj, "epilogue", where, EPILOGUES, "none"),
+        epilogue=parse_epilogue(obj.get("epilogue", "none"), f"{where}.epilogue"),
     )
+
+
+def parse_epilogue(value, where: str):
+    """A predefined epilogue's name, or an epilogue tree checked against the activation table."""
+    named, activations = epilogue_tables()
+    if isinstance(value, str):
+        if value not in named:
+            raise ProblemError(f"{where}: {value!r} is not one of {', '.join(named)} (the predefined epilogues); "
+                               f"give one of them or an epilogue tree")
+        return value
+    try:
+        check_tree(value, activations)
+    except ValueError as e:
+        raise ProblemError(f"{where}: {e}") from None
+    return value
 
 
 @dataclass
@@ -111,21 +132,6 @@ class Operands:
         return {"d": (self.d, self.d_buffer)}
 
 
-def apply_activation(x, activation: str):
-    import torch.nn.functional as F
-    if activation == "none":
-        return x
-    if activation == "relu":
-        return F.relu(x)
-    if activation == "silu":
-        return F.silu(x)
-    if activation == "gelu_erf":
-        return F.gelu(x)
-    if activation == "gelu_tanh":
-        return F.gelu(x, approximate="tanh")
-    raise ValueError(f"unknown activation {activation!r}")
-
-
 def up_projection(a, up_b, up_bias, out=None):
     """U = a @ up_b + up_bias as PyTorch eager runs a Linear (addmm when unbatched), optionally into `out`."""
     import torch
@@ -134,9 +140,25 @@ def up_projection(a, up_b, up_bias, out=None):
     return torch.baddbmm(up_bias, a, up_b, out=out)
 
 
+def epilogue_leaves(problem: GemmProblem, acc, bias, residual):
+    """The tree's leaves for these tensors: the kernel runs with alpha = 1, beta = 0 and no C."""
+    def leaf(name):
+        if name == "acc":
+            return acc
+        if name in ("alpha", "beta"):
+            return 1.0 if name == "alpha" else 0.0
+        if name == "C":
+            return None
+        if name == "residual":
+            return residual
+        return bias if name == "row" else bias.reshape(-1, 1)
+    return leaf
+
+
 def torch_epilogue_gemm(problem: GemmProblem, ops: Operands):
-    """What PyTorch eager runs for this problem: matmul (addmm when unbatched with bias) + epilogue ops;
-    for SwiGLU the whole subgraph, silu(gate GEMM) * up GEMM, both GEMMs included."""
+    """What PyTorch eager runs for this problem: matmul (addmm where the tree adds a bias to the unbatched product,
+    as a Linear runs) + the tree's pointwise ops; for SwiGLU the whole subgraph, silu(gate GEMM) * up GEMM, both
+    GEMMs included."""
     import torch
     if problem.batch == 1:
         a, b = ops.a[0], ops.b[0]
@@ -144,19 +166,25 @@ def torch_epilogue_gemm(problem: GemmProblem, ops: Operands):
     else:
         a, b, residual = ops.a, ops.b, ops.residual
     if problem.swiglu:
-        gate = up_projection(a, b, ops.bias)  # the same addmm form as the up projection
-        up = up_projection(a, ops.up_b[0] if problem.batch == 1 else ops.up_b, ops.up_bias)
-        return (apply_activation(gate, "silu") * up).view(problem.batch, problem.m, problem.n)
-    if ops.bias is not None and problem.batch == 1:
-        out = torch.addmm(ops.bias, a, b)
-    else:
-        out = torch.matmul(a, b)
-        if ops.bias is not None:
-            out = out + ops.bias
-    out = apply_activation(out, problem.activation)
-    if residual is not None:
-        out = out + residual
-    return out.view(problem.batch, problem.m, problem.n)
+        residual = up_projection(a, ops.up_b[0] if problem.batch == 1 else ops.up_b, ops.up_bias)
+    acc = None
+
+    def matmul():
+        nonlocal acc
+        if acc is None:
+            acc = torch.matmul(a, b)
+        return acc
+
+    def linear():
+        if problem.batch == 1 or problem.swiglu:
+            return up_projection(a, b, ops.bias)  # the same addmm form as a Linear
+        return matmul() + ops.bias
+
+    _, activations = epilogue_tables()
+    leaves = epilogue_leaves(problem, None, ops.bias, residual)
+    leaf = lambda name: matmul() if name == "acc" else leaves(name)  # noqa: E731
+    out = evaluate_epilogue(problem.tree, activations, leaf, linear)
+    return out.reshape(problem.batch, problem.m, problem.n)
 
 
 class GemmCase(MeasureCase):
@@ -173,7 +201,7 @@ class GemmCase(MeasureCase):
     def bytes_per_set(self) -> int:
         p = self.problem
         elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
-        n = p.batch * (p.m * p.k + p.k * p.n + p.m * p.n) + (p.n if p.has_bias else 0)
+        n = p.batch * (p.m * p.k + p.k * p.n + p.m * p.n) + p.bias_length
         n += p.batch * p.m * p.n if p.has_residual else 0
         n += p.batch * p.k * p.n + p.n if p.swiglu else 0
         return n * elem
@@ -204,7 +232,7 @@ class GemmCase(MeasureCase):
             return storage, storage.transpose(1, 2), p.k
 
         b_storage, b, ldb = weight()
-        bias = randn(p.n, scale=0.5) if p.has_bias else None
+        bias = randn(p.bias_length, scale=0.5) if p.has_bias else None
         up_b_storage = up_b = up_bias = None
         if p.swiglu:
             up_b_storage, up_b, _ = weight()
@@ -249,19 +277,18 @@ class GemmCase(MeasureCase):
         )
 
     def reference(self, ops: Operands) -> dict:
-        """epilogue(A @ B) in float64 on the operands' device: act(A@B + bias) [+ residual]; for SwiGLU the
-        whole matched subgraph, silu(A@B + bias) * (A@B_up + bias_up), from the inputs (not from the computed U)."""
+        """The epilogue tree over A @ B in float64 on the operands' device; for SwiGLU the whole matched subgraph,
+        silu(A@B + bias) * (A@B_up + bias_up), from the inputs (not from the computed U)."""
         import torch
         p = self.problem
-        out = torch.matmul(ops.a.double(), ops.b.double())
-        if ops.bias is not None:
-            out = out + ops.bias.double()
-        out = apply_activation(out, p.activation)
+        f64 = lambda t: t.double() if t is not None else None  # noqa: E731
+        acc = torch.matmul(ops.a.double(), ops.b.double())
+        residual = f64(ops.residual)
         if p.swiglu:
-            return {"d": out * (torch.matmul(ops.a.double(), ops.up_b.double()) + ops.up_bias.double())}
-        if ops.residual is not None:
-            out = out + ops.residual.double()
-        return {"d": out}
+            residual = torch.matmul(ops.a.double(), ops.up_b.double()) + ops.up_bias.double()
+        _, activations = epilogue_tables()
+        leaf = epilogue_leaves(p, acc, f64(ops.bias), residual)
+        return {"d": evaluate_epilogue(p.tree, activations, leaf)}
 
     def baselines(self) -> list:
         p = self.problem

@@ -1,41 +1,170 @@
 """CPU reference of a GEMM op (gemm_<id>): what the CUTLASS wrapper computes (templates/cutlass/op_wrapper_op.cpp.in),
-act(a @ b + bias) + residual, with b the [K, N] operand (a Linear weight arrives as weight.t()); for bias_silu_mul
-(SwiGLU) silu(a @ b + bias) * residual, the residual slot holding the up projection U. The epilogue comes from the
-composed module's manifest entry."""
-import math
+the op's epilogue tree over acc = a @ b, with b the [K, N] operand (a Linear weight arrives as weight.t()), alpha = 1,
+beta = 0 and no C; "bias" is the op's bias vector and "residual" its residual slot (SwiGLU's U for bias_silu_mul).
+The tree comes from the composed module's manifest entry ("epilogue_tree", with its activations' table entries under
+"activations"), or for a predefined epilogue name from the data files epilogues/named.json and activations.json (in a
+composed folder next to this file, else FACT's data/epilogues).
+
+The evaluator here (evaluate_epilogue) is also the one FACT's GEMM measurement case uses for its float64 reference
+and PyTorch baseline: one reading of the tree format (src/realize/families/gemm/epilogue_tree.h) on the Python side.
+This file ships in composed folders, where the fact package may be absent: it needs PyTorch only."""
+import json
+import os
+from pathlib import Path
 
 import torch
 
 SCHEMA = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor"
-
-_ACTIVATIONS = {
-    "none": lambda x: x,
-    "bias": lambda x: x,
-    "bias_residual": lambda x: x,
-    "bias_relu": torch.relu,
-    "bias_silu": torch.nn.functional.silu,
-    "bias_gelu_erf": lambda x: torch.nn.functional.gelu(x),
-    "bias_gelu_tanh": lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3)))),
-    "bias_silu_mul": torch.nn.functional.silu,
-}
-# How the residual slot joins the activated GEMM: added, or multiplied (SwiGLU's U).
-_MULTIPLIES_RESIDUAL = {"bias_silu_mul"}
+# The binary ops on tensors and numbers (max/min get tensors: a number operand is broadcast first).
+BINARY_OPS = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+              "div": lambda x, y: x / y, "max": torch.maximum, "min": torch.minimum}
+LEAVES = ("acc", "alpha", "beta", "C", "residual")
 
 
-def _gemm(epilogue):
-    act = _ACTIVATIONS[epilogue]
-    multiplies = epilogue in _MULTIPLIES_RESIDUAL
+def epilogue_data_dir():
+    """Where epilogues/named.json and activations.json are: beside this file in a composed folder, else FACT's data."""
+    here = Path(__file__).resolve().parent / "epilogues"
+    if here.is_dir():
+        return here
+    home = os.environ.get("FACT_HOME")
+    root = Path(home) if home else Path(__file__).resolve().parents[4]
+    return root / "data" / "epilogues"
 
+
+def load_epilogue_tables(folder=None):
+    """(named trees, activation table) from the data files."""
+    folder = Path(folder) if folder else epilogue_data_dir()
+    named = json.loads((folder / "named.json").read_text())["epilogues"]
+    activations = json.loads((folder / "activations.json").read_text())["activations"]
+    return named, activations
+
+
+def _number_text(v):
+    text = repr(float(v))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def tree_text(tree):
+    """The canonical text of a tree, as EpilogueTree::text writes it: relu(add(mul(alpha,acc),row(bias)))."""
+    if isinstance(tree, (int, float)) and not isinstance(tree, bool):
+        return _number_text(tree)
+    if isinstance(tree, str):
+        return tree
+    if isinstance(tree, dict):
+        (kind, slot), = tree.items()
+        return f"{kind}({slot})"
+    return f"{tree[0]}({','.join(tree_text(x) for x in tree[1:])})"
+
+
+def tree_leaves(tree):
+    """The leaves a tree reads: "acc", "alpha", "beta", "C", "residual", "row", "col" (numbers left out)."""
+    if isinstance(tree, str):
+        return {tree}
+    if isinstance(tree, dict):
+        return set(tree)
+    if isinstance(tree, list):
+        return set().union(*(tree_leaves(x) for x in tree[1:]))
+    return set()
+
+
+def check_tree(tree, activations):
+    """ValueError naming the bad node unless `tree` is a well-formed epilogue tree over these activations."""
+    if isinstance(tree, bool):
+        raise ValueError(f"epilogue tree node {tree!r} is not a node")
+    if isinstance(tree, (int, float)):
+        return
+    if isinstance(tree, str):
+        if tree not in LEAVES:
+            raise ValueError(f"epilogue tree leaf {tree!r}: use one of {', '.join(LEAVES)}, a number, "
+                             f"{{'row': 'bias'}}, {{'col': 'bias'}}, [activation, x] or [op, x, y]")
+        return
+    if isinstance(tree, dict):
+        if len(tree) != 1 or next(iter(tree)) not in ("row", "col") or next(iter(tree.values())) != "bias":
+            raise ValueError(f"epilogue tree node {tree!r}: broadcasts are {{'row': 'bias'}} and {{'col': 'bias'}}")
+        return
+    if not isinstance(tree, list) or not tree or not isinstance(tree[0], str):
+        raise ValueError(f"epilogue tree node {tree!r}: use [activation, x] or [op, x, y]")
+    head = tree[0]
+    if head in BINARY_OPS:
+        if len(tree) != 3:
+            raise ValueError(f"epilogue tree node {tree!r}: [{head!r}, x, y] takes two operands")
+    elif head in activations:
+        if len(tree) != 2:
+            raise ValueError(f"epilogue tree node {tree!r}: an activation takes one operand")
+    else:
+        raise ValueError(f"epilogue tree node {tree!r}: {head!r} is neither a binary op ({', '.join(BINARY_OPS)}) "
+                         f"nor an activation of the table ({', '.join(sorted(activations))})")
+    for x in tree[1:]:
+        check_tree(x, activations)
+
+
+def apply_activation(x, entry):
+    """The activation's aten op as the table names it: torch.ops.aten.<aten>(x, **kwargs)."""
+    torch_spec = entry["torch"]
+    return getattr(torch.ops.aten, torch_spec["aten"])(x, **torch_spec.get("kwargs", {}))
+
+
+LINEAR = ["add", ["mul", "alpha", "acc"], {"row": "bias"}]
+
+
+def evaluate_epilogue(tree, activations, leaf, linear=None):
+    """The tree's value. leaf(name) gives "acc", "alpha", "beta", "C", "residual", "row" and "col" (the bias,
+    shaped to broadcast); None for an absent tensor (C without beta): a product with it is absent, a sum takes the
+    other operand. A product with the number 1 is its other operand. linear(), when given, computes the subtree
+    alpha * acc + bias[N] the way PyTorch runs a Linear (addmm), for baselines."""
+    if linear is not None and tree == LINEAR:
+        return linear()
+    if isinstance(tree, (int, float)):
+        return float(tree)
+    if isinstance(tree, str):
+        return leaf(tree)
+    if isinstance(tree, dict):
+        return leaf(next(iter(tree)))
+    if tree[0] in BINARY_OPS:
+        x = evaluate_epilogue(tree[1], activations, leaf, linear)
+        y = evaluate_epilogue(tree[2], activations, leaf, linear)
+        if tree[0] == "mul":
+            if x is None or y is None:
+                return None
+            if isinstance(x, float) and x == 1.0:
+                return y
+            if isinstance(y, float) and y == 1.0:
+                return x
+        if tree[0] == "add" and (x is None or y is None):
+            return y if x is None else x
+        if x is None or y is None:
+            raise ValueError(f"epilogue {tree_text(tree)}: an operand is absent (C without beta)")
+        if isinstance(x, float) and isinstance(y, float):
+            return float(BINARY_OPS[tree[0]](torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)))
+        if isinstance(x, float) and tree[0] in ("max", "min"):
+            x = torch.full_like(y, x)
+        if isinstance(y, float) and tree[0] in ("max", "min"):
+            y = torch.full_like(x, y)
+        return BINARY_OPS[tree[0]](x, y)
+    x = evaluate_epilogue(tree[1], activations, leaf, linear)
+    return apply_activation(x, activations[tree[0]])
+
+
+def _gemm(tree, activations, key):
     def gemm(a, b, bias, residual):
-        d = torch.matmul(a, b)
-        if bias is not None:
-            d = d + bias
-        d = act(d)
-        if residual is not None:
-            d = d * residual.reshape(d.shape) if multiplies else d + residual.reshape(d.shape)
-        elif multiplies:
-            raise ValueError(f"epilogue {epilogue} multiplies by the residual slot (U), but none was passed")
-        return d.contiguous()
+        acc = torch.matmul(a, b)
+
+        def leaf(name):
+            if name == "acc":
+                return acc
+            if name in ("alpha", "beta"):
+                return 1.0 if name == "alpha" else 0.0
+            if name == "C":
+                return None
+            if name == "residual":
+                if residual is None:
+                    raise ValueError(f"{key} reads the residual slot, but none was passed")
+                return residual.reshape(acc.shape)
+            if bias is None:
+                raise ValueError(f"{key} reads a bias vector, but none was passed")
+            return bias if name == "row" else bias.reshape(-1, 1)
+
+        return evaluate_epilogue(tree, activations, leaf).contiguous()
 
     return gemm
 
@@ -43,7 +172,22 @@ def _gemm(epilogue):
 def reference_op(entry):
     """(schema, implementation, key) of a GEMM op's manifest entry; the key is its epilogue."""
     epilogue = entry.get("epilogue") or "none"
-    if epilogue not in _ACTIVATIONS:
-        raise ValueError(f"op {entry['op']}: epilogue '{epilogue}' has no reference implementation; "
-                         f"known: {sorted(_ACTIVATIONS)}")
-    return SCHEMA, _gemm(epilogue), f"gemm epilogue {epilogue}"
+    tree, activations = entry.get("epilogue_tree"), entry.get("activations")
+    if tree is None or activations is None:  # a manifest without them: the data files have the tables
+        named, table = load_epilogue_tables()
+        activations = {**table, **(activations or {})}
+    if tree is None:
+        if isinstance(epilogue, str):
+            if epilogue not in named:
+                raise ValueError(f"op {entry['op']}: epilogue '{epilogue}' has no reference implementation; "
+                                 f"known: {sorted(named)}, or an epilogue tree")
+            tree = named[epilogue]
+        else:
+            tree = epilogue
+    try:
+        check_tree(tree, activations)
+    except ValueError as e:
+        raise ValueError(f"op {entry['op']}: epilogue {tree!r}: {e}") from None
+    name = epilogue if isinstance(epilogue, str) else tree_text(tree)
+    key = f"gemm epilogue {name}"
+    return SCHEMA, _gemm(tree, activations, key), key
