@@ -86,12 +86,16 @@ def max_diff(result):
     return float(result.stdout.split("MAXDIFF")[1])
 
 
-def gemm_epilogue(kernel):
-    """The epilogue name `fact tune` records for a GEMM rule's kernel block (bias_activation + relu -> bias_relu)."""
+def gemm_epilogue(kernel, inputs=None):
+    """The epilogue name `fact tune` records for a GEMM rule's kernel block (bias_activation + relu -> bias_relu;
+    a linear combination with a bound bias -> bias, as gemm_problem_from_match does)."""
     kind = kernel.get("epilogue", "linear_combination")
     if kind == "bias_activation":
         return f"bias_{kernel['activation']}"
-    return {"linear_combination": "none"}.get(kind, kind)
+    if kind == "linear_combination":
+        bias = kernel.get("operands", {}).get("bias")
+        return "bias" if bias and (inputs or {}).get(bias) else "none"
+    return kind
 
 
 def family_row(p, tag):
@@ -125,7 +129,7 @@ def report_accepting(plan_doc, families, tag):
         if p["family"] in families and p["family"] != "gemm":
             row.update(family_row(p, tag), fact_ms=0.5)
         elif p["family"] in families:
-            e = gemm_epilogue(p["kernel"])
+            e = gemm_epilogue(p["kernel"], p.get("inputs"))
             row.update(winner=f"{tag}{p['rank']}", config={"epilogue": e}, problem={"epilogue": e}, fact_ms=0.5)
         rows.append(row)
     return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}
