@@ -26,16 +26,6 @@ namespace {
 
 constexpr const char* kLibraryName = "kernel.so";
 
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
-
 // Length-prefixed, so {"ab","c"} and {"a","bc"} hash differently.
 void append_field(std::string& out, const std::string& field) {
   out += std::to_string(field.size());
@@ -169,6 +159,16 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
 }
 
 }  // namespace
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
 
 const char* to_string(BuildStatus status) {
   switch (status) {
