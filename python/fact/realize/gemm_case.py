@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from . import verify
 from .kernel_abi import FactGemmArgs
 from .measure_case import MeasureCase
-from .problem_fields import ProblemError, check_keys, choice, integer
+from .problem_fields import JsonProblem, ProblemError, check_keys, choice, integer
 
 LAYOUTS = ("row", "col")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -32,7 +32,7 @@ PROBLEM_KEYS = ("m", "n", "k", "batch", "layout_a", "layout_b", "dtype", "numeri
 
 
 @dataclass(frozen=True)
-class GemmProblem:
+class GemmProblem(JsonProblem):
     m: int
     n: int
     k: int
@@ -42,9 +42,6 @@ class GemmProblem:
     dtype: str
     numerics: str
     epilogue: str
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
     @property
     def has_bias(self) -> bool:
