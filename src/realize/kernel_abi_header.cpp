@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "core/sha256.h"
 #include "realize/kernel_builder.h"
 #include "realize/kernel_family.h"
 #include "realize/template_renderer.h"

@@ -71,9 +71,6 @@ std::string compiler_version(const std::vector<std::string>& version_argv);
 // caret) or, when no line says "error", the last lines; never longer than about `max_chars`.
 std::string trim_diagnostics(const std::string& text, std::size_t max_chars);
 
-// Hex SHA-256 of `data`: the cache's content hash (also names the folder of the rendered kernel_abi.h).
-std::string sha256_hex(const std::string& data);
-
 // $FACT_KERNEL_CACHE, else ~/.cache/fact/kernels.
 std::filesystem::path default_kernel_cache_dir();
 
