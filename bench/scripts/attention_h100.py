@@ -104,12 +104,12 @@ def render(c: dict) -> str:
     return text
 
 
-def build(c: dict, work: Path, cutlass_include: str) -> dict:
+def build(c: dict, work: Path, cutlass_include: str, abi_include: Path) -> dict:
     cid = config_id(c)
     src, lib = work / f"{cid}.cu", work / f"{cid}.so"
     src.write_text(render(c))
     cmd = ["nvcc", "-std=c++17", "-O3", "-arch=sm_90a", "--shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
-           f"-I{cutlass_include}", f"-I{ROOT / 'src/realize'}", str(src), "-o", str(lib)]
+           f"-I{cutlass_include}", f"-I{abi_include}", str(src), "-o", str(lib)]
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     info = {"id": cid, "config": c, "ok": r.returncode == 0, "seconds": round(time.time() - t0, 1)}
@@ -373,6 +373,9 @@ def main() -> int:
     work = Path("/tmp/fact-attention")
     work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
+    # kernel_abi.h as the tuner's kernels see it, rendered from the data by the fact binary.
+    fact_bin = os.environ.get("FACT_BIN") or str(ROOT / "build" / "fact")
+    subprocess.run([fact_bin, "ops", "abi-header", "--out", str(work / "include" / "kernel_abi.h")], check=True)
     numerics = args.numerics.split(",")
     head_dims = [int(x) for x in args.head_dims.split(",")]
     kernels = args.kernels.split(",")
@@ -383,7 +386,7 @@ def main() -> int:
     print(f"building {len(cands)} candidates with {args.jobs} jobs", flush=True)
     t0 = time.time()
     with ThreadPoolExecutor(args.jobs) as pool:
-        builds = list(pool.map(lambda c: build(c, work, cutlass_include), cands))
+        builds = list(pool.map(lambda c: build(c, work, cutlass_include, work / "include"), cands))
     print(f"built in {time.time() - t0:.0f} s: {sum(b['ok'] for b in builds)} ok, "
           f"{sum(not b['ok'] for b in builds)} failed", flush=True)
     for b in builds:

@@ -1,4 +1,4 @@
-// A naive GEMM exporting the FACT kernel C ABI (src/realize/kernel_abi.h): a reference candidate for
+// A naive GEMM exporting the FACT kernel C ABI (kernel_abi.h, from `fact ops abi-header`): a reference candidate for
 // validating `python -m fact.realize.measure`, not for speed. One thread per output element, fp32
 // accumulation. The config is fixed at compile time, as for generated kernels:
 //   -DFACT_ID=<id>                 exported names fact_<id>_{can_implement,workspace_bytes,run,describe}

@@ -16,9 +16,12 @@ export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY="${PYTHON:-python3}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader || true
 
+# kernel_abi.h as the tuner's kernels see it, rendered from the data by the fact binary.
+"${FACT_BIN:-$root/build/fact}" ops abi-header --out "$build/include/kernel_abi.h" || { echo "cannot render kernel_abi.h"; exit 1; }
+
 # build ID ELEMENT A_COL B_COL EPILOGUE BUG
 build() {
-  nvcc -O2 -std=c++17 -arch=sm_90a -shared -Xcompiler -fPIC -I src/realize -DFACT_ID="$1" \
+  nvcc -O2 -std=c++17 -arch=sm_90a -shared -Xcompiler -fPIC -I "$build/include" -DFACT_ID="$1" \
     -DFACT_ELEMENT="$2" -DFACT_A_COL="$3" -DFACT_B_COL="$4" -DFACT_EPILOGUE="$5" -DFACT_NAIVE_BUG="$6" \
     bench/scripts/naive_gemm_abi.cu -o "$build/$1.so" >"$build/$1.log" 2>&1 || { echo "build $1 failed:"; cat "$build/$1.log"; }
 }

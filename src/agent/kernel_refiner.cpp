@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/template_renderer.h"
 
 namespace fact::agent {
@@ -41,13 +42,7 @@ double kernel_us(const Verdict& v) {
 
 }  // namespace
 
-std::string rowwise_abi_text() {
-  std::string h = read_text_file(fact_home() / "src" / "realize" / "kernel_abi.h", "kernel ABI header");
-  auto a = h.find("/* Row-wise chain kernels");
-  auto b = h.find("} FactRowwiseArgs;");
-  if (a == std::string::npos || b == std::string::npos) throw Error("kernel_abi.h lacks the FactRowwiseArgs section");
-  return h.substr(a, b + 18 - a);
-}
+std::string rowwise_abi_text() { return realize::render_family_abi(realize::family_abi("rowwise")); }
 
 json workload_summary(Tools& tools, const RowwiseFragment& f) {
   auto c = tools.estimate_cost(f);

@@ -38,7 +38,7 @@ struct FragmentTask {
 RefineOutcome refine_kernel(ChatBackend& llm, Tools& tools, const FragmentTask& task, const nlohmann::json& system_message,
                             const RefineOptions& options);
 
-// The row-wise part of kernel_abi.h, verbatim, for prompts.
+// The row-wise family's struct as kernel_abi.h has it (doc comment, #define, typedef), for prompts.
 std::string rowwise_abi_text();
 // Shape, bytes, FLOPs, arithmetic intensity and roofline bound of the fragment, for prompts and records.
 nlohmann::json workload_summary(Tools& tools, const RowwiseFragment& f);

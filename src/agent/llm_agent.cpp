@@ -7,6 +7,7 @@
 
 #include "agent/reply_schema.h"
 #include "core/error.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/template_renderer.h"
 
 namespace fact::agent {
@@ -60,8 +61,8 @@ class LlmAgent : public Agent {
                      {"arch", tools.arch().name}, {"dtype", t.fragment.dtype}, {"numerics", plan.numerics},
                      {"created", utc_now()}, {"source_model", plan.graph.source_path},
                      {"fragment", t.fragment_json}, {"workload", workload_summary(tools, t.fragment)},
-                     {"kernel", {{"abi", "FactRowwiseArgs"}, {"abi_version", 1}, {"id", t.name},
-                                 {"entry", "fact_" + t.name + "_run"}, {"source_file", "kernel.cu"},
+                     {"kernel", {{"abi", "FactRowwiseArgs"}, {"abi_version", realize::kernel_abi_version()},
+                                 {"id", t.name}, {"entry", "fact_" + t.name + "_run"}, {"source_file", "kernel.cu"},
                                  {"config", o.best.config}}},
                      {"verification", o.best_verdict.details},
                      {"agent", {{"model", llm_.model()}, {"endpoint", o_.endpoint}, {"rounds", o.rounds},

@@ -2,7 +2,7 @@
 // A row-wise op chain no rule covers: a connected set of elementwise / last-dim reduction nodes with one
 // value leaving it, every tensor in it shaped like the output ([..., cols]) or one value per row
 // ([..., 1]), and its outside inputs either like the output or one row ([cols], broadcast). Such a chain
-// is what a generated kernel with the FactRowwiseArgs ABI (src/realize/kernel_abi.h) can realize.
+// is what a generated kernel with the FactRowwiseArgs ABI (kernel_abi.h, data/families/rowwise.json) can realize.
 #include <cstdint>
 #include <set>
 #include <string>
@@ -24,7 +24,7 @@ struct RowwiseFragment {
   std::string dtype;                 // of the output
 };
 
-inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in kernel_abi.h
+inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in data/families/rowwise.json (a test checks)
 
 // Checks that `nodes` form a row-wise fragment of `graph` outside `covered`; throws Error naming the node
 // and the reason (these messages go back to the LLM when it proposes a bad fragment).

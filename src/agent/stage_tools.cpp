@@ -7,6 +7,7 @@
 #include "core/paths.h"
 #include "core/process.h"
 #include "discover/pattern_registry.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/kernel_builder.h"
 #include "realize/nvcc_command.h"
 #include "realize/toolchain.h"
@@ -64,7 +65,7 @@ std::vector<std::string> generated_kernel_command(const std::string& arch) {
   fs::path cutlass = cutlass_dir();
   return {realize::nvcc_exe(), "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-lineinfo",
           realize::nvcc_gencode(arch == "sm90" ? Arch::sm90 : Arch::sm80), "-DNDEBUG",
-          "-I" + (cutlass / "include").string(), "-I" + (fact_home() / "src" / "realize").string(),
+          "-I" + (cutlass / "include").string(), "-I" + realize::kernel_abi_include_dir().string(),
           "-Xcompiler=-fPIC", "-shared", "{source}", "-o", "{output}"};
 }
 

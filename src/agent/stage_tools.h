@@ -41,7 +41,7 @@ class StageTools : public Tools {
 };
 
 // argv template (kernel builder placeholders) that compiles a generated kernel into a shared library:
-// C++17, -O3, CUTLASS/CuTe include folders, src/realize for kernel_abi.h.
+// C++17, -O3, CUTLASS/CuTe include folders, the rendered kernel_abi.h's folder (kernel_abi_include_dir()).
 std::vector<std::string> generated_kernel_command(const std::string& arch);
 
 }  // namespace fact::agent

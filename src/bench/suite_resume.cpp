@@ -1,29 +1,12 @@
 #include "bench/suite_resume.h"
 
-#include <openssl/evp.h>
-
-#include <fmt/format.h>
-
-#include "core/error.h"
 #include "core/files.h"
+#include "core/sha256.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace fact::bench {
-namespace {
-
-std::string sha256_hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1)
-    throw Error("SHA-256 of a problem file failed (OpenSSL)");
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
-
-}  // namespace
 
 json run_key(const fs::path& problem_file, const std::string& arch, const std::string& numerics, int top) {
   return {{"problem_sha256", sha256_hex(read_text_file(problem_file, "problem file"))},

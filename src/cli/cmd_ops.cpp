@@ -2,6 +2,8 @@
 // (torch.ops.fact.gemm_<id>; torch.ops.fact.<config id> for the normalization and attention families). Writes
 // the op library folder; --compile hands it to the Python builder, which needs the GPU machine's torch (a CUDA
 // build) and links DIR/libfact_ops.so.
+// `fact ops abi-header [--out FILE]`: the kernel_abi.h the kernels and ops.cpp include, rendered from the data
+// (for hand-written kernels, scripts and the tests that check the ctypes mirror against it).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -10,8 +12,10 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/kernel_family.h"
 #include "realize/op_library.h"
 
@@ -85,6 +89,14 @@ const bool registered = cli::register_command("ops", [](CLI::App& app) {
                   "then compile and link DIR/libfact_ops.so with the Python builder (needs a CUDA torch and nvcc)");
   build->add_option("-j,--jobs", o->jobs, "parallel compiles for --compile (default: all cores)");
   build->callback([o] { run_ops_build(*o); });
+  auto header_out = std::make_shared<std::string>();
+  auto* header = ops->add_subcommand("abi-header", "print kernel_abi.h, the C ABI every kernel exports (rendered from "
+                                                   "data/kernel_abi.json and data/families/*.json)");
+  header->add_option("--out", *header_out, "write it to this file instead");
+  header->callback([header_out] {
+    if (header_out->empty()) std::cout << realize::kernel_abi_header();
+    else write_file_atomic(*header_out, realize::kernel_abi_header());
+  });
 });
 
 }  // namespace

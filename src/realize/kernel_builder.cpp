@@ -1,6 +1,5 @@
 #include "realize/kernel_builder.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/process.h"
+#include "core/sha256.h"
 
 namespace fact {
 namespace fs = std::filesystem;
@@ -25,16 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kLibraryName = "kernel.so";
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 // Length-prefixed, so {"ab","c"} and {"a","bc"} hash differently.
 void append_field(std::string& out, const std::string& field) {

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/paths.h"
+#include "realize/kernel_abi_header.h"
 
 namespace fact::realize {
 namespace fs = std::filesystem;
@@ -20,19 +20,19 @@ std::string nvcc_gencode(Arch arch) {
 }
 
 std::vector<std::string> nvcc_command(const GemmConfig& config, const fs::path& source, const fs::path& output,
-                                      const fs::path& cutlass_dir, NvccOutput kind) {
-  return nvcc_command(config.arch, source, output, cutlass_dir, kind);
+                                      const fs::path& cutlass_dir, NvccOutput kind, const fs::path& abi_include_dir) {
+  return nvcc_command(config.arch, source, output, cutlass_dir, kind, abi_include_dir);
 }
 
 std::vector<std::string> nvcc_command(Arch arch, const fs::path& source, const fs::path& output,
-                                      const fs::path& cutlass_dir, NvccOutput kind) {
+                                      const fs::path& cutlass_dir, NvccOutput kind, const fs::path& abi_include_dir) {
   std::vector<std::string> argv = {
       nvcc_exe(), "-std=c++17", "-O3", "--expt-relaxed-constexpr", nvcc_gencode(arch),
       "-DNDEBUG",
       // CUTLASS's own CMake defines this for every tensor-core kernel it builds.
       "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1",
       "-I" + (cutlass_dir / "include").string(), "-I" + (cutlass_dir / "tools" / "util" / "include").string(),
-      "-I" + (fact_home() / "src" / "realize").string(),
+      "-I" + (abi_include_dir.empty() ? kernel_abi_include_dir() : abi_include_dir).string(),
       "-Xcompiler=-fPIC"};
   if (kind == NvccOutput::shared_library) argv.push_back("-shared");
   else argv.push_back("-c");

@@ -7,9 +7,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "core/paths.h"
 #include "realize/families/gemm/gemm_codegen.h"
-#include "realize/kernel_abi.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
 #include "realize/toolchain.h"
@@ -32,13 +31,11 @@ json optional_number(const json& row, const char* key) {
 }
 
 // The kernel's nvcc argv without the executable, from nvcc_command() itself so that the op library
-// compiles exactly as the tuner did; machine paths become placeholders the builder fills in.
-json nvcc_args_template(const std::vector<std::string>& argv) {
-  const std::string fact_include = "-I" + (fact_home() / "src" / "realize").string();
-  json args = json::array();
-  for (size_t i = 1; i < argv.size(); ++i)
-    args.push_back(argv[i] == fact_include ? std::string("-I") + kFactIncludePlaceholder : argv[i]);
-  return args;
+// compiles exactly as the tuner did; machine paths are placeholders the builder fills in.
+json nvcc_args_template(Arch arch) {
+  auto argv = nvcc_command(arch, kSourcePlaceholder, kOutputPlaceholder, kCutlassDirPlaceholder, NvccOutput::object,
+                           kFactIncludePlaceholder);
+  return json(std::vector<std::string>(argv.begin() + 1, argv.end()));
 }
 
 // Versions on the machine writing the folder; the folder is still useful without them.
@@ -155,8 +152,7 @@ json manifest_op(const OpLibraryEntry& e, const KernelFamily& family, const Fami
              {"op_template", family_data(e.family).value("op_template", "")},
              {"kernel_source", kernel_source(c.config_id)},
              {"kernel_object", kernel_object(c.config_id)},
-             {"nvcc_args", nvcc_args_template(nvcc_command(c.arch, kSourcePlaceholder, kOutputPlaceholder,
-                                                           kCutlassDirPlaceholder, NvccOutput::object))},
+             {"nvcc_args", nvcc_args_template(c.arch)},
              {"cutlass_version", first_version(e, "cutlass_version")},
              {"nvcc_version", first_version(e, "nvcc_version")},
              {"tuned_for", e.tuned_for}};
@@ -172,7 +168,7 @@ json op_library_manifest(const json& ops) {
           {"version", kManifestVersion},
           {"namespace", "fact"},
           {"library", kLibraryName},
-          {"kernel_abi_version", FACT_KERNEL_ABI_VERSION},
+          {"kernel_abi_version", kernel_abi_version()},
           {"generated_by", "fact ops build"},
           {"toolchain_when_written", toolchain_here()},
           {"build",
@@ -214,7 +210,7 @@ OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, con
   }
   GeneratedSource wrapper = op_library_source(wrappers);
   json manifest = op_library_manifest(ops);
-  std::string abi = read_text_file(fact_home() / "src" / "realize" / "kernel_abi.h", "kernel ABI header");
+  std::string abi = kernel_abi_header();
 
   std::error_code ec;
   fs::create_directories(dir / "kernels", ec);

@@ -13,9 +13,10 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/process.h"
-#include "realize/kernel_abi.h"
+#include "kernel_abi.h"  // rendered by `fact ops abi-header` (tests/cpp/CMakeLists.txt)
 #include "realize/families/gemm/gemm_codegen.h"
 #include "realize/families/gemm/gemm_config_space.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/nvcc_command.h"
 #include "realize/template_renderer.h"
 
@@ -483,7 +484,7 @@ TEST(GemmCodegen, OpWrapperParsesAgainstTorchHeaders) {
   fs::path inc = fs::path(torch_dir) / "include";
   auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
                               "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
-                              "-I" + (fact::fact_home() / "src" / "realize").string(), (dir / "ops.cpp").string()});
+                              "-I" + fact::realize::kernel_abi_include_dir().string(), (dir / "ops.cpp").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
 

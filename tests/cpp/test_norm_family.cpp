@@ -21,6 +21,7 @@
 #include "realize/families/normalization/norm_codegen.h"
 #include "realize/families/normalization/norm_config.h"
 #include "realize/families/normalization/norm_problem.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/nvcc_command.h"
 
 namespace fs = std::filesystem;
@@ -309,6 +310,6 @@ TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   fs::path inc = fs::path(torch_dir) / "include";
   auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
                               "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
-                              "-I" + (fact::fact_home() / "src" / "realize").string(), (dir / "ops.cpp").string()});
+                              "-I" + fact::realize::kernel_abi_include_dir().string(), (dir / "ops.cpp").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }

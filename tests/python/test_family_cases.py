@@ -11,7 +11,7 @@ import pytest
 
 from conftest import PYTHON_DIR, REPO_ROOT
 from fact import paths
-from fact.realize import family_cases, verify
+from fact.realize import family_cases, kernel_abi, verify
 from fact.realize.gemm_case import GemmCase, GemmProblem
 from fact.realize.measure_case import MeasureCase
 from fact.realize.measure_request import RequestError, parse_request
@@ -29,6 +29,9 @@ def test_the_families_are_the_data_files():
         assert module.__name__ == json.loads(f.read_text())["python_case"]
         assert callable(module.parse_problem) and issubclass(module.Case, MeasureCase), f.stem
         assert module.Case.family == f.stem and module.Case.args_type is not None
+        # The case takes the struct and workspace its family's "abi" section declares (kernel_abi.py's mirror).
+        assert module.Case.args_type is kernel_abi.args_type(f.stem), f.stem
+        assert module.Case.has_workspace == kernel_abi.has_workspace(f.stem), f.stem
     with pytest.raises(ValueError, match="'conv' is not one of attention, gemm"):
         family_cases.case_module("conv")
 

@@ -1,14 +1,10 @@
-"""The measurement side of the non-GEMM kernel families (normalization, attention, rope): ABI mirrors of
-FactNormArgs / FactAttentionArgs / FactRopeArgs, request parsing, and on the CPU the cases' float64 replays
-against PyTorch's own ops (the baselines), inputs laid out like the module's views, poisoned outputs, and the
-odd sequence-length variants. Running a kernel needs the GPU (bench/scripts/fused_ops_h100.sh)."""
+"""The measurement side of the non-GEMM kernel families (normalization, attention, rope): request parsing, and on
+the CPU the cases' float64 replays against PyTorch's own ops (the baselines), inputs laid out like the module's
+views, poisoned outputs, and the odd sequence-length variants (the ABI mirrors are checked in test_measure.py).
+Running a kernel needs the GPU (bench/scripts/fused_ops_h100.sh)."""
 from __future__ import annotations
 
-import ctypes
 import math
-import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,39 +15,11 @@ sys.path.insert(0, str(ROOT / "python"))
 
 import torch  # noqa: E402
 
-from fact.realize import kernel_abi, verify  # noqa: E402
+from fact.realize import verify  # noqa: E402
 from fact.realize.attention_case import AttentionCase, parse_problem as parse_attention, restride  # noqa: E402
 from fact.realize.measure_request import RequestError, parse_request  # noqa: E402
 from fact.realize.norm_case import NormCase, parse_problem as parse_norm  # noqa: E402
 from fact.realize.rope_case import RopeCase, parse_problem as parse_rope, rotate_half  # noqa: E402
-
-HEADER = ROOT / "src" / "realize" / "kernel_abi.h"
-
-
-@pytest.mark.parametrize("struct", ["FactNormArgs", "FactAttentionArgs", "FactRopeArgs"])
-def test_struct_layout_matches_c_header(tmp_path, struct):
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler (gcc/cc) on PATH to compile kernel_abi.h")
-    mirror = getattr(kernel_abi, struct)
-    fields = [name for name, _ in mirror._fields_]
-    body = HEADER.read_text()
-    body = body[body.index(f"typedef struct {struct} {{"):body.index(f"}} {struct};")]
-    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-    assert set(re.findall(r"\b([a-z_]+)\s*[;,]", body)) == set(fields), "a field added on one side only"
-    src = tmp_path / "layout.c"
-    src.write_text("#include <stdio.h>\n#include <stddef.h>\n#include \"kernel_abi.h\"\nint main(void) {\n"
-                   f'printf("sizeof %zu\\n", sizeof({struct}));\n'
-                   + "\n".join(f'printf("{f} %zu\\n", offsetof({struct}, {f}));' for f in fields)
-                   + "\nreturn 0;\n}\n")
-    exe = tmp_path / "layout"
-    subprocess.run([gcc, "-I", str(HEADER.parent), str(src), "-o", str(exe)], check=True)
-    out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
-                                                       check=True).stdout.splitlines())
-    assert int(out["sizeof"]) == ctypes.sizeof(mirror)
-    for f in fields:
-        assert int(out[f]) == getattr(mirror, f).offset, f
-
 
 NORM = {"kind": "layer_norm", "rows": 37, "cols": 96, "x_row_stride": 104, "has_weight": True, "has_bias": True,
         "has_residual": True, "residual_row_stride": 96, "store_sum": True, "eps": 1e-5, "dtype": "float32"}

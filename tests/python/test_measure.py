@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,6 @@ from fact.realize.gemm_case import GemmCase, GemmProblem, torch_epilogue_gemm  #
 from fact.realize.measure_request import RequestError, load_request, parse_request  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
-HEADER = ROOT / "src" / "realize" / "kernel_abi.h"
 
 
 def has_cuda() -> bool:
@@ -42,40 +42,83 @@ def minimal_request(**overrides) -> dict:
 
 # -- the ABI mirror ------------------------------------------------------------------------------
 
-def test_struct_layout_matches_c_header(tmp_path):
+STATUSES = [
+    "FACT_OK", "FACT_ERR_SHAPE", "FACT_ERR_WORKSPACE", "FACT_ERR_INIT", "FACT_ERR_LAUNCH", "FACT_ERR_UNSUPPORTED"]
+
+
+@pytest.mark.parametrize("family", sorted(kernel_abi.FAMILY_ABIS))
+def test_struct_layout_matches_c_header(tmp_path, kernel_abi_include, family):
+    """The rendered header (C++) and the ctypes mirror (Python), both built from the family's data, agree on
+    sizeof and every offsetof, the constants, the ABI version and the status codes."""
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         pytest.skip("no C compiler (gcc/cc) on PATH to compile kernel_abi.h")
-    fields = [name for name, _ in kernel_abi.FactGemmArgs._fields_]
-    lines = [f'printf("{f} %zu\\n", offsetof(FactGemmArgs, {f}));' for f in fields]
-    statuses = ["FACT_OK", "FACT_ERR_SHAPE", "FACT_ERR_WORKSPACE", "FACT_ERR_INIT", "FACT_ERR_LAUNCH",
-                "FACT_ERR_UNSUPPORTED"]
-    lines += [f'printf("{s} %d\\n", (int){s});' for s in statuses]
+    abi = kernel_abi.FAMILY_ABIS[family]
+    struct = abi.struct.__name__
+    fields = [name for name, _ in abi.struct._fields_]
+    lines = [f'printf("sizeof %zu\\n", sizeof({struct}));',
+             'printf("FACT_KERNEL_ABI_VERSION %d\\n", FACT_KERNEL_ABI_VERSION);']
+    lines += [f'printf("{f} %zu\\n", offsetof({struct}, {f}));' for f in fields]
+    lines += [f'printf("{c} %d\\n", (int){c});' for c in [*STATUSES, *abi.constants]]
     src = tmp_path / "layout.c"
     src.write_text("#include <stdio.h>\n#include <stddef.h>\n#include \"kernel_abi.h\"\nint main(void) {\n"
-                   'printf("sizeof %zu\\n", sizeof(FactGemmArgs));\n'
-                   'printf("FACT_KERNEL_ABI_VERSION %d\\n", FACT_KERNEL_ABI_VERSION);\n'
                    + "\n".join(lines) + "\nreturn 0;\n}\n")
     exe = tmp_path / "layout"
-    subprocess.run([gcc, "-I", str(HEADER.parent), str(src), "-o", str(exe)], check=True)
+    subprocess.run([gcc, "-Wall", "-Werror", "-I", str(kernel_abi_include), str(src), "-o", str(exe)], check=True)
     out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                        check=True).stdout.splitlines())
-    assert int(out["sizeof"]) == ctypes.sizeof(kernel_abi.FactGemmArgs)
+    assert int(out["sizeof"]) == ctypes.sizeof(abi.struct)
     for f in fields:
-        assert int(out[f]) == getattr(kernel_abi.FactGemmArgs, f).offset, f
+        assert int(out[f]) == getattr(abi.struct, f).offset, f
     assert int(out["FACT_KERNEL_ABI_VERSION"]) == kernel_abi.FACT_KERNEL_ABI_VERSION
-    for s in statuses:
+    for s in STATUSES:
         assert int(out[s]) == getattr(kernel_abi, s), s
+    for c, value in abi.constants.items():
+        assert int(out[c]) == value == getattr(kernel_abi, c), c
 
 
-def test_header_fields_all_mirrored():
-    """Every member named in the C struct appears in the ctypes mirror (catches a field added in C only)."""
-    text = HEADER.read_text()
-    body = text[text.index("typedef struct FactGemmArgs {"):text.index("} FactGemmArgs;")]
-    import re
+@pytest.mark.parametrize("family", sorted(kernel_abi.FAMILY_ABIS))
+def test_header_fields_all_mirrored(kernel_abi_include, family):
+    """Every member named in the C struct appears in the ctypes mirror (catches a field rendered in C only)."""
+    struct = kernel_abi.args_type(family)
+    text = (kernel_abi_include / "kernel_abi.h").read_text()
+    body = text[text.index(f"typedef struct {struct.__name__} {{"):text.index(f"}} {struct.__name__};")]
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-    declared = set(re.findall(r"\b([a-z_]+)\s*[;,]", body))
-    assert declared == {name for name, _ in kernel_abi.FactGemmArgs._fields_}
+    declared = set(re.findall(r"\b([a-z_]+)\s*(?:\[\w+\])?\s*[;,]", body))
+    assert declared == {name for name, _ in struct._fields_}
+
+
+def test_mirror_names_and_workspace_follow_the_data():
+    assert kernel_abi.args_type("gemm") is kernel_abi.FactGemmArgs and kernel_abi.has_workspace("gemm")
+    assert kernel_abi.args_type("rowwise") is kernel_abi.FactRowwiseArgs and not kernel_abi.has_workspace("rowwise")
+    assert kernel_abi.FACT_ROWWISE_MAX_INPUTS == 4
+    assert kernel_abi.FactRowwiseArgs.inputs.size == 4 * ctypes.sizeof(ctypes.c_void_p)
+    with pytest.raises(ValueError, match="'conv' is not one of attention, gemm"):
+        kernel_abi.args_type("conv")
+
+
+def rope_abi(**change) -> dict:
+    abi = json.loads((ROOT / "data" / "families" / "rope.json").read_text())["abi"]
+    return {**abi, **change}
+
+
+def test_malformed_abi_is_refused_naming_family_and_field():
+    v = kernel_abi.VOCABULARY
+    assert kernel_abi.parse_family_abi("rope", rope_abi(), v).struct.__name__ == "FactRopeArgs"
+    fields = rope_abi()["fields"]
+    bad_type = [*fields[:5], {**fields[5], "type": "int16"}, *fields[6:]]
+    field = r"kernel family 'rope' .*abi\.fields\[5\] \(\"x_batch_stride\"\)"
+    with pytest.raises(kernel_abi.KernelAbiError, match=field + r"\.type: \"int16\" is not a type"):
+        kernel_abi.parse_family_abi("rope", rope_abi(fields=bad_type), v)
+    bad_length = [*fields[:5], {**fields[5], "type": "int64[FACT_ROPE_MAX]"}, *fields[6:]]
+    with pytest.raises(kernel_abi.KernelAbiError, match=r"'rope'.*x_batch_stride.*\"FACT_ROPE_MAX\" is neither"):
+        kernel_abi.parse_family_abi("rope", rope_abi(fields=bad_length), v)
+    with pytest.raises(kernel_abi.KernelAbiError, match=r"'rope'.*abi\.fields\[1\] \(\"batch\"\): a second field"):
+        kernel_abi.parse_family_abi("rope", rope_abi(fields=[fields[0], fields[0]]), v)
+    with pytest.raises(kernel_abi.KernelAbiError, match=r"'rope'.*abi\.functions: lacks \"run\""):
+        kernel_abi.parse_family_abi("rope", rope_abi(functions=["can_implement", "describe"]), v)
+    with pytest.raises(kernel_abi.KernelAbiError, match=r"'rope'.*\"abi\" is missing"):
+        kernel_abi.parse_family_abi("rope", None, v)
 
 
 def test_kernel_library_load_errors(tmp_path):
@@ -353,15 +396,15 @@ def test_cpu_only_machine_exits_3(tmp_path):
 
 # -- on a GPU: the naive ABI kernel from bench/scripts ---------------------------------------------
 
-def build_naive(tmp_path, kernel_id: str, *defines: str) -> Path:
+def build_naive(tmp_path, include: Path, kernel_id: str, *defines: str) -> Path:
     so = tmp_path / f"{kernel_id}.so"
     subprocess.run(["nvcc", "-O2", "-std=c++17", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC",
-                    "-I", str(HEADER.parent), f"-DFACT_ID={kernel_id}", *defines,
+                    "-I", str(include), f"-DFACT_ID={kernel_id}", *defines,
                     str(ROOT / "bench" / "scripts" / "naive_gemm_abi.cu"), "-o", str(so)], check=True)
     return so
 
 
-def test_gpu_naive_kernel_passes_and_bug_is_caught(tmp_path):
+def test_gpu_naive_kernel_passes_and_bug_is_caught(tmp_path, kernel_abi_include):
     if not has_cuda():
         pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
     if shutil.which("nvcc") is None:
@@ -369,8 +412,9 @@ def test_gpu_naive_kernel_passes_and_bug_is_caught(tmp_path):
     import torch
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the test builds for sm_90a (Hopper)")
-    good = build_naive(tmp_path, "good_rc", "-DFACT_B_COL=1", "-DFACT_EPILOGUE=3")
-    bad = build_naive(tmp_path, "bad_rc", "-DFACT_B_COL=1", "-DFACT_EPILOGUE=3", "-DFACT_NAIVE_BUG=1")
+    good = build_naive(tmp_path, kernel_abi_include, "good_rc", "-DFACT_B_COL=1", "-DFACT_EPILOGUE=3")
+    bad = build_naive(tmp_path, kernel_abi_include, "bad_rc", "-DFACT_B_COL=1", "-DFACT_EPILOGUE=3",
+                      "-DFACT_NAIVE_BUG=1")
     proc, out = run_measure(tmp_path, {
         "problem": {"m": 200, "n": 136, "k": 264, "batch": 3, "layout_b": "col", "dtype": "float32",
                     "epilogue": "bias_silu"},

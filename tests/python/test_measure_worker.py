@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import REPO_ROOT
 from fact.realize import measure_worker, timing
 from fact.realize.measure_request import parse_request
 
@@ -24,7 +23,7 @@ STAND_IN_MS = 0.5
 
 
 @pytest.fixture
-def build(tmp_path):
+def build(tmp_path, kernel_abi_include):
     """build(source, id, *defines) -> the candidate {"id", "library"} of a C stand-in kernel."""
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
@@ -32,7 +31,7 @@ def build(tmp_path):
 
     def compile_kernel(source: str, kernel_id: str, *defines: str) -> dict:
         so = tmp_path / f"{kernel_id}.so"
-        subprocess.run([gcc, "-O1", "-shared", "-fPIC", "-I", str(REPO_ROOT / "src" / "realize"),
+        subprocess.run([gcc, "-O1", "-shared", "-fPIC", "-I", str(kernel_abi_include),
                         f"-DFACT_ID={kernel_id}", *defines, str(KERNELS / source), "-o", str(so), "-lm"], check=True)
         return {"id": kernel_id, "library": str(so)}
     return compile_kernel

@@ -1,4 +1,4 @@
-"""Verification harness for a generated row-wise kernel (FactRowwiseArgs ABI, src/realize/kernel_abi.h).
+"""Verification harness for a generated row-wise kernel (FactRowwiseArgs ABI, data/families/rowwise.json).
 
 Run by `fact agent` in its own process with a time limit (a hang or a fault kills only this process):
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from . import verify
 from .kernel_abi import FactAttentionArgs
 from .measure_case import MeasureCase
-from .problem_fields import ProblemError, bhr_strides, check_keys, flag, integer, positive_number
+from .problem_fields import (JsonProblem, ProblemError, bhr_strides, check_keys, flag, integer, paired_choice,
+                             positive_number)
 
 DTYPE_FOR_NUMERICS = {"tf32": "float32", "3xtf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 PROBLEM_KEYS = ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim", "causal", "scale", "q_strides",
@@ -31,7 +32,7 @@ ODD_SEQ = (333, 77)  # verified besides the problem's own lengths: no multiple o
 
 
 @dataclass(frozen=True)
-class AttentionProblem:
+class AttentionProblem(JsonProblem):
     batch: int
     heads: int
     heads_kv: int
@@ -46,21 +47,10 @@ class AttentionProblem:
     dtype: str
     numerics: str
 
-    def to_json(self) -> dict:
-        d = asdict(self)
-        for k in ("q_strides", "k_strides", "v_strides"):
-            d[k] = list(d[k])
-        return d
-
 
 def parse_problem(obj, where: str = "request.problem") -> AttentionProblem:
     check_keys(obj, PROBLEM_KEYS, where)
-    numerics = obj.get("numerics")
-    if numerics not in DTYPE_FOR_NUMERICS:
-        raise ProblemError(f"{where}.numerics: {numerics!r} is not one of {', '.join(DTYPE_FOR_NUMERICS)}")
-    dtype = obj.get("dtype", DTYPE_FOR_NUMERICS[numerics])
-    if dtype != DTYPE_FOR_NUMERICS[numerics]:
-        raise ProblemError(f"{where}.dtype: {dtype!r} does not go with numerics {numerics!r}")
+    numerics, dtype = paired_choice(obj, where, "numerics", DTYPE_FOR_NUMERICS, "dtype")
     causal = flag(obj, "causal", where)
     scale = positive_number(obj, "scale", where)
     ints = {k: integer(obj, k, where) for k in ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim")}

@@ -4,35 +4,19 @@ first used. Each case module defines parse_problem(obj, where) and Case (measure
 from __future__ import annotations
 
 import importlib
-import json
 
-from fact.paths import data_dir
-
-
-class FamilyDataError(Exception):
-    """A family data file is missing or malformed; the message names the file and the field."""
+from .family_data import FamilyDataError, read_family_files  # noqa: F401 (FamilyDataError: callers catch it here)
 
 
 def read_case_modules() -> dict[str, str]:
     """family name -> python_case module, in file-name order."""
-    folder = data_dir() / "families"
-    files = sorted(folder.glob("*.json"))
-    if not files:
-        raise FamilyDataError(f"{folder}: no family data files; set FACT_HOME to a FACT checkout (its data/ folder)")
     out = {}
-    for path in files:
-        try:
-            obj = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise FamilyDataError(f"{path}: cannot read the family data ({e})") from e
-        # As src/realize/kernel_family.cpp: a family's file is named after it.
-        if not isinstance(obj, dict) or obj.get("family") != path.stem:
-            raise FamilyDataError(f"{path}: \"family\" must be \"{path.stem}\"")
+    for family, (path, obj) in read_family_files().items():
         module = obj.get("python_case")
         if not isinstance(module, str) or not module.startswith("fact."):
             raise FamilyDataError(f"{path}: \"python_case\" must name the family's measurement case module "
                                   f"(fact.realize.<x>_case), got {module!r}")
-        out[path.stem] = module
+        out[family] = module
     return out
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..compose.reference.gemm import check_tree, evaluate_epilogue, load_epilogue_tables, tree_leaves
 from ..paths import data_dir
 from . import verify
 from .kernel_abi import FactGemmArgs
 from .measure_case import MeasureCase
-from .problem_fields import ProblemError, check_keys, choice, integer
+from .problem_fields import JsonProblem, ProblemError, check_keys, choice, integer
 
 LAYOUTS = ("row", "col")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -37,7 +37,7 @@ PROBLEM_KEYS = ("m", "n", "k", "batch", "layout_a", "layout_b", "dtype", "numeri
 
 
 @dataclass(frozen=True)
-class GemmProblem:
+class GemmProblem(JsonProblem):
     m: int
     n: int
     k: int
@@ -47,9 +47,6 @@ class GemmProblem:
     dtype: str
     numerics: str
     epilogue: object  # a predefined epilogue's name (data/epilogues/named.json) or an epilogue tree (its JSON)
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
     @property
     def tree(self):

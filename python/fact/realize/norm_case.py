@@ -6,23 +6,22 @@ at an odd row count; baseline: PyTorch's ways of computing the same in the same 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from . import verify
 from .kernel_abi import FactNormArgs
 from .measure_case import MeasureCase
-from .problem_fields import ProblemError, check_keys, flag, integer
+from .problem_fields import JsonProblem, ProblemError, check_keys, flag, integer, paired_choice
 
 KINDS = ("layer_norm", "rms_norm")
 ODD_ROWS = 37  # verify variant: not a multiple of any rows_per_cta (1, 2, 4, 8)
-DTYPES = ("float32", "bfloat16", "float16")
 NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 PROBLEM_KEYS = ("kind", "rows", "cols", "x_row_stride", "residual_row_stride", "has_weight", "has_bias",
                 "has_residual", "store_sum", "eps", "dtype", "numerics")
 
 
 @dataclass(frozen=True)
-class NormProblem:
+class NormProblem(JsonProblem):
     kind: str
     rows: int
     cols: int
@@ -36,21 +35,13 @@ class NormProblem:
     dtype: str
     numerics: str
 
-    def to_json(self) -> dict:
-        return asdict(self)
-
 
 def parse_problem(obj, where: str = "request.problem") -> NormProblem:
     check_keys(obj, PROBLEM_KEYS, where)
-    kind, dtype = obj.get("kind"), obj.get("dtype")
+    kind = obj.get("kind")
     if kind not in KINDS:
         raise ProblemError(f"{where}.kind: {kind!r} is not one of {', '.join(KINDS)}")
-    if dtype not in DTYPES:
-        raise ProblemError(f"{where}.dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
-    numerics = obj.get("numerics", NUMERICS_FOR_DTYPE[dtype])
-    if numerics != NUMERICS_FOR_DTYPE[dtype]:
-        raise ProblemError(f"{where}.numerics: {numerics!r} does not go with dtype {dtype!r} "
-                           f"(norms accumulate in fp32; use {NUMERICS_FOR_DTYPE[dtype]!r})")
+    dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics", "norms accumulate in fp32")
     cols = integer(obj, "cols", where)
     eps = obj.get("eps")
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps < 0:

@@ -2,9 +2,18 @@
 measure_request.py and the family cases: each error names the field it rejects and what is allowed."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 
 class ProblemError(ValueError):
     """The problem JSON is malformed; the message names the field and what is allowed."""
+
+
+class JsonProblem:
+    """Base of a family's problem dataclass: to_json() gives its fields, tuples (view strides) as JSON lists."""
+
+    def to_json(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 def check_keys(obj, keys: tuple, where: str) -> None:
@@ -39,6 +48,20 @@ def choice(obj: dict, key: str, where: str, allowed: tuple, default=None) -> str
     if v not in allowed:
         raise ProblemError(f"{where}.{key}: {v!r} is not one of {', '.join(allowed)}")
     return v
+
+
+def paired_choice(obj: dict, where: str, key: str, table: dict, other: str, why: str = "") -> tuple:
+    """(obj[key], obj[other]): obj[key] one of table's keys, obj[other] defaulting to table[obj[key]], the only value
+    that goes with it (a family whose numerics follow the dtype, or the dtype the numerics); `why`, the family's
+    reason, goes into the error with the value to use."""
+    v = obj.get(key)
+    if v not in tuple(table):
+        raise ProblemError(f"{where}.{key}: {v!r} is not one of {', '.join(table)}")
+    paired = obj.get(other, table[v])
+    if paired != table[v]:
+        hint = f" ({why}; use {table[v]!r})" if why else ""
+        raise ProblemError(f"{where}.{other}: {paired!r} does not go with {key} {v!r}{hint}")
+    return v, paired
 
 
 def flag(obj: dict, key: str, where: str, default: bool = False) -> bool:

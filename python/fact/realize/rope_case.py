@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from . import verify
 from .attention_case import restride
 from .kernel_abi import FactRopeArgs
 from .measure_case import MeasureCase
-from .problem_fields import ProblemError, bhr_strides, check_keys, integer
+from .problem_fields import JsonProblem, ProblemError, bhr_strides, check_keys, integer, paired_choice
 
-DTYPES = ("float32", "bfloat16", "float16")
 NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 PROBLEM_KEYS = ("batch", "heads", "seq", "head_dim", "x_strides", "cos_strides", "sin_strides", "out_strides",
                 "dtype", "numerics")
@@ -37,7 +36,7 @@ ODD_SEQ = (1, 77, 333)  # verified besides the problem's own length
 
 
 @dataclass(frozen=True)
-class RopeProblem:
+class RopeProblem(JsonProblem):
     batch: int
     heads: int
     seq: int
@@ -49,22 +48,11 @@ class RopeProblem:
     dtype: str
     numerics: str
 
-    def to_json(self) -> dict:
-        d = asdict(self)
-        for k in ("x_strides", "cos_strides", "sin_strides", "out_strides"):
-            d[k] = list(d[k])
-        return d
-
 
 def parse_problem(obj, where: str = "request.problem") -> RopeProblem:
     check_keys(obj, PROBLEM_KEYS, where)
-    dtype = obj.get("dtype")
-    if dtype not in DTYPES:
-        raise ProblemError(f"{where}.dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
-    numerics = obj.get("numerics", NUMERICS_FOR_DTYPE[dtype])
-    if numerics != NUMERICS_FOR_DTYPE[dtype]:
-        raise ProblemError(f"{where}.numerics: {numerics!r} does not go with dtype {dtype!r} "
-                           f"(rope computes in fp32 and rounds once; use {NUMERICS_FOR_DTYPE[dtype]!r})")
+    dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics",
+                                    "rope computes in fp32 and rounds once")
     ints = {k: integer(obj, k, where) for k in ("batch", "heads", "seq", "head_dim")}
     views = {k: bhr_strides(obj, k, where) for k in ("x_strides", "cos_strides", "sin_strides", "out_strides")}
     p = RopeProblem(**ints, **views, dtype=dtype, numerics=numerics)

@@ -1,5 +1,6 @@
 """CPU reference of an attention op (attn_<id>, templates/cute/attention_op.cpp.in) with the kernel ABI's semantics
-(src/realize/kernel_abi.h): softmax(scale Q K^T [causal]) V in float64, rounded once to q's dtype."""
+(the "abi" doc of data/families/attention.json): softmax(scale Q K^T [causal]) V in float64, rounded once to q's
+dtype."""
 import torch
 
 SCHEMA = "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor"

@@ -1,6 +1,6 @@
 """CPU reference of a normalization op (norm_<id>, templates/cute/norm_op.cpp.in) with the kernel ABI's semantics
-(src/realize/kernel_abi.h): LayerNorm or RMSNorm of x (+ residual) in float64, rounded once to x's dtype; the kind
-and whether the sum is returned too come from the manifest entry's config."""
+(the "abi" doc of data/families/normalization.json): LayerNorm or RMSNorm of x (+ residual) in float64, rounded
+once to x's dtype; the kind and whether the sum is returned too come from the manifest entry's config."""
 import torch
 
 SCHEMA = "(Tensor x, Tensor? residual, Tensor? weight, Tensor? bias, float eps) -> {}"

@@ -1,5 +1,5 @@
 """CPU reference of a rotary-embedding op (rope_<id>, templates/cute/rope_op.cpp.in) with the kernel ABI's semantics
-(src/realize/kernel_abi.h): computed in float64, rounded once to x's dtype."""
+(the "abi" doc of data/families/rope.json): computed in float64, rounded once to x's dtype."""
 import torch
 
 SCHEMA = "(Tensor x, Tensor cos, Tensor sin) -> Tensor"

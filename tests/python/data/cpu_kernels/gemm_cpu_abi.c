@@ -1,4 +1,4 @@
-// A GEMM on host memory exporting the FACT kernel C ABI (src/realize/kernel_abi.h): a stand-in candidate
+// A GEMM on host memory exporting the FACT kernel C ABI (kernel_abi.h, `fact ops abi-header`): a stand-in candidate
 // that lets tests/python/test_measure_worker.py run the measuring worker on the CPU. fp32, row-major A and
 // B (lda, ldb), batched; like a split-K kernel it needs its workspace and fails without one.
 //   -DFACT_ID=<id>      exported names fact_<id>_{can_implement,workspace_bytes,run,describe}

@@ -1,4 +1,4 @@
-// RMSNorm with a weight on host memory exporting the FACT kernel C ABI (src/realize/kernel_abi.h): a
+// RMSNorm with a weight on host memory exporting the FACT kernel C ABI (kernel_abi.h, `fact ops abi-header`): a
 // stand-in candidate that lets tests/python/test_measure_worker.py run the measuring worker on the CPU.
 //   -DFACT_ID=<id>   exported names fact_<id>_{can_implement,run,describe}
 //   -DFACT_BUG=0|1   1 writes whole blocks of 8 rows, past the last row when rows is no multiple of 8
