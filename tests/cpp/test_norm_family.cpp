@@ -284,7 +284,7 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
 }
 
 #include "realize/families/attention/attention_codegen.h"
-#include "realize/families/rope/rope_codegen.h"
+#include "realize/families/rope/family.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   auto where = fact::run_process({fact::python_exe(), "-c",

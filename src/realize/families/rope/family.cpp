@@ -1,78 +1,55 @@
-// The rope family behind the KernelFamily seam: rope matches (x * cos + rotate_half(x) * sin) to kernels
-// rendered from templates/cute/rope_fwd.cu.in.
+// The rope family behind the KernelFamily seam: rope matches (x * cos + rotate_half(x) * sin) to kernels and
+// op wrappers rendered from templates/cute/rope_fwd.cu.in and rope_op.cpp.in (only the values come from here),
+// and the composed module's call of the op.
 #include <fmt/format.h>
 
-#include "realize/kernel_family.h"
-
-#include "realize/candidate_tuner.h"
-#include "realize/families/rope/rope_codegen.h"
-#include "realize/families/rope/rope_config.h"
-#include "realize/families/rope/rope_problem.h"
+#include "core/error.h"
+#include "realize/families/rope/family.h"
+#include "realize/family_codegen.h"
+#include "realize/typed_kernel_family.h"
 
 namespace fact::realize {
+
+GeneratedSource generate_rope_kernel(const RopeConfig& c) {
+  if (c.head_dim < 2 || c.head_dim % 2 || c.vector_elems < 1 || (c.head_dim / 2) % c.vector_elems ||
+      c.vector_elems * element_bytes(c.element) > 16 || c.threads_per_cta % 32 || c.threads_per_cta > 1024 ||
+      c.items_per_thread < 1)
+    throw Error(fmt::format("rope config {} ({}): head_dim must be even with halves of whole vectors of at most 16 "
+                            "bytes, whole warps of at most 1024 threads, at least one pair per thread",
+                            c.id(), c.summary()));
+  TemplateValues v = kernel_slots(c, {"head_dim", "threads_per_cta", "vector_elems", "items_per_thread"});
+  v["element"] = cutlass_type(c.element);
+  return render_family_template("rope", "kernel_template", c.id(), v);
+}
+
+std::string rope_op_schema(const RopeConfig& c) { return c.id() + "(Tensor x, Tensor cos, Tensor sin) -> Tensor"; }
+
+GeneratedSource generate_rope_op_wrapper(const RopeConfig& c) {
+  return render_family_template("rope", "op_template", c.id(),
+                                op_wrapper_slots(c, rope_op_schema(c), {"head_dim", "vector_elems"}));
+}
+
 namespace {
 
-class RopeFamily final : public KernelFamily {
- public:
-  std::string name() const override { return "rope"; }
+// What the Python case parses: the problem with dtype for element and no arch.
+nlohmann::json rope_measure_problem(const RopeProblem& p) {
+  nlohmann::json j = p.to_json();
+  j.erase("element");
+  j.erase("arch");
+  j["dtype"] = to_string(p.element);
+  return j;
+}
 
-  nlohmann::json problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics,
-                                    Arch arch) const override {
-    return rope_problem_from_match(m, g, numerics, arch).to_json();
-  }
+// x as the module's view (read in place through its strides), cos/sin as the module's [seq, D] tables; the
+// result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
+OpCall rope_op_call(const OpCallSite& s) {
+  return {"", fmt::format("{}({}, {}, {})", s.op, s.tensor("x", true), s.tensor("cos", true), s.tensor("sin", true))};
+}
 
-  WorkloadKey workload_key(const std::string& pattern, const nlohmann::json& problem) const override {
-    RopeProblem p = RopeProblem::from_json(problem);
-    return make_workload_key(pattern, p.to_json(), to_string(p.element), "bhsd", to_string(p.numerics()), to_string(p.arch));
-  }
-
-  CandidateSet candidates(const nlohmann::json& problem, int top_n) const override {
-    CandidateSet out;
-    for (const auto& c : enumerate_rope_configs(RopeProblem::from_json(problem), top_n).ranked)
-      out.ranked.push_back(candidate(c));
-    out.space = fmt::format("rope config space: {} candidates kept after pruning and ranking", out.ranked.size());
-    return out;
-  }
-
-  FamilyCandidate candidate_from_config(const nlohmann::json& config) const override {
-    return candidate(RopeConfig::from_json(config));
-  }
-
-  nlohmann::json measure_problem(const nlohmann::json& problem) const override {
-    RopeProblem p = RopeProblem::from_json(problem);
-    nlohmann::json j = p.to_json();
-    j.erase("element");
-    j.erase("arch");
-    j["dtype"] = to_string(p.element);
-    return j;
-  }
-
-  std::string op_wrapper(const nlohmann::json& config) const override {
-    return generate_rope_op_wrapper(RopeConfig::from_json(config)).text;
-  }
-
-  std::string op_schema(const nlohmann::json& config) const override {
-    return rope_op_schema(RopeConfig::from_json(config));
-  }
-
-  nlohmann::json manifest_fields(const nlohmann::json& config) const override {
-    return {{"element", config.value("element", std::string("unknown"))}};
-  }
-
-  // x as the module's view (read in place through its strides), cos/sin as the module's [seq, D] tables; the
-  // result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
-  OpCall op_call(const OpCallSite& s) const override {
-    return {"", fmt::format("{}({}, {}, {})", s.op, s.tensor("x", true), s.tensor("cos", true), s.tensor("sin", true))};
-  }
-
- private:
-  static FamilyCandidate candidate(const RopeConfig& c) {
-    return {c.id(), c.to_json(), c.summary(), c.arch, generate_rope_kernel(c)};
-  }
-};
+const bool registered = register_typed_family<RopeProblem, RopeConfig>(
+    {.name = "rope", .workload_layout = "bhsd", .problem_from_match = rope_problem_from_match,
+     .config_space = enumerate_rope_configs, .kernel = generate_rope_kernel, .op_schema = rope_op_schema,
+     .op_wrapper = generate_rope_op_wrapper, .measure_problem = rope_measure_problem, .op_call = rope_op_call});
 
 }  // namespace
-
-const bool registered = register_kernel_family(std::make_unique<RopeFamily>());
-
 }  // namespace fact::realize
