@@ -1,7 +1,7 @@
 #pragma once
 // A kernel family with a typed problem and config states its parts (FamilyParts: how a match becomes a problem,
-// its config space, kernel, op, measurement request and composed call); TypedKernelFamily turns them into the
-// KernelFamily seam, where problems and configs are JSON, once for every such family.
+// its config space, kernel, op and composed call); TypedKernelFamily turns them into the KernelFamily seam,
+// where problems and configs are JSON, once for every such family.
 //
 // Problem: from_json / to_json, the JSON holding "element", "numerics" and "arch".
 // Config: from_json / to_json, id(), summary(), arch.
@@ -27,7 +27,6 @@ struct FamilyParts {
   GeneratedSource (*kernel)(const Config&);
   std::string (*op_schema)(const Config&);
   GeneratedSource (*op_wrapper)(const Config&);
-  nlohmann::json (*measure_problem)(const Problem&);  // request.problem, as the family's Python case reads it
   OpCall (*op_call)(const OpCallSite&);
   // The op's returns (KernelFamily::op_returns); nullptr: the anchor's value only.
   std::vector<std::string> (*op_returns)(const nlohmann::json& config) = nullptr;
@@ -65,8 +64,13 @@ class TypedKernelFamily final : public KernelFamily {
     return candidate(Config::from_json(config));
   }
 
+  // What the family's Python case parses: the problem's JSON with its element as "dtype", without the arch.
   nlohmann::json measure_problem(const nlohmann::json& problem) const override {
-    return parts_.measure_problem(Problem::from_json(problem));
+    nlohmann::json j = Problem::from_json(problem).to_json();
+    j["dtype"] = j.at("element");
+    j.erase("element");
+    j.erase("arch");
+    return j;
   }
 
   std::string op_wrapper(const nlohmann::json& config) const override {

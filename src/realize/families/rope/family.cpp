@@ -31,15 +31,6 @@ GeneratedSource generate_rope_op_wrapper(const RopeConfig& c) {
 
 namespace {
 
-// What the Python case parses: the problem with dtype for element and no arch.
-nlohmann::json rope_measure_problem(const RopeProblem& p) {
-  nlohmann::json j = p.to_json();
-  j.erase("element");
-  j.erase("arch");
-  j["dtype"] = to_string(p.element);
-  return j;
-}
-
 // x as the module's view (read in place through its strides), cos/sin as the module's [seq, D] tables; the
 // result has x's shape in the layout PyTorch's elementwise ops give (x's dim order), as the anchor had.
 OpCall rope_op_call(const OpCallSite& s) {
@@ -49,7 +40,7 @@ OpCall rope_op_call(const OpCallSite& s) {
 const bool registered = register_typed_family<RopeProblem, RopeConfig>(
     {.name = "rope", .workload_layout = "bhsd", .problem_from_match = rope_problem_from_match,
      .config_space = enumerate_rope_configs, .kernel = generate_rope_kernel, .op_schema = rope_op_schema,
-     .op_wrapper = generate_rope_op_wrapper, .measure_problem = rope_measure_problem, .op_call = rope_op_call});
+     .op_wrapper = generate_rope_op_wrapper, .op_call = rope_op_call});
 
 }  // namespace
 }  // namespace fact::realize
