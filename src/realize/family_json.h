@@ -1,6 +1,7 @@
 #pragma once
-// Reading a family's problem or config back from JSON (tuning records, tune reports): a missing or mistyped
-// field becomes an Error that names what was read and what writes it, the same way for every family.
+// A family's problem and config JSON, the same way for every family: a config's JSON names its family, and
+// reading one back (tuning records, tune reports) turns a missing or mistyped field into an Error that names
+// what was read and what writes it.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,14 @@
 #include "core/error.h"
 
 namespace fact::realize {
+
+// A config's JSON: its fields (the type's to_json, e.g. NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE) and "family".
+template <class Config>
+nlohmann::json family_config_json(const Config& config, const char* family) {
+  nlohmann::json j = config;
+  j["family"] = family;
+  return j;
+}
 
 // parse() (which reads with j.at(...)); nlohmann's exceptions become Error("<what> JSON: <reason>; expected the
 // fields written by <writer>").

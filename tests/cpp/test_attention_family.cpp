@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -18,9 +19,7 @@
 #include "discover/pattern_registry.h"
 #include "family_nvcc_check.h"
 #include "ir/ir_io.h"
-#include "realize/families/attention/attention_codegen.h"
-#include "realize/families/attention/attention_config.h"
-#include "realize/families/attention/attention_problem.h"
+#include "realize/families/attention/family.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
@@ -71,11 +70,11 @@ TEST(AttentionProblem, MiniGptManualAttentionReadsTheQkvSplitInPlace) {
   EXPECT_EQ(p.head_dim, 96);
   EXPECT_TRUE(p.causal);
   EXPECT_NEAR(p.scale, 1.0 / std::sqrt(96.0), 1e-12);
-  const AttentionStrides qkv{512 * 2304, 96, 2304};  // q = c_attn(x).split(768)[0].view(B,T,H,D).transpose(1,2)
+  const HeadStrides qkv{512 * 2304, 96, 2304};  // q = c_attn(x).split(768)[0].view(B,T,H,D).transpose(1,2)
   EXPECT_EQ(p.q, qkv);
   EXPECT_EQ(p.k, qkv);
   EXPECT_EQ(p.v, qkv);
-  EXPECT_EQ(p.o(), (AttentionStrides{512 * 768, 96, 768}));  // [B, T, H, D]: y.transpose(1, 2) is contiguous
+  EXPECT_EQ(p.o(), (HeadStrides{512 * 768, 96, 768}));  // [B, T, H, D]: y.transpose(1, 2) is contiguous
   EXPECT_EQ(p.element, Element::f32);
   EXPECT_EQ(AttentionProblem::from_json(p.to_json()).to_json(), p.to_json());
   EXPECT_EQ(attention_problem_from_match(m, t.graph, Numerics::bf16, Arch::sm80).element, Element::bf16);
@@ -97,7 +96,7 @@ TEST(AttentionProblem, LlamaSdpaIsGroupedQueryCausalWithDefaultScale) {
   EXPECT_NEAR(p.scale, 1.0 / std::sqrt(128.0), 1e-12);
   // v = v_proj(x).view(B, T, Hkv, D).transpose(1, 2); k after RoPE keeps that layout (elementwise ops
   // preserve their input's strides), so both are read in place from [B, T, Hkv, D] storage.
-  const AttentionStrides bthd{2048 * 8 * 128, 128, 8 * 128};
+  const HeadStrides bthd{2048 * 8 * 128, 128, 8 * 128};
   EXPECT_EQ(p.k, bthd);
   EXPECT_EQ(p.v, bthd);
 }
@@ -125,7 +124,7 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   auto space_of = [&](Numerics n, Arch a) {
     return enumerate_attention_configs(attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, a), 100);
   };
-  auto count = [](const AttentionConfigSpace& s, AttentionKernel k) {
+  auto count = [](const ConfigSpace<AttentionConfig>& s, AttentionKernel k) {
     return std::count_if(s.ranked.begin(), s.ranked.end(), [&](const AttentionConfig& c) { return c.kernel == k; });
   };
   for (Numerics n : {Numerics::bf16, Numerics::fp16}) {
@@ -199,6 +198,36 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   auto bad = c.to_json();
   bad["kernel"] = "sm100_tcgen05";
   EXPECT_THROW(AttentionConfig::from_json(bad), fact::Error);
+}
+
+// Tuning records are found by workload key and name their kernels by config id, so a refactor that changed
+// either (or the JSON they hash) would orphan every record: both are pinned to what the recorded code wrote.
+TEST(AttentionConfigSpace, ConfigIdsAndWorkloadKeysStayStable) {
+  AttentionProblem p;
+  p.batch = 16; p.heads = p.heads_kv = 12; p.seq_q = p.seq_k = 384; p.head_dim = 64; p.scale = 0.125;
+  p.q = p.k = p.v = {884736, 64, 2304};
+  p.numerics = Numerics::x3tf32;
+  p.arch = Arch::sm80;
+  EXPECT_EQ(p.to_json().dump(), R"({"arch":"sm80","batch":16,"causal":false,"element":"float32","head_dim":64,)"
+                                R"("heads":12,"heads_kv":12,"k_strides":[884736,64,2304],"numerics":"3xtf32",)"
+                                R"("q_strides":[884736,64,2304],"scale":0.125,"seq_k":384,"seq_q":384,)"
+                                R"("v_strides":[884736,64,2304]})");
+  AttentionConfig c;
+  c.arch = Arch::sm80; c.numerics = Numerics::x3tf32; c.block_n = 32; c.warps = 8;
+  EXPECT_EQ(c.to_json().dump(), R"({"arch":"sm80","block_m":128,"block_n":32,"element":"float32",)"
+                                R"("family":"attention","head_dim":64,"kernel":"sm80_mma","numerics":"3xtf32","warps":8})");
+  EXPECT_EQ(c.id(), "attn_016060f71db2");
+  const KernelFamily* attention = kernel_family_named("attention");
+  ASSERT_NE(attention, nullptr);
+  WorkloadKey k = attention->workload_key("sdpa_attention", p.to_json());
+  EXPECT_EQ(k.shape, p.to_json());
+  EXPECT_EQ(std::tie(k.pattern, k.dtype, k.layout, k.numerics, k.arch),
+            std::make_tuple("sdpa_attention", "float32", "bhsd", "3xtf32", "sm80"));
+  EXPECT_EQ(attention->op_name(c.id()), c.id());
+  EXPECT_EQ(attention->manifest_fields(c.to_json()), (nlohmann::json{{"element", "float32"}}));
+  auto space = attention->candidates(p.to_json(), 100);
+  EXPECT_EQ(space.space, "attention config space: 9 candidates kept after pruning and ranking");
+  EXPECT_EQ(space.ranked.at(0).config_id, c.id());
 }
 
 TEST(AttentionCodegen, StandInWithTheRealSlotSetRendersAndExportsTheAbi) {

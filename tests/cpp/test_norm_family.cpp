@@ -314,7 +314,7 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
   expect_norm_compiles(p, "sm90_fp32_rms_norm");
 }
 
-#include "realize/families/attention/attention_codegen.h"
+#include "realize/families/attention/family.h"
 #include "realize/families/rope/family.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {

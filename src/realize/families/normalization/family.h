@@ -19,6 +19,8 @@ namespace fact::realize {
 enum class NormKind { layer_norm, rms_norm };
 std::string to_string(NormKind k);            // "layer_norm", "rms_norm"
 NormKind norm_kind_from_string(const std::string& s);
+void to_json(nlohmann::json& j, NormKind k);  // JSON holds the name
+void from_json(const nlohmann::json& j, NormKind& k);
 
 // One row-normalization workload: rows x cols, row strides, which operands exist, eps, element type.
 struct NormProblem {

@@ -41,6 +41,8 @@ double finfo_eps(Element e) {
 
 std::string to_string(NormKind k) { return enum_name(kKinds, k); }
 NormKind norm_kind_from_string(const std::string& s) { return parse_enum(kKinds, s, "normalization kind"); }
+void to_json(nlohmann::json& j, NormKind k) { j = to_string(k); }
+void from_json(const nlohmann::json& j, NormKind& k) { k = norm_kind_from_string(j.get<std::string>()); }
 
 Numerics NormProblem::numerics() const {
   return element == Element::bf16 ? Numerics::bf16 : element == Element::f16 ? Numerics::fp16 : Numerics::fp32;

@@ -31,8 +31,8 @@ double score(const NormProblem& p, const NormConfig& c) {
 
 }  // namespace
 
-// The config's fields but its kind, by name: one list for both directions of its JSON.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NormConfig, element, arch, has_weight, has_bias, has_residual, store_sum,
+// The config's fields by name: one list for both directions of its JSON.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NormConfig, kind, element, arch, has_weight, has_bias, has_residual, store_sum,
                                    threads_per_row, rows_per_cta, vector_elems, vectors_per_thread)
 
 std::string NormConfig::id() const { return config_hash_id("norm_", to_json()); }
@@ -43,20 +43,10 @@ std::string NormConfig::summary() const {
                      has_bias ? " +b" : "", has_residual ? " +res" : "", store_sum ? " +sum" : "");
 }
 
-nlohmann::json NormConfig::to_json() const {
-  nlohmann::json j = *this;
-  j["family"] = "normalization";
-  j["kind"] = to_string(kind);
-  return j;
-}
+nlohmann::json NormConfig::to_json() const { return family_config_json(*this, "normalization"); }
 
 NormConfig NormConfig::from_json(const nlohmann::json& j) {
-  return parse_family_json("normalization config", "NormConfig::to_json", [&] {
-    const NormKind kind = norm_kind_from_string(j.at("kind"));
-    NormConfig c = j.get<NormConfig>();
-    c.kind = kind;
-    return c;
-  });
+  return parse_family_json("normalization config", "NormConfig::to_json", [&] { return j.get<NormConfig>(); });
 }
 
 std::string norm_config_rejection(const NormProblem& p, const NormConfig& c) {

@@ -44,9 +44,8 @@ std::string RopeConfig::summary() const {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RopeConfig, element, arch, head_dim, threads_per_cta, vector_elems, items_per_thread)
 
 nlohmann::json RopeConfig::to_json() const {
-  nlohmann::json j = *this;
-  j["family"] = "rope";
-  j["kind"] = "half_split";
+  nlohmann::json j = family_config_json(*this, "rope");
+  j["kind"] = "half_split";  // the only rotate_half form the kernel computes
   return j;
 }
 
