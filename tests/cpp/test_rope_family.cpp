@@ -291,31 +291,6 @@ TEST(KernelFamilySeam, RopeMeasureRequestHasThePythonCaseFields) {
   EXPECT_EQ(mp["dtype"], "float32");
 }
 
-// Tuning records are found by workload key and name their kernels by config id, so a refactor that changed
-// either (or the JSON they hash) would orphan every record: both are pinned to what the recorded code wrote.
-TEST(KernelFamilySeam, RopeConfigIdsAndWorkloadKeysStayStable) {
-  RopeConfig c;
-  c.arch = Arch::sm80;
-  EXPECT_EQ(c.to_json().dump(), R"({"arch":"sm80","element":"float32","family":"rope","head_dim":128,)"
-                                R"("items_per_thread":2,"kind":"half_split","threads_per_cta":256,"vector_elems":4})");
-  EXPECT_EQ(c.id(), "rope_7441e89324e0");
-  EXPECT_EQ(c.summary(), "sm80 rope float32 d128 t256 v4x2");
-  RopeProblem p = llama3_q();
-  p.arch = Arch::sm80;
-  EXPECT_EQ(p.to_json().dump(), R"({"arch":"sm80","batch":2,"cos_strides":[0,0,128],"element":"float32",)"
-                                R"("head_dim":128,"heads":32,"numerics":"fp32","out_strides":[8388608,128,4096],)"
-                                R"("seq":2048,"sin_strides":[0,0,128],"x_strides":[8388608,128,4096]})");
-  const KernelFamily* rope = kernel_family_named("rope");
-  ASSERT_NE(rope, nullptr);
-  WorkloadKey k = rope->workload_key("rope", p.to_json());
-  EXPECT_EQ(k.shape, p.to_json());
-  EXPECT_EQ(std::tie(k.pattern, k.dtype, k.layout, k.numerics, k.arch),
-            std::make_tuple("rope", "float32", "bhsd", "fp32", "sm80"));
-  EXPECT_EQ(rope->op_name(c.id()), c.id());
-  EXPECT_EQ(rope->manifest_fields(c.to_json()), (Json{{"element", "float32"}}));
-  EXPECT_EQ(rope->candidates(p.to_json(), 100).space, "rope config space: 27 candidates kept after pruning and ranking");
-}
-
 namespace {
 
 void expect_rope_compiles(const RopeProblem& p, const std::string& name) {
