@@ -30,6 +30,10 @@ void to_json(nlohmann::json& j, Numerics v) { j = to_string(v); }
 void to_json(nlohmann::json& j, Arch v) { j = to_string(v); }
 void to_json(nlohmann::json& j, MatrixLayout v) { j = to_string(v); }
 void to_json(nlohmann::json& j, Element v) { j = to_string(v); }
+void from_json(const nlohmann::json& j, Numerics& v) { v = numerics_from_string(j.get<std::string>()); }
+void from_json(const nlohmann::json& j, Arch& v) { v = arch_from_string(j.get<std::string>()); }
+void from_json(const nlohmann::json& j, MatrixLayout& v) { v = matrix_layout_from_string(j.get<std::string>()); }
+void from_json(const nlohmann::json& j, Element& v) { v = element_from_string(j.get<std::string>()); }
 std::vector<std::string> numerics_names() { return enum_names(kNumerics); }
 std::vector<std::string> arch_names() { return enum_names(kArchs); }
 

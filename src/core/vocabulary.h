@@ -28,11 +28,15 @@ Numerics numerics_from_string(const std::string& s);
 Arch arch_from_string(const std::string& s);
 MatrixLayout matrix_layout_from_string(const std::string& s);
 Element element_from_string(const std::string& s);
-// In JSON each word is its name (nlohmann would write an enum as its number).
+// In JSON each word is its name (nlohmann would write an enum as its number); reading one parses the name.
 void to_json(nlohmann::json& j, Numerics v);
 void to_json(nlohmann::json& j, Arch v);
 void to_json(nlohmann::json& j, MatrixLayout v);
 void to_json(nlohmann::json& j, Element v);
+void from_json(const nlohmann::json& j, Numerics& v);
+void from_json(const nlohmann::json& j, Arch& v);
+void from_json(const nlohmann::json& j, MatrixLayout& v);
+void from_json(const nlohmann::json& j, Element& v);
 // Every name, for command-line checks.
 std::vector<std::string> numerics_names();
 std::vector<std::string> arch_names();

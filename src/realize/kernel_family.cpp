@@ -42,7 +42,7 @@ std::vector<const KernelFamily*> kernel_families() {
       auto it = by_name.find(name);
       if (it == by_name.end())
         throw Error(fmt::format("{} describes kernel family '{}', which this build of fact does not have (no "
-                                "src/realize/<family>/ registers it)", entry.path().string(), name));
+                                "src/realize/families/<family>/ registers it)", entry.path().string(), name));
       out.push_back(it->second);
       by_name.erase(it);
     }

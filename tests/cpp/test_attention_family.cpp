@@ -18,9 +18,7 @@
 #include "discover/pattern_registry.h"
 #include "family_nvcc_check.h"
 #include "ir/ir_io.h"
-#include "realize/families/attention/attention_codegen.h"
-#include "realize/families/attention/attention_config.h"
-#include "realize/families/attention/attention_problem.h"
+#include "realize/families/attention/family.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
@@ -71,11 +69,11 @@ TEST(AttentionProblem, MiniGptManualAttentionReadsTheQkvSplitInPlace) {
   EXPECT_EQ(p.head_dim, 96);
   EXPECT_TRUE(p.causal);
   EXPECT_NEAR(p.scale, 1.0 / std::sqrt(96.0), 1e-12);
-  const AttentionStrides qkv{512 * 2304, 96, 2304};  // q = c_attn(x).split(768)[0].view(B,T,H,D).transpose(1,2)
+  const HeadStrides qkv{512 * 2304, 96, 2304};  // q = c_attn(x).split(768)[0].view(B,T,H,D).transpose(1,2)
   EXPECT_EQ(p.q, qkv);
   EXPECT_EQ(p.k, qkv);
   EXPECT_EQ(p.v, qkv);
-  EXPECT_EQ(p.o(), (AttentionStrides{512 * 768, 96, 768}));  // [B, T, H, D]: y.transpose(1, 2) is contiguous
+  EXPECT_EQ(p.o(), (HeadStrides{512 * 768, 96, 768}));  // [B, T, H, D]: y.transpose(1, 2) is contiguous
   EXPECT_EQ(p.element, Element::f32);
   EXPECT_EQ(AttentionProblem::from_json(p.to_json()).to_json(), p.to_json());
   EXPECT_EQ(attention_problem_from_match(m, t.graph, Numerics::bf16, Arch::sm80).element, Element::bf16);
@@ -97,7 +95,7 @@ TEST(AttentionProblem, LlamaSdpaIsGroupedQueryCausalWithDefaultScale) {
   EXPECT_NEAR(p.scale, 1.0 / std::sqrt(128.0), 1e-12);
   // v = v_proj(x).view(B, T, Hkv, D).transpose(1, 2); k after RoPE keeps that layout (elementwise ops
   // preserve their input's strides), so both are read in place from [B, T, Hkv, D] storage.
-  const AttentionStrides bthd{2048 * 8 * 128, 128, 8 * 128};
+  const HeadStrides bthd{2048 * 8 * 128, 128, 8 * 128};
   EXPECT_EQ(p.k, bthd);
   EXPECT_EQ(p.v, bthd);
 }
@@ -125,7 +123,7 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   auto space_of = [&](Numerics n, Arch a) {
     return enumerate_attention_configs(attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, n, a), 100);
   };
-  auto count = [](const AttentionConfigSpace& s, AttentionKernel k) {
+  auto count = [](const ConfigSpace<AttentionConfig>& s, AttentionKernel k) {
     return std::count_if(s.ranked.begin(), s.ranked.end(), [&](const AttentionConfig& c) { return c.kernel == k; });
   };
   for (Numerics n : {Numerics::bf16, Numerics::fp16}) {

@@ -18,9 +18,7 @@
 #include "ir/ir_io.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
-#include "realize/families/normalization/norm_codegen.h"
-#include "realize/families/normalization/norm_config.h"
-#include "realize/families/normalization/norm_problem.h"
+#include "realize/families/normalization/family.h"
 #include "realize/kernel_abi_header.h"
 #include "realize/nvcc_command.h"
 
@@ -284,8 +282,8 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
   expect_norm_compiles(p, "sm90_fp32_rms_norm");
 }
 
-#include "realize/families/attention/attention_codegen.h"
-#include "realize/families/rope/rope_codegen.h"
+#include "realize/families/attention/family.h"
+#include "realize/families/rope/family.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   auto where = fact::run_process({fact::python_exe(), "-c",

@@ -23,9 +23,7 @@
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
-#include "realize/families/rope/rope_codegen.h"
-#include "realize/families/rope/rope_config.h"
-#include "realize/families/rope/rope_problem.h"
+#include "realize/families/rope/family.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -177,29 +175,29 @@ TEST(RopeProblem, LlamaMatchesReadTheTransposedViewsInPlace) {
   EXPECT_EQ(q.heads, 32);
   EXPECT_EQ(q.seq, 2048);
   EXPECT_EQ(q.head_dim, 128);
-  EXPECT_EQ(q.x, (RopeStrides{2048 * 4096, 128, 4096}));  // [B, T, H, D] seen as [B, H, T, D]
-  EXPECT_EQ(q.cos, (RopeStrides{0, 0, 128}));
-  EXPECT_EQ(q.sin, (RopeStrides{0, 0, 128}));
+  EXPECT_EQ(q.x, (HeadStrides{2048 * 4096, 128, 4096}));  // [B, T, H, D] seen as [B, H, T, D]
+  EXPECT_EQ(q.cos, (HeadStrides{0, 0, 128}));
+  EXPECT_EQ(q.sin, (HeadStrides{0, 0, 128}));
   EXPECT_EQ(q.element, Element::f32);  // a matmul mode leaves the elementwise rotary in fp32
   EXPECT_EQ(q.numerics(), Numerics::fp32);
   // The op's result has the layout the traced graph had at the anchor (what the attention after it saw).
   const auto& anchor = g.at("add_1").out();
-  EXPECT_EQ(q.out, (RopeStrides{anchor.strides[0], anchor.strides[1], anchor.strides[2]}));
+  EXPECT_EQ(q.out, (HeadStrides{anchor.strides[0], anchor.strides[1], anchor.strides[2]}));
   EXPECT_EQ(q.max_vector_elems(), 4);
   EXPECT_EQ(RopeProblem::from_json(q.to_json()).to_json(), q.to_json());
   RopeProblem k = rope_problem_from_match(*rs[1], g, Numerics::bf16, Arch::sm80);
   EXPECT_EQ(k.heads, 8);
-  EXPECT_EQ(k.x, (RopeStrides{2048 * 1024, 128, 1024}));
+  EXPECT_EQ(k.x, (HeadStrides{2048 * 1024, 128, 1024}));
   EXPECT_EQ(k.element, Element::bf16);
   EXPECT_EQ(k.max_vector_elems(), 8);
 }
 
 TEST(RopeProblem, OneHeadTablesAndRefusals) {
   // [B, T, D] x: one head; the dense output of a contiguous x is contiguous.
-  EXPECT_EQ(dense_strides_like({16 * 64, 0, 64}, 2, 1, 16, 64), (RopeStrides{16 * 64, 64, 64}));
-  EXPECT_EQ(dense_strides_like({8 * 5 * 64, 64, 8 * 64}, 3, 8, 5, 64), (RopeStrides{8 * 5 * 64, 64, 8 * 64}));
+  EXPECT_EQ(dense_strides_like({16 * 64, 0, 64}, 2, 1, 16, 64), (HeadStrides{16 * 64, 64, 64}));
+  EXPECT_EQ(dense_strides_like({8 * 5 * 64, 64, 8 * 64}, 3, 8, 5, 64), (HeadStrides{8 * 5 * 64, 64, 8 * 64}));
   // A strided (non-dense) view keeps its dim order and packs densely.
-  EXPECT_EQ(dense_strides_like({5 * 3 * 8 * 64, 64, 3 * 8 * 64}, 2, 8, 5, 64), (RopeStrides{5 * 8 * 64, 64, 8 * 64}));
+  EXPECT_EQ(dense_strides_like({5 * 3 * 8 * 64, 64, 3 * 8 * 64}, 2, 8, 5, 64), (HeadStrides{5 * 8 * 64, 64, 8 * 64}));
 
   RopeGraph o;
   o.table_dtype = "bfloat16";  // bf16 tables times fp32 x promote: the kernel has one element type

@@ -1,15 +1,16 @@
-// The rotary-embedding config space: every (threads per CTA, vector width, pairs per thread) of the family's
-// data file that the problem's strides and head dim allow, ranked by a small bandwidth model.
+// The rope config (id, summary, JSON) and its config space: every (threads per CTA, vector width, pairs per
+// thread) of the family's data file that the problem's strides and head dim allow, ranked by a small bandwidth
+// model.
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
+#include "realize/families/rope/family.h"
+#include "realize/family_json.h"
 #include "realize/kernel_family.h"
-#include "realize/families/rope/rope_config.h"
 
 namespace fact::realize {
 namespace {
@@ -32,6 +33,30 @@ double score(const RopeProblem& p, const RopeConfig& c) {
 
 }  // namespace
 
+std::string RopeConfig::id() const { return config_hash_id("rope_", to_json()); }
+
+std::string RopeConfig::summary() const {
+  return fmt::format("{} rope {} d{} t{} v{}x{}", to_string(arch), to_string(element), head_dim, threads_per_cta,
+                     vector_elems, items_per_thread);
+}
+
+// The config's fields, by name: one list for both directions of its JSON.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RopeConfig, element, arch, head_dim, threads_per_cta, vector_elems, items_per_thread)
+
+nlohmann::json RopeConfig::to_json() const {
+  nlohmann::json j = family_config_json(*this, "rope");
+  j["kind"] = "half_split";  // the only rotate_half form the kernel computes
+  return j;
+}
+
+RopeConfig RopeConfig::from_json(const nlohmann::json& j) {
+  return parse_family_json("rope config", "RopeConfig::to_json", [&] {
+    if (j.value("kind", "half_split") != "half_split")
+      throw Error("rope config JSON: kind " + j.at("kind").dump() + " is not \"half_split\", the only form the kernel computes");
+    return j.get<RopeConfig>();
+  });
+}
+
 std::string rope_config_rejection(const RopeProblem& p, const RopeConfig& c) {
   if (c.element != p.element || c.arch != p.arch || c.head_dim != p.head_dim)
     return "the config is specialized for another element, arch or head dim";
@@ -48,16 +73,13 @@ std::string rope_config_rejection(const RopeProblem& p, const RopeConfig& c) {
   return "";
 }
 
-RopeConfigSpace enumerate_rope_configs(const RopeProblem& p, int top_n) {
+ConfigSpace<RopeConfig> enumerate_rope_configs(const RopeProblem& p, int top_n) {
   p.validate();
   const nlohmann::json axes = family_data("rope").at("config_space");
-  RopeConfigSpace space;
-  std::map<std::string, int> reasons;
-  std::vector<std::pair<double, RopeConfig>> kept;
+  ConfigRanking<RopeConfig> ranking;
   for (int threads : axes.at("threads_per_cta").get<std::vector<int>>())
     for (int vbytes : axes.at("vector_bytes").get<std::vector<int>>())
       for (int items : axes.at("items_per_thread").get<std::vector<int>>()) {
-        ++space.enumerated;
         RopeConfig c;
         c.element = p.element;
         c.arch = p.arch;
@@ -65,20 +87,10 @@ RopeConfigSpace enumerate_rope_configs(const RopeProblem& p, int top_n) {
         c.threads_per_cta = threads;
         c.vector_elems = std::max(1, vbytes / element_bytes(p.element));
         c.items_per_thread = items;
-        std::string why = rope_config_rejection(p, c);
-        if (!why.empty()) {
-          ++reasons[why];
-          continue;
-        }
-        kept.emplace_back(score(p, c), c);
+        ranking.add(c, rope_config_rejection(p, c), [&] { return score(p, c); });
       }
-  space.ranked = best_first(std::move(kept), static_cast<size_t>(std::max(top_n, 0)));
-  if (space.ranked.empty()) {
-    throw Error(fmt::format("rope b{} h{} s{} d{} ({}): no rope config can take it; commonest reason: {}", p.batch,
-                            p.heads, p.seq, p.head_dim, to_string(p.element),
-                            commonest_reason(reasons)));
-  }
-  return space;
+  return ranking.ranked(top_n, fmt::format("rope b{} h{} s{} d{} ({}): no rope config can take it", p.batch, p.heads,
+                                           p.seq, p.head_dim, to_string(p.element)));
 }
 
 }  // namespace fact::realize

@@ -1,16 +1,16 @@
-// The normalization config space: every (threads per row, rows per CTA, vector width) of the family's
-// data file that can hold the problem's row in registers, ranked by a small occupancy/utilization model.
+// The normalization config (id, summary, JSON) and its config space: every (threads per row, rows per CTA,
+// vector width) of the family's data file that can hold the problem's row in registers, ranked by a small
+// occupancy/utilization model.
 #include <algorithm>
-#include <cmath>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "core/arch_spec.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
+#include "realize/families/normalization/family.h"
+#include "realize/family_json.h"
 #include "realize/kernel_family.h"
-#include "realize/families/normalization/norm_config.h"
 
 namespace fact::realize {
 namespace {
@@ -31,6 +31,24 @@ double score(const NormProblem& p, const NormConfig& c) {
 
 }  // namespace
 
+// The config's fields by name: one list for both directions of its JSON.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NormConfig, kind, element, arch, has_weight, has_bias, has_residual, store_sum,
+                                   threads_per_row, rows_per_cta, vector_elems, vectors_per_thread)
+
+std::string NormConfig::id() const { return config_hash_id("norm_", to_json()); }
+
+std::string NormConfig::summary() const {
+  return fmt::format("{} {} {} tpr{} rpc{} v{}x{}{}{}{}{}", to_string(arch), to_string(kind), to_string(element),
+                     threads_per_row, rows_per_cta, vector_elems, vectors_per_thread, has_weight ? " +w" : "",
+                     has_bias ? " +b" : "", has_residual ? " +res" : "", store_sum ? " +sum" : "");
+}
+
+nlohmann::json NormConfig::to_json() const { return family_config_json(*this, "normalization"); }
+
+NormConfig NormConfig::from_json(const nlohmann::json& j) {
+  return parse_family_json("normalization config", "NormConfig::to_json", [&] { return j.get<NormConfig>(); });
+}
+
 std::string norm_config_rejection(const NormProblem& p, const NormConfig& c) {
   if (c.kind != p.kind || c.element != p.element || c.arch != p.arch || c.has_weight != p.has_weight ||
       c.has_bias != p.has_bias || c.has_residual != p.has_residual || c.store_sum != p.store_sum)
@@ -49,7 +67,7 @@ std::string norm_config_rejection(const NormProblem& p, const NormConfig& c) {
   return "";
 }
 
-NormConfigSpace enumerate_norm_configs(const NormProblem& p, int top_n) {
+ConfigSpace<NormConfig> enumerate_norm_configs(const NormProblem& p, int top_n) {
   p.validate();
   const nlohmann::json data = family_data("normalization");
   const auto& axes = data.at("config_space");
@@ -57,15 +75,12 @@ NormConfigSpace enumerate_norm_configs(const NormProblem& p, int top_n) {
   const int max_elems = limits.at("max_elements_per_thread");
   const int min_threads = limits.at("min_threads_per_cta"), max_threads = limits.at("max_threads_per_cta");
 
-  NormConfigSpace space;
-  std::map<std::string, int> reasons;
-  std::vector<std::pair<double, NormConfig>> kept;
+  ConfigRanking<NormConfig> ranking;
   for (int tpr : axes.at("threads_per_row").get<std::vector<int>>())
     for (int rpc : axes.at("rows_per_cta").get<std::vector<int>>())
       for (int vbytes : axes.at("vector_bytes").get<std::vector<int>>()) {
         // 2-byte accesses exist for 16-bit elements only (odd widths of bf16/fp16 rows); fp32 starts at 4.
         if (vbytes % element_bytes(p.element)) continue;
-        ++space.enumerated;
         NormConfig c;
         c.kind = p.kind; c.element = p.element; c.arch = p.arch;
         c.has_weight = p.has_weight; c.has_bias = p.has_bias; c.has_residual = p.has_residual; c.store_sum = p.store_sum;
@@ -82,19 +97,10 @@ NormConfigSpace enumerate_norm_configs(const NormProblem& p, int top_n) {
           why = "too few rows for several rows per CTA";
         else
           why = norm_config_rejection(p, c);
-        if (!why.empty()) {
-          ++reasons[why];
-          continue;
-        }
-        kept.emplace_back(score(p, c), c);
+        ranking.add(c, why, [&] { return score(p, c); });
       }
-  space.ranked = best_first(std::move(kept), static_cast<size_t>(std::max(top_n, 0)));
-  if (space.ranked.empty()) {
-    throw Error(fmt::format("{} {} x {} ({}): no normalization config can take it; commonest reason: {}",
-                            to_string(p.kind), p.rows, p.cols, to_string(p.element),
-                            commonest_reason(reasons)));
-  }
-  return space;
+  return ranking.ranked(top_n, fmt::format("{} {} x {} ({}): no normalization config can take it", to_string(p.kind),
+                                           p.rows, p.cols, to_string(p.element)));
 }
 
 }  // namespace fact::realize

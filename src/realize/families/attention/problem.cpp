@@ -1,17 +1,22 @@
-#include "realize/families/attention/attention_problem.h"
-
+// The attention problem: from a rule match (dims and scale from the rule, q/k/v strides from the IR's views) and
+// its JSON.
+#include <array>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/families/attention/family.h"
+#include "realize/family_json.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
 
-nlohmann::json strides_json(const AttentionStrides& s) { return nlohmann::json::array({s.batch, s.head, s.row}); }
-AttentionStrides strides_from(const nlohmann::json& j) { return {j.at(0), j.at(1), j.at(2)}; }
+// The three inputs by name; their strides are "<name>_strides" in the problem's JSON.
+constexpr std::array<std::pair<const char*, HeadStrides AttentionProblem::*>, 3> kTensors{
+    {{"q", &AttentionProblem::q}, {"k", &AttentionProblem::k}, {"v", &AttentionProblem::v}}};
 
 }  // namespace
 
@@ -31,36 +36,33 @@ void AttentionProblem::validate() const {
                 " has no attention kernel (tf32, 3xtf32, bf16 or fp16)");
   if (element != input_element(numerics))
     throw Error("attention problem: element " + to_string(element) + " does not go with numerics " + to_string(numerics));
-  for (auto [name, s] : {std::pair{"q", q}, {"k", k}, {"v", v}})
-    if (s.row < head_dim && seq_q > 1)
-      throw Error(fmt::format("attention problem: {} row stride {} is below head_dim {}", name, s.row, head_dim));
+  for (auto [name, tensor] : kTensors)
+    if ((this->*tensor).row < head_dim && seq_q > 1)
+      throw Error(fmt::format("attention problem: {} row stride {} is below head_dim {}", name, (this->*tensor).row,
+                              head_dim));
 }
 
 nlohmann::json AttentionProblem::to_json() const {
-  return {{"batch", batch}, {"heads", heads}, {"heads_kv", heads_kv}, {"seq_q", seq_q}, {"seq_k", seq_k},
-          {"head_dim", head_dim}, {"causal", causal}, {"scale", scale}, {"q_strides", strides_json(q)},
-          {"k_strides", strides_json(k)}, {"v_strides", strides_json(v)}, {"element", to_string(element)},
-          {"numerics", to_string(numerics)}, {"arch", to_string(arch)}};
+  nlohmann::json j = {{"batch", batch}, {"heads", heads}, {"heads_kv", heads_kv}, {"seq_q", seq_q}, {"seq_k", seq_k},
+                      {"head_dim", head_dim}, {"causal", causal}, {"scale", scale}, {"element", to_string(element)},
+                      {"numerics", to_string(numerics)}, {"arch", to_string(arch)}};
+  for (auto [name, tensor] : kTensors) j[std::string(name) + "_strides"] = strides_json(this->*tensor);
+  return j;
 }
 
 AttentionProblem AttentionProblem::from_json(const nlohmann::json& j) {
-  try {
+  return parse_family_json("attention problem", "AttentionProblem::to_json", [&] {
     AttentionProblem p;
     p.batch = j.at("batch"); p.heads = j.at("heads"); p.heads_kv = j.at("heads_kv");
     p.seq_q = j.at("seq_q"); p.seq_k = j.at("seq_k"); p.head_dim = j.at("head_dim");
     p.causal = j.at("causal"); p.scale = j.at("scale");
-    p.q = strides_from(j.at("q_strides")); p.k = strides_from(j.at("k_strides")); p.v = strides_from(j.at("v_strides"));
+    for (auto [name, tensor] : kTensors) p.*tensor = strides_from_json(j.at(std::string(name) + "_strides"));
     p.element = element_from_string(j.at("element"));
     p.numerics = numerics_from_string(j.at("numerics"));
     p.arch = arch_from_string(j.at("arch"));
     return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("attention problem JSON: ") + e.what() +
-                "; expected the fields written by AttentionProblem::to_json");
-  }
+  });
 }
-
-bool is_attention_family(const discover::Match& m) { return m.kernel.value("family", m.family) == "attention"; }
 
 AttentionProblem attention_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics,
                                               Arch arch) {
@@ -88,7 +90,7 @@ AttentionProblem attention_problem_from_match(const discover::Match& m, const ir
     if (t.rank() != 4) throw Error(fmt::format("{}: {} is {}-D; the kernel takes [batch, heads, seq, head_dim]", what, name, t.rank()));
     if (t.strides[3] != 1 && t.shape[3] != 1)
       throw Error(fmt::format("{}: {}'s head dim has stride {}, not 1; PyTorch keeps it", what, name, t.strides[3]));
-    return AttentionStrides{t.strides[0], t.strides[1], t.strides[2]};
+    return HeadStrides{t.strides[0], t.strides[1], t.strides[2]};
   };
   p.q = strides("q"); p.k = strides("k"); p.v = strides("v");
   p.arch = arch;

@@ -1,15 +1,17 @@
-#include "realize/families/attention/attention_config.h"
-
+// The attention config (id, summary, JSON, its kernel's entry in data/families/attention.json) and its config
+// space: each kernel that takes the problem's arch and numerics, over its own axes, filtered by its limits and
+// ranked by wave quantization, tile size and the causal mask's diagonal.
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "core/arch_spec.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "realize/config_ranking.h"
-#include "core/enum_names.h"
+#include "realize/families/attention/family.h"
+#include "realize/family_json.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
@@ -49,6 +51,8 @@ double score(const AttentionProblem& p, const AttentionConfig& c) {
 
 std::string to_string(AttentionKernel k) { return enum_name(kKernels, k); }
 AttentionKernel attention_kernel_from_string(const std::string& s) { return parse_enum(kKernels, s, "attention kernel"); }
+void to_json(nlohmann::json& j, AttentionKernel k) { j = to_string(k); }
+void from_json(const nlohmann::json& j, AttentionKernel& k) { k = attention_kernel_from_string(j.get<std::string>()); }
 
 int64_t AttentionConfig::smem_bytes(int kv_stages, int padding_bytes) const {
   return int64_t{element_bytes(element)} * head_dim * (block_m + 2LL * kv_stages * block_n) + padding_bytes;
@@ -63,29 +67,18 @@ std::string AttentionConfig::summary() const {
 
 std::string AttentionConfig::template_name() const { return kernel_data(kernel).at("template").get<std::string>(); }
 
-nlohmann::json AttentionConfig::to_json() const {
-  return {{"family", "attention"}, {"kernel", to_string(kernel)}, {"arch", to_string(arch)},
-          {"element", to_string(element)}, {"numerics", to_string(numerics)}, {"head_dim", head_dim},
-          {"block_m", block_m}, {"block_n", block_n}, {"warps", warps}};
-}
+// The config's fields by name: one list for both directions of its JSON.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AttentionConfig, kernel, arch, element, numerics, head_dim, block_m, block_n, warps)
+
+nlohmann::json AttentionConfig::to_json() const { return family_config_json(*this, "attention"); }
 
 AttentionConfig AttentionConfig::from_json(const nlohmann::json& j) {
-  try {
-    AttentionConfig c;
+  return parse_family_json("attention config", "AttentionConfig::to_json", [&] {
+    nlohmann::json fields = j;
     // Records written before there were two kernels name none: they are the mma.sync kernel's.
-    c.kernel = attention_kernel_from_string(j.value("kernel", to_string(AttentionKernel::sm80_mma)));
-    c.arch = arch_from_string(j.at("arch"));
-    c.element = element_from_string(j.at("element"));
-    c.numerics = numerics_from_string(j.at("numerics"));
-    c.head_dim = j.at("head_dim");
-    c.block_m = j.at("block_m");
-    c.block_n = j.at("block_n");
-    c.warps = j.at("warps");
-    return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("attention config JSON: ") + e.what() +
-                "; expected the fields written by AttentionConfig::to_json");
-  }
+    if (fields.is_object() && !fields.contains("kernel")) fields["kernel"] = to_string(AttentionKernel::sm80_mma);
+    return fields.get<AttentionConfig>();
+  });
 }
 
 std::string attention_config_rejection(const AttentionProblem& p, const AttentionConfig& c) {
@@ -113,49 +106,26 @@ std::string attention_config_rejection(const AttentionProblem& p, const Attentio
   return "";
 }
 
-AttentionConfigSpace enumerate_attention_configs(const AttentionProblem& p, int top_n) {
+ConfigSpace<AttentionConfig> enumerate_attention_configs(const AttentionProblem& p, int top_n) {
   p.validate();
-  AttentionConfigSpace space;
-  std::map<std::string, int> reasons;
-  std::vector<std::vector<AttentionConfig>> per_kernel;  // each kernel's kept configs, best first
+  ConfigRanking<AttentionConfig> ranking;  // one group per kernel: each kernel's best get measured
   const nlohmann::json data = family_data("attention");
-  for (const auto& entry : data.at("kernels")) {
+  for (size_t group = 0; group < data.at("kernels").size(); ++group) {
+    const nlohmann::json& entry = data.at("kernels").at(group);
     AttentionKernel kernel = attention_kernel_from_string(entry.at("name"));
     if (!listed(entry.at("archs"), to_string(p.arch)) || !listed(entry.at("numerics"), to_string(p.numerics))) continue;
     const auto& axes = entry.at("config_space");
-    std::vector<std::pair<double, AttentionConfig>> kept;
     for (int m : axes.at("block_m").get<std::vector<int>>())
       for (int n : axes.at("block_n").get<std::vector<int>>())
         for (int w : axes.at("warps").get<std::vector<int>>()) {
-          ++space.enumerated;
           AttentionConfig c;
           c.kernel = kernel;
           c.arch = p.arch; c.element = p.element; c.numerics = p.numerics; c.head_dim = static_cast<int>(p.head_dim);
           c.block_m = m; c.block_n = n; c.warps = w;
-          if (auto why = attention_config_rejection(p, c); !why.empty()) {
-            ++reasons[why];
-            continue;
-          }
-          kept.emplace_back(score(p, c), c);
+          ranking.add(c, attention_config_rejection(p, c), [&] { return score(p, c); }, group);
         }
-    const size_t all = kept.size();
-    per_kernel.push_back(best_first(std::move(kept), all));
   }
-  // Round-robin over the kernels: each kernel's best candidates get measured even under a short top_n.
-  for (size_t rank = 0; static_cast<int>(space.ranked.size()) < top_n; ++rank) {
-    bool any = false;
-    for (const auto& configs : per_kernel)
-      if (rank < configs.size() && static_cast<int>(space.ranked.size()) < top_n) {
-        space.ranked.push_back(configs[rank]);
-        any = true;
-      }
-    if (!any) break;
-  }
-  if (space.ranked.empty()) {
-    throw Error(fmt::format("attention d{} {}: no config can take it; commonest reason: {}", p.head_dim,
-                            to_string(p.numerics), commonest_reason(reasons)));
-  }
-  return space;
+  return ranking.ranked(top_n, fmt::format("attention d{} {}: no config can take it", p.head_dim, to_string(p.numerics)));
 }
 
 }  // namespace fact::realize

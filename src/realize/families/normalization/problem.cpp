@@ -1,5 +1,5 @@
-#include "realize/families/normalization/norm_problem.h"
-
+// The normalization problem: from a rule match (rows folded over a contiguous last dim, which operands are
+// bound, whether the sum is read) and its JSON.
 #include <array>
 #include <limits>
 #include <numeric>
@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "core/enum_names.h"
+#include "realize/families/normalization/family.h"
+#include "realize/family_json.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
@@ -39,6 +41,8 @@ double finfo_eps(Element e) {
 
 std::string to_string(NormKind k) { return enum_name(kKinds, k); }
 NormKind norm_kind_from_string(const std::string& s) { return parse_enum(kKinds, s, "normalization kind"); }
+void to_json(nlohmann::json& j, NormKind k) { j = to_string(k); }
+void from_json(const nlohmann::json& j, NormKind& k) { k = norm_kind_from_string(j.get<std::string>()); }
 
 Numerics NormProblem::numerics() const {
   return element == Element::bf16 ? Numerics::bf16 : element == Element::f16 ? Numerics::fp16 : Numerics::fp32;
@@ -77,7 +81,7 @@ nlohmann::json NormProblem::to_json() const {
 }
 
 NormProblem NormProblem::from_json(const nlohmann::json& j) {
-  try {
+  return parse_family_json("normalization problem", "NormProblem::to_json", [&] {
     NormProblem p;
     p.kind = norm_kind_from_string(j.at("kind"));
     p.rows = j.at("rows");
@@ -92,13 +96,8 @@ NormProblem NormProblem::from_json(const nlohmann::json& j) {
     p.element = element_from_string(j.at("element"));
     p.arch = arch_from_string(j.at("arch"));
     return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("normalization problem JSON: ") + e.what() +
-                "; expected the fields written by NormProblem::to_json");
-  }
+  });
 }
-
-bool is_norm_family(const discover::Match& m) { return m.kernel.value("family", m.family) == "normalization"; }
 
 NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
   std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "discover/user_registry.h"
 #include "realize/candidate_tuner.h"
+#include "realize/family_codegen.h"
 #include "realize/template_renderer.h"
 
 namespace fact::realize {
@@ -148,21 +149,18 @@ class RowwiseFamily final : public KernelFamily {
       flags += fmt::format("{}{}", i ? ", " : "", broadcast[i] ? "true" : "false");
     }
     Element e = element_from_string(field(c, "dtype", "rowwise config").get<std::string>());
-    GeneratedSource out;
-    out.config_id = id;
-    out.template_name = family_template("rowwise", "op_template");
-    out.text = render_template_file(out.template_name,
-                                    {{"config_id", id},
-                                     {"summary", summary(c)},
-                                     {"torch_dtype", torch_scalar_type(e)},
-                                     {"dtype", to_string(e)},
-                                     {"cols", std::to_string(c.at("cols").get<int64_t>())},
-                                     {"num_inputs", std::to_string(broadcast.size())},
-                                     {"broadcast", flags},
-                                     {"params", params},
-                                     {"args", args},
-                                     {"schema", op_schema(c)}});
-    return out.text;
+    return render_family_template("rowwise", "op_template", id,
+                                  {{"config_id", id},
+                                   {"summary", summary(c)},
+                                   {"torch_dtype", torch_scalar_type(e)},
+                                   {"dtype", to_string(e)},
+                                   {"cols", std::to_string(c.at("cols").get<int64_t>())},
+                                   {"num_inputs", std::to_string(broadcast.size())},
+                                   {"broadcast", flags},
+                                   {"params", params},
+                                   {"args", args},
+                                   {"schema", op_schema(c)}})
+        .text;
   }
 
   std::string op_schema(const json& c) const override {

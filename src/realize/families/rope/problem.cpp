@@ -1,19 +1,22 @@
-#include "realize/families/rope/rope_problem.h"
-
+// The rope problem: from a rule match (x's view strides, the cos/sin tables, the output layout) and its JSON.
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "realize/families/rope/family.h"
+#include "realize/family_json.h"
 #include "realize/kernel_family.h"
 
 namespace fact::realize {
 namespace {
 
-nlohmann::json strides_json(const RopeStrides& s) { return nlohmann::json::array({s.batch, s.head, s.row}); }
-RopeStrides strides_from(const nlohmann::json& j) { return {j.at(0), j.at(1), j.at(2)}; }
+// The four tensors by name; their strides are "<name>_strides" in the problem's JSON.
+constexpr std::array<std::pair<const char*, HeadStrides RopeProblem::*>, 4> kTensors{
+    {{"x", &RopeProblem::x}, {"cos", &RopeProblem::cos}, {"sin", &RopeProblem::sin}, {"out", &RopeProblem::out}}};
 
 }  // namespace
 
@@ -23,8 +26,8 @@ Numerics RopeProblem::numerics() const {
 
 int RopeProblem::max_vector_elems() const {
   int64_t g = head_dim / 2;
-  for (const RopeStrides* s : {&x, &cos, &sin, &out})
-    for (int64_t v : {s->batch, s->head, s->row}) g = std::gcd(g, v);  // gcd(g, 0) = g: a broadcast dim allows any
+  for (auto [name, tensor] : kTensors)
+    for (int64_t v : {(this->*tensor).batch, (this->*tensor).head, (this->*tensor).row}) g = std::gcd(g, v);  // gcd(g, 0) = g: a broadcast dim allows any
   int max = 16 / element_bytes(element), v = 1;
   while (v * 2 <= max && g % (v * 2) == 0) v *= 2;
   return v;
@@ -35,8 +38,8 @@ void RopeProblem::validate() const {
     throw Error(fmt::format("rope problem b{} h{} s{} d{}: every extent must be positive", batch, heads, seq, head_dim));
   if (head_dim % 2)
     throw Error(fmt::format("rope problem: head_dim {} is odd; rotate_half splits the last dim in two halves", head_dim));
-  for (auto [name, s] : {std::pair{"x", x}, {"cos", cos}, {"sin", sin}, {"out", out}})
-    if (s.batch < 0 || s.head < 0 || s.row < 0)
+  for (auto [name, tensor] : kTensors)
+    if (const HeadStrides& s = this->*tensor; s.batch < 0 || s.head < 0 || s.row < 0)
       throw Error(fmt::format("rope problem: {} has a negative stride ({}, {}, {}); PyTorch keeps it", name, s.batch,
                               s.head, s.row));
   if (seq > 1 && (x.row < head_dim || out.row < head_dim))
@@ -45,29 +48,24 @@ void RopeProblem::validate() const {
 }
 
 nlohmann::json RopeProblem::to_json() const {
-  return {{"batch", batch}, {"heads", heads}, {"seq", seq}, {"head_dim", head_dim},
-          {"x_strides", strides_json(x)}, {"cos_strides", strides_json(cos)}, {"sin_strides", strides_json(sin)},
-          {"out_strides", strides_json(out)}, {"element", to_string(element)},
-          {"numerics", to_string(numerics())}, {"arch", to_string(arch)}};
+  nlohmann::json j = {{"batch", batch}, {"heads", heads}, {"seq", seq}, {"head_dim", head_dim},
+                      {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"arch", to_string(arch)}};
+  for (auto [name, tensor] : kTensors) j[std::string(name) + "_strides"] = strides_json(this->*tensor);
+  return j;
 }
 
 RopeProblem RopeProblem::from_json(const nlohmann::json& j) {
-  try {
+  return parse_family_json("rope problem", "RopeProblem::to_json", [&] {
     RopeProblem p;
     p.batch = j.at("batch"); p.heads = j.at("heads"); p.seq = j.at("seq"); p.head_dim = j.at("head_dim");
-    p.x = strides_from(j.at("x_strides"));
-    p.cos = strides_from(j.at("cos_strides"));
-    p.sin = strides_from(j.at("sin_strides"));
-    p.out = strides_from(j.at("out_strides"));
+    for (auto [name, tensor] : kTensors) p.*tensor = strides_from_json(j.at(std::string(name) + "_strides"));
     p.element = element_from_string(j.at("element"));
     p.arch = arch_from_string(j.at("arch"));
     return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("rope problem JSON: ") + e.what() + "; expected the fields written by RopeProblem::to_json");
-  }
+  });
 }
 
-RopeStrides dense_strides_like(const RopeStrides& x, int64_t batch, int64_t heads, int64_t seq, int64_t head_dim) {
+HeadStrides dense_strides_like(const HeadStrides& x, int64_t batch, int64_t heads, int64_t seq, int64_t head_dim) {
   // Outermost first: larger x stride first, ties (size-1 dims) in batch, head, row order.
   std::array<int, 3> order{0, 1, 2};
   const std::array<int64_t, 3> stride{x.batch, x.head, x.row}, extent{batch, heads, seq};
@@ -80,8 +78,6 @@ RopeStrides dense_strides_like(const RopeStrides& x, int64_t batch, int64_t head
   }
   return {dense[0], dense[1], dense[2]};
 }
-
-bool is_rope_family(const discover::Match& m) { return m.kernel.value("family", m.family) == "rope"; }
 
 RopeProblem rope_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
   std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
@@ -121,7 +117,7 @@ RopeProblem rope_problem_from_match(const discover::Match& m, const ir::Graph& g
       throw Error(fmt::format("{}: {}'s last dim has stride {}, not 1; PyTorch keeps it", what, name, t.strides.back()));
     if (t.dtype != x.dtype) throw Error(fmt::format("{}: {} is {} but x is {}; PyTorch keeps the mixed-dtype rotary",
                                                     what, name, t.dtype, x.dtype));
-    return RopeStrides{0, 0, t.strides[t.rank() - 2]};
+    return HeadStrides{0, 0, t.strides[t.rank() - 2]};
   };
   p.cos = table("cos");
   p.sin = table("sin");
