@@ -40,7 +40,7 @@ done
 python3 bench/scripts/measure_summary.py "$OUT/work"
 mkdir -p /tmp/fact-tune-reports && cp "$OUT"/work/tune-*.json /tmp/fact-tune-reports/ 2>/dev/null
 # gemm_report.py reads gemm_work*.tgz; $OUT returns at most 8 files, so the details travel as one archive.
-tar -C "$OUT" -czf "$OUT/gemm_work-${patterns// /+}.tgz" work && rm -rf "$OUT/work"
+tar -C "$OUT" -czf "$OUT/gemm_work-${patterns// /_}.tgz" work && rm -rf "$OUT/work"
 if [ "${OP_CHECK:-0}" = 1 ]; then
   bash bench/scripts/op_check.sh /tmp/fact-tune-reports/tune-*.json
 fi
