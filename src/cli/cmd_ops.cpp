@@ -11,7 +11,9 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "core/files.h"
 #include "core/process.h"
+#include "core/process_counts.h"
 #include "realize/kernel_family.h"
 #include "realize/op_library.h"
 
@@ -30,6 +32,18 @@ struct OpsBuildOptions {
   unsigned jobs = 0;
 };
 
+// The builder's kernel compiles ("kernel <id>" steps: compiled, or up_to_date) join report.json's tally.
+void note_kernel_compiles(const fs::path& build_result) {
+  if (!fs::exists(build_result)) return;
+  try {
+    for (const auto& step : read_json_file(build_result, "op library build result").value("steps", nlohmann::json::array())) {
+      std::string name = step.value("name", "");
+      if (name.rfind("kernel ", 0) == 0) note_kernel_build(name.substr(7), step.value("status", "") == "compiled");
+    }
+  } catch (const Error&) {  // an unreadable result only loses report detail; the exit status says what happened
+  }
+}
+
 void compile_library(const fs::path& dir, unsigned jobs) {
   std::vector<std::string> argv = {python_exe(), "-m", "fact.realize.op_library_build", dir.string()};
   if (jobs) {
@@ -43,6 +57,7 @@ void compile_library(const fs::path& dir, unsigned jobs) {
   auto r = run_process(argv, po);
   std::cout << r.out;
   std::cerr << r.err;
+  note_kernel_compiles(dir / "build_result.json");
   if (r.exit_code == kBuilderNeedsCudaTorch)
     throw Error(fmt::format("compiling the op library needs the GPU machine's torch (a CUDA build of PyTorch) and "
                             "nvcc; {} has none. The folder {} is written: copy it there and run "

@@ -5,6 +5,7 @@
 // composed module that keeps PyTorch's ops) and says which steps need a GPU.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "core/files.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "core/process_counts.h"
 #include "discover/plan.h"
 #include "ir/op_table.h"
 
@@ -44,19 +46,41 @@ struct OptimizeOptions {
   int max_rounds = 8;
 };
 
-// Runs one stage; its output streams to a log in the output folder, its last lines to the user on failure.
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The short name of a step in report.json's process.step_seconds: a title up to its colon.
+std::string step_key(const std::string& title) { return title.substr(0, title.find(':')); }
+
+// Runs one stage; its output streams to a log in the output folder, its last lines to the user on failure. The
+// child's tally of Python starts and compiles joins this process's (report.json's "process" block).
 bool stage(int index, const std::string& title, const std::vector<std::string>& args, const fs::path& log,
            json& steps, bool print_stdout = false) {
   std::cerr << fmt::format("[{}/5] {}\n", index, title) << std::flush;
+  auto start = std::chrono::steady_clock::now();
   std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string()};
   argv.insert(argv.end(), args.begin(), args.end());
   ProcessOptions po;
   po.env["PYTHONPATH"] = python_dir().string();
+  fs::path counts = log.string() + ".counts.json";
+  std::error_code ec;
+  fs::remove(counts, ec);
+  po.env[kProcessCountsEnv] = counts.string();
   auto r = run_process(argv, po);
+  if (fs::exists(counts)) {
+    try {
+      add_process_counts(ProcessCounts::from_json(read_json_file(counts, "stage tally")));
+    } catch (const Error&) {  // a tally the child left half-written only loses report detail
+    }
+    fs::remove(counts, ec);
+  }
   write_file_atomic(log, r.out + r.err);
   if (print_stdout) std::cout << r.out;
   bool ok = r.exit_code == 0;
-  steps.push_back({{"step", title}, {"ok", ok}, {"log", log.string()}});
+  double seconds = seconds_since(start);
+  note_step_seconds(step_key(title), seconds);
+  steps.push_back({{"step", title}, {"ok", ok}, {"log", log.string()}, {"seconds", seconds}});
   if (!ok) std::cerr << fmt::format("  failed (exit {}); see {}\n{}\n", r.exit_code, log.string(), r.err.substr(0, 1500));
   return ok;
 }
@@ -127,7 +151,9 @@ json e2e_run(const OptimizeOptions& o, const fs::path& out, const std::string& n
   std::cerr << "[5/5] " << title << "\n" << std::flush;
   ProcessOptions po;
   po.env["PYTHONPATH"] = python_dir().string();
+  auto start = std::chrono::steady_clock::now();
   auto r = run_process(argv, po);
+  note_step_seconds("e2e check", seconds_since(start));
   exit_code = r.exit_code;
   fs::path log = out / "e2e.log";
   std::string previous = fs::exists(log) ? read_text_file(log, "e2e log") : "";
@@ -142,6 +168,7 @@ json e2e_run(const OptimizeOptions& o, const fs::path& out, const std::string& n
 }
 
 void run_optimize(const OptimizeOptions& o) {
+  auto started = std::chrono::steady_clock::now();
   fs::path out(o.out);
   fs::create_directories(out);
   fs::path plan = out / "plan.json", tune = out / "tune.json", ops = out / "ops", composed = out / "composed";
@@ -164,7 +191,9 @@ void run_optimize(const OptimizeOptions& o) {
       throw Error("discovery with the newly registered patterns failed; see " + (out / "discover2.log").string());
   }
 
+  auto gpu_check_start = std::chrono::steady_clock::now();
   bool gpu = has_cuda_gpu();
+  note_step_seconds("cuda check", seconds_since(gpu_check_start));
   std::string numerics = read_json_file(plan, "plan file").at("numerics");
   json report = {{"format", "fact-optimize-report"}, {"version", 2}, {"model", o.model}, {"arch", o.arch},
                  {"numerics", numerics}, {"gpu", gpu}};
@@ -237,12 +266,16 @@ void run_optimize(const OptimizeOptions& o) {
   // The chart reads report.json; it says itself when there is nothing timed to draw.
   ProcessOptions po;
   po.env["PYTHONPATH"] = python_dir().string();
+  auto chart_start = std::chrono::steady_clock::now();
   auto chart = run_process({python_exe(), "-m", "fact.compose.report_chart", (out / "report.json").string(), "-o",
                             (out / "chart.png").string()}, po);
   std::string note = chart.out.empty() ? chart.err : chart.out;
   while (!note.empty() && (note.back() == '\n' || note.back() == ' ')) note.pop_back();
   report["chart"] = {{"file", chart.exit_code == 0 && fs::exists(out / "chart.png") ? json("chart.png") : json(nullptr)},
                      {"note", note.substr(0, 400)}};
+  note_step_seconds("chart", seconds_since(chart_start));
+  note_step_seconds("total", seconds_since(started));
+  report["process"] = process_counts().to_json();
   write_file_atomic(out / "report.json", report.dump(1) + "\n");
   write_file_atomic(out / "report.md", compose::optimize_report_markdown(report));
   std::cout << fmt::format("Report: {}/report.md; composed module: {}/model_new.py\n", out.string(), composed.string());

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
+#include "core/process_counts.h"
 #include "realize/toolchain.h"
 
 namespace fact::realize {
@@ -192,6 +193,8 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
   if (pr.exit_code != 0 || !fs::exists(res_path))
     throw Error(fmt::format("the measurement runner failed (exit {}): {}", pr.exit_code, pr.err.substr(0, 2000)));
   json res = read_json_file(res_path, "measurement result");
+  // The runner isolates candidates in worker processes of its own: each is a Python start too.
+  if (auto workers = opt<int>(res, "python_starts")) note_python_start("fact.realize.measure_worker", *workers);
 
   BaselineRecord base;
   base.name = text(res["baseline"], "name", "PyTorch");

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/process.h"
+#include "core/process_counts.h"
 
 namespace fact {
 namespace fs = std::filesystem;
@@ -85,6 +86,7 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
   r.cache_key = key;
   const fs::path final_dir = cache_dir / key;
   if (fs::exists(final_dir / kLibraryName)) {
+    note_kernel_build(job.id, false);
     r.status = BuildStatus::cached;
     r.library = final_dir / kLibraryName;
     r.seconds = seconds_since(start);
@@ -117,6 +119,7 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
   process_options.cwd = scratch;
   process_options.timeout = job.timeout;
   ProcessResult p;
+  note_kernel_build(job.id, true);
   try {
     p = run_process(argv, process_options);
   } catch (const Error& e) {
@@ -291,6 +294,7 @@ std::vector<BuildResult> build_kernels(const std::vector<BuildJob>& jobs, const 
         results[f].id = jobs[f].id;
         results[f].seconds = 0;
         if (results[f].ok()) results[f].status = BuildStatus::cached;
+        note_kernel_build(jobs[f].id, false);
         report(f);
       }
     }
