@@ -6,7 +6,6 @@
 
 #include "cli/command.h"
 #include "core/error.h"
-#include "core/process_counts.h"
 
 namespace fact::cli {
 
@@ -31,10 +30,6 @@ int main(int argc, char** argv) {
   auto list = fact::cli::registered_commands();
   std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (auto& [name, setup] : list) setup(app);
-  // A parent `fact optimize` that started this process adds its tally (Python starts, compiles) to its own.
-  struct CountsOnExit {
-    ~CountsOnExit() { fact::write_process_counts_if_asked(); }
-  } counts_on_exit;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,7 +3,6 @@
 // `fact` itself were started (each start costs seconds: Python imports torch), how often each kernel was
 // compiled (a winner should be compiled once), and the seconds each pipeline step took. Process-wide and
 // thread-safe, because the kernel builder compiles on several threads and every stage adds to the same tally.
-#include <filesystem>
 #include <map>
 #include <string>
 
@@ -19,9 +18,6 @@ struct ProcessCounts {
   std::map<std::string, double> step_seconds;       // pipeline step -> seconds, summed over repeats
 
   nlohmann::json to_json() const;
-  // Adds `other`'s counts to these (a child `fact` process's tally merged into its parent's).
-  void add(const ProcessCounts& other);
-  static ProcessCounts from_json(const nlohmann::json& j);
 };
 
 // One Python process started for `use` (a module name, or what the Python side started a child for).
@@ -32,12 +28,5 @@ void note_fact_start();
 void note_kernel_build(const std::string& kernel_id, bool compiled);
 void note_step_seconds(const std::string& step, double seconds);
 ProcessCounts process_counts();
-void add_process_counts(const ProcessCounts& other);
-
-// A child `fact` process writes its tally to the file named by this variable when it exits, so a parent that
-// started it can add it to its own (ProcessCounts::add).
-inline constexpr const char* kProcessCountsEnv = "FACT_PROCESS_COUNTS_OUT";
-// Writes the tally to $FACT_PROCESS_COUNTS_OUT if set; never throws (called on the way out of main).
-void write_process_counts_if_asked();
 
 }  // namespace fact

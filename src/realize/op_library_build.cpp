@@ -1,0 +1,80 @@
+#include "realize/op_library_build.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+#include "core/process.h"
+#include "core/process_counts.h"
+
+namespace fact::realize {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The builder's exit status when this Python has no CUDA build of torch (python/fact/realize/op_library_build.py).
+constexpr int kBuilderNeedsCudaTorch = 3;
+
+// The builder's kernel compiles ("kernel <id>" steps: compiled, or up_to_date) join report.json's tally.
+void note_kernel_compiles(const fs::path& build_result) {
+  if (!fs::exists(build_result)) return;
+  try {
+    for (const auto& step : read_json_file(build_result, "op library build result").value("steps", nlohmann::json::array())) {
+      std::string name = step.value("name", "");
+      if (name.rfind("kernel ", 0) == 0) note_kernel_build(name.substr(7), step.value("status", "") == "compiled");
+    }
+  } catch (const Error&) {  // an unreadable result only loses report detail; the exit status says what happened
+  }
+}
+
+void compile_library(const fs::path& dir, unsigned jobs, std::ostream& out, std::ostream& log) {
+  std::vector<std::string> argv = {python_exe(), "-m", "fact.realize.op_library_build", dir.string()};
+  if (jobs) {
+    argv.push_back("--jobs");
+    argv.push_back(std::to_string(jobs));
+  }
+  ProcessOptions po;
+  const char* old = std::getenv("PYTHONPATH");
+  po.env["PYTHONPATH"] = python_dir().string() + (old && *old ? ":" + std::string(old) : "");
+  log << "compiling with " << python_exe() << " -m fact.realize.op_library_build " << dir.string() << "\n";
+  auto r = run_process(argv, po);
+  out << r.out;
+  log << r.err;
+  note_kernel_compiles(dir / "build_result.json");
+  if (r.exit_code == kBuilderNeedsCudaTorch)
+    throw Error(fmt::format("compiling the op library needs the GPU machine's torch (a CUDA build of PyTorch) and "
+                            "nvcc; {} has none. The folder {} is written: copy it there and run "
+                            "`python -m fact.realize.op_library_build {}`",
+                            python_exe(), dir.string(), dir.string()));
+  if (r.exit_code != 0)
+    throw Error(fmt::format("op library build failed (exit {}{}); see the messages above, or run "
+                            "`python -m fact.realize.op_library_build {}` to retry",
+                            r.exit_code, r.timed_out ? ", timed out" : "", dir.string()));
+}
+
+}  // namespace
+
+OpLibraryFolder build_op_library(const OpLibraryBuildRequest& o, std::ostream& out, std::ostream& log) {
+  auto entries = op_library_entries(o.reports);
+  auto folder = write_op_library(entries, o.out);
+  out << fmt::format("{:<30} {:<44} {}\n", "op", "config", "tuned for");
+  for (const auto& e : entries) {
+    std::string tuned;
+    for (const auto& t : e.tuned_for) {
+      const auto& p = t["problem"];
+      std::string shape = e.family == "gemm" ? fmt::format("{}x{}x{}", p.value("m", 0), p.value("n", 0), p.value("k", 0))
+                                             : e.family;
+      tuned += fmt::format("{}{} {}", tuned.empty() ? "" : ", ", t.value("pattern", "?"), shape);
+    }
+    out << fmt::format("{:<30} {:<44} {}\n", "fact::" + e.op_name, e.summary.substr(0, 44), tuned);
+  }
+  out << fmt::format("Op library with {} op(s) written to {} (manifest {})\n", folder.op_names.size(),
+                     folder.dir.string(), folder.manifest.string());
+  if (o.compile) compile_library(folder.dir, o.jobs, out, log);
+  return folder;
+}
+
+}  // namespace fact::realize
