@@ -14,9 +14,8 @@
 #include "compose/tune_report_edit.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "core/paths.h"
-#include "core/process.h"
 #include "core/process_counts.h"
+#include "core/python_worker.h"
 #include "discover/discover_stage.h"
 #include "discover/plan.h"
 #include "ir/op_table.h"
@@ -43,11 +42,14 @@ struct Run {
   }
 };
 
+// Asked of the Python worker, whose torch the tracer has already imported.
 bool has_cuda_gpu() {
-  ProcessOptions po;
-  po.timeout = std::chrono::seconds(120);
-  auto r = run_process({python_exe(), "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"}, po);
-  return r.exit_code == 0;
+  auto r = run_python_module("fact.environment", {"--cuda"}, std::chrono::seconds(120));
+  try {
+    return r.exit_code == 0 && json::parse(r.out).value("cuda", false);
+  } catch (const json::exception&) {
+    return false;
+  }
 }
 
 // A tune report in which no pattern won: the composed module then replays the graph with PyTorch's ops.
@@ -84,7 +86,7 @@ bool compose_stage(Run& run, json& tune, bool with_ops, const std::string& title
   return true;
 }
 
-// One run of python -m fact.compose.e2e_check on the composed folder; returns its JSON (null if none).
+// One run of fact.compose.e2e_check on the composed folder; returns its JSON (null if none).
 json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, int& exit_code, const std::string& title) {
   fs::path result = run.dir / "e2e.json";
   std::error_code ec;
@@ -96,8 +98,7 @@ json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, in
     exit_code = -1;
     return nullptr;
   }
-  std::vector<std::string> argv = {python_exe(), "-m", "fact.compose.e2e_check", run.composed.string(), "-o",
-                                   result.string(), "--numerics", numerics};
+  std::vector<std::string> argv = {run.composed.string(), "-o", result.string(), "--numerics", numerics};
   json manifest = read_json_file(run.composed / "manifest.json", "composed manifest");
   if (manifest.contains("op_library") && manifest["op_library"].is_string())
     argv.insert(argv.end(), {"--lib", (run.composed / manifest["op_library"].get<std::string>()).string()});
@@ -105,10 +106,10 @@ json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, in
   if (!baselines || !gpu) argv.push_back("--no-compile");
   if (run.o.no_max_autotune) argv.push_back("--no-max-autotune");
   run.log << "[5/5] " << title << "\n" << std::flush;
-  ProcessOptions po;
-  po.env["PYTHONPATH"] = python_dir().string();
   auto start = std::chrono::steady_clock::now();
-  auto r = run_process(argv, po);
+  // In the Python worker: a composed module that crashes it fails this check only (the gate then falls back),
+  // and the fallback's check gets a fresh worker.
+  auto r = run_python_module("fact.compose.e2e_check", argv);
   double seconds = seconds_since(start);
   note_step_seconds("e2e check", seconds);
   exit_code = r.exit_code;
@@ -126,11 +127,10 @@ json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, in
 
 // The chart reads report.json; it says itself when there is nothing timed to draw.
 json draw_chart(const fs::path& dir) {
-  ProcessOptions po;
-  po.env["PYTHONPATH"] = python_dir().string();
   auto start = std::chrono::steady_clock::now();
-  auto chart = run_process({python_exe(), "-m", "fact.compose.report_chart", (dir / "report.json").string(), "-o",
-                            (dir / "chart.png").string()}, po);
+  auto chart = run_python_module("fact.compose.report_chart",
+                                 {(dir / "report.json").string(), "-o", (dir / "chart.png").string()},
+                                 std::chrono::seconds(300));
   note_step_seconds("chart", seconds_since(start));
   std::string note = chart.out.empty() ? chart.err : chart.out;
   while (!note.empty() && (note.back() == '\n' || note.back() == ' ')) note.pop_back();

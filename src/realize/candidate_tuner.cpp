@@ -7,8 +7,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "core/paths.h"
-#include "core/process_counts.h"
+#include "core/python_worker.h"
 #include "realize/toolchain.h"
 
 namespace fact::realize {
@@ -38,11 +37,10 @@ BuildOptions build_options(const TuneOptions& o) {
   return b;
 }
 
+// In the process's Python worker; the runner isolates the candidates in children of its own (a kernel may crash).
 ProcessResult run_python_measure(const fs::path& request, const fs::path& result) {
-  ProcessOptions po;
-  po.env["PYTHONPATH"] = python_dir().string();
-  po.timeout = std::chrono::seconds(1800);
-  return run_process({python_exe(), "-m", "fact.realize.measure", request.string(), "-o", result.string(), "-q"}, po);
+  return run_python_module("fact.realize.measure", {request.string(), "-o", result.string(), "-q"},
+                           std::chrono::seconds(1800));
 }
 
 }  // namespace
@@ -174,7 +172,7 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     return out;
   }
 
-  // Measure on the GPU through the runner (a subprocess, so a crashing kernel stays contained).
+  // Measure on the GPU through the runner (its candidates run in child processes, so a crashing kernel stays contained).
   fs::path work = o.work_dir.empty() ? fs::temp_directory_path() / "fact-tune" : o.work_dir;
   fs::create_directories(work);
   std::string stem = fmt::format("measure-{}", out.workload_id);
@@ -193,8 +191,6 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
   if (pr.exit_code != 0 || !fs::exists(res_path))
     throw Error(fmt::format("the measurement runner failed (exit {}): {}", pr.exit_code, pr.err.substr(0, 2000)));
   json res = read_json_file(res_path, "measurement result");
-  // The runner isolates candidates in worker processes of its own: each is a Python start too.
-  if (auto workers = opt<int>(res, "python_starts")) note_python_start("fact.realize.measure_worker", *workers);
 
   BaselineRecord base;
   base.name = text(res["baseline"], "name", "PyTorch");

@@ -2,13 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "core/error.h"
 #include "core/files.h"
 #include "core/paths.h"
-#include "core/process.h"
 #include "core/process_counts.h"
+#include "core/python_worker.h"
 
 namespace fact::realize {
 namespace fs = std::filesystem;
@@ -31,16 +29,14 @@ void note_kernel_compiles(const fs::path& build_result) {
 }
 
 void compile_library(const fs::path& dir, unsigned jobs, std::ostream& out, std::ostream& log) {
-  std::vector<std::string> argv = {python_exe(), "-m", "fact.realize.op_library_build", dir.string()};
+  std::vector<std::string> args = {dir.string()};
   if (jobs) {
-    argv.push_back("--jobs");
-    argv.push_back(std::to_string(jobs));
+    args.push_back("--jobs");
+    args.push_back(std::to_string(jobs));
   }
-  ProcessOptions po;
-  const char* old = std::getenv("PYTHONPATH");
-  po.env["PYTHONPATH"] = python_dir().string() + (old && *old ? ":" + std::string(old) : "");
-  log << "compiling with " << python_exe() << " -m fact.realize.op_library_build " << dir.string() << "\n";
-  auto r = run_process(argv, po);
+  log << "compiling with " << python_exe() << " -m fact.realize.op_library_build " << dir.string()
+      << " (in the Python worker)\n";
+  auto r = run_python_module("fact.realize.op_library_build", args);
   out << r.out;
   log << r.err;
   note_kernel_compiles(dir / "build_result.json");

@@ -34,7 +34,7 @@ def test_optimize_missing_model_is_a_clear_error(tmp_path):
 
 
 # What `fact optimize` starts on the CPU path, as report.json must count it.
-CPU_PYTHON_STARTS = 3   # the tracer, the CUDA check, the chart
+CPU_PYTHON_STARTS = 1   # the Python worker: tracing, the CUDA check and the chart share it
 CPU_FACT_STARTS = 0     # every stage is a call in the `fact optimize` process
 
 

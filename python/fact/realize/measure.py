@@ -103,7 +103,6 @@ class Orchestrator:
         self.baseline: dict | None = None
         self.results: dict[str, dict] = {}
         self.fatal: str | None = None
-        self.workers_started = 0  # Python processes started, reported so `fact optimize` can count them
 
     def pending(self) -> list[str]:
         return [c.id for c in self.request.candidates if c.id not in self.results]
@@ -142,7 +141,6 @@ class Orchestrator:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_ROOT), env.get("PYTHONPATH")]))
         env.setdefault("PYTHONUNBUFFERED", "1")
-        self.workers_started += 1
         with open(err_path, "wb") as err:
             proc = subprocess.Popen(self.worker_argv(job_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=err, env=env, start_new_session=True)
@@ -244,7 +242,6 @@ class Orchestrator:
             "tolerances": {"applied": tol, "numerics": p.numerics, **case.tolerance_table()},
             "settings": {k: v for k, v in self.request.to_json().items() if k not in ("problem", "candidates")},
             "error": self.fatal,
-            "python_starts": self.workers_started,
         }
 
 
