@@ -1,6 +1,8 @@
 """`python -m fact.environment [--cuda] [--cutlass]`: what this Python offers FACT, as one JSON line.
 
 --cuda: whether torch sees a CUDA GPU ({"cuda": bool, "cuda_reason": why not or null}); imports torch.
+--cuda-torch: whether this torch can build the op library ({"cuda_torch": bool, "cuda_torch_reason"}: a CUDA build
+of torch, as fact.realize.op_library_build needs); imports torch.
 --cutlass: the CUTLASS source root of the installed cutlass_library wheel ({"cutlass_dir": path or null,
 "cutlass_error": why not or null}); imports only cutlass_library.
 
@@ -25,6 +27,15 @@ def cuda_answer() -> dict:
     return {"cuda": True, "cuda_reason": None}
 
 
+def cuda_torch_answer() -> dict:
+    from fact.realize.op_library_build import NeedsCudaTorch, torch_build_flags
+    try:
+        torch_build_flags()
+    except NeedsCudaTorch as e:
+        return {"cuda_torch": False, "cuda_torch_reason": str(e)}
+    return {"cuda_torch": True, "cuda_torch_reason": None}
+
+
 def cutlass_answer() -> dict:
     try:
         import cutlass_library
@@ -39,11 +50,14 @@ def cutlass_answer() -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fact.environment", description=__doc__.splitlines()[0])
     ap.add_argument("--cuda", action="store_true", help="does torch see a CUDA GPU")
+    ap.add_argument("--cuda-torch", action="store_true", help="can this torch build the op library (a CUDA build)")
     ap.add_argument("--cutlass", action="store_true", help="where is the cutlass_library wheel's CUTLASS source")
     args = ap.parse_args(argv)
     answer: dict = {}
     if args.cuda:
         answer.update(cuda_answer())
+    if args.cuda_torch:
+        answer.update(cuda_torch_answer())
     if args.cutlass:
         answer.update(cutlass_answer())
     print(json.dumps(answer))

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/python_worker.h"
+#include "realize/kernel_build_job.h"
 #include "realize/toolchain.h"
 
 namespace fact::realize {
@@ -29,13 +30,7 @@ std::string text(const json& j, const char* key, const std::string& fallback = "
   return opt<std::string>(j, key).value_or(fallback);
 }
 
-BuildOptions build_options(const TuneOptions& o) {
-  BuildOptions b;
-  b.compiler_version = nvcc_version_text() + "\ncutlass " + cutlass_version();
-  b.workers = o.jobs;
-  b.on_progress = o.on_build_progress;
-  return b;
-}
+BuildOptions build_options(const TuneOptions& o) { return kernel_build_options(o.jobs, o.on_build_progress); }
 
 // In the process's Python worker; the runner isolates the candidates in children of its own (a kernel may crash).
 ProcessResult run_python_measure(const fs::path& request, const fs::path& result) {
