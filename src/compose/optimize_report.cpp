@@ -98,7 +98,9 @@ json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>&
 
 std::string process_line(const json& p) {
   int compiled = 0, most = 0;
-  for (const auto& [id, n] : p.value("compiles", json::object()).items()) {
+  const json compiles = p.value("compiles", json::object());  // a named copy: the loop must not outlive it
+  for (const auto& [id, n] : compiles.items()) {
+    if (!n.is_number_integer()) continue;
     compiled += n.get<int>();
     most = std::max(most, n.get<int>());
   }
@@ -106,8 +108,7 @@ std::string process_line(const json& p) {
   if (p.contains("step_seconds") && p["step_seconds"].is_object()) total = p["step_seconds"].value("total", 0.0);
   return fmt::format("Process: Python started {} time(s), `fact` {} time(s); {} kernel compile(s) of {} kernel(s) "
                      "(at most {} per kernel); {:.1f} s in all.",
-                     p.value("python_starts", 0), p.value("fact_starts", 0), compiled,
-                     p.value("compiles", json::object()).size(), most, total);
+                     p.value("python_starts", 0), p.value("fact_starts", 0), compiled, compiles.size(), most, total);
 }
 
 std::string optimize_report_markdown(const json& report) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "compose/optimize_report.h"
 #include "core/paths.h"
 #include "core/process.h"
 #include "core/process_counts.h"
@@ -52,4 +53,14 @@ TEST(ProcessCounts, KernelBuilderCountsCompilerRunsAndCacheHits) {
   ASSERT_TRUE(fact::build_kernels({job}, options)[0].ok());  // a cache hit: listed, not compiled again
   EXPECT_EQ(fact::process_counts().compiles[job.id], 1);
   fs::remove_all(cache);
+}
+
+TEST(ProcessCounts, ReportMdLineSumsTheCompiles) {
+  nlohmann::json p = {{"python_starts", 1},
+                      {"fact_starts", 0},
+                      {"compiles", {{"norm_a", 1}, {"gemm_b", 0}}},
+                      {"step_seconds", {{"discover", 1.0}, {"total", 2.5}}}};
+  EXPECT_EQ(fact::compose::process_line(p),
+            "Process: Python started 1 time(s), `fact` 0 time(s); 1 kernel compile(s) of 2 kernel(s) (at most 1 per "
+            "kernel); 2.5 s in all.");
 }
