@@ -76,7 +76,12 @@ def python_use(args, executable=None) -> str | None:
             return argv[i + 1]
         if a == "-c":
             return "python -c"
-    return os.path.basename(argv[1]) if len(argv) > 1 else "python"
+    if len(argv) < 2:
+        return "python"
+    # A package's __main__.py (torch.compile's compile-worker pool starts one) is named by its folder.
+    script = os.path.normpath(argv[1])
+    return os.path.join(os.path.basename(os.path.dirname(script)), "__main__.py") \
+        if os.path.basename(script) == "__main__.py" else os.path.basename(script)
 
 
 class ChildTally:

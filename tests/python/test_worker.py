@@ -80,6 +80,9 @@ def test_python_use_names_what_a_python_child_runs():
     assert worker.python_use([sys.executable, "-m", "fact.realize.measure_worker", "job.json"]) == \
         "fact.realize.measure_worker"
     assert worker.python_use(["/usr/bin/python3.11", "script.py"]) == "script.py"
+    # torch.compile's compile-worker pool (torch/_inductor/compile_worker/subproc_pool.py)
+    assert worker.python_use([sys.executable, "/x/torch/_inductor/compile_worker/__main__.py", "--workers=8"]) == \
+        "compile_worker/__main__.py"
     assert worker.python_use("python -c 'print(1)'") == "python -c"
     assert worker.python_use(["nvcc", "-c", "x.cu"]) is None
     assert worker.python_use([]) is None
