@@ -250,7 +250,21 @@ struct PythonWorker::Impl {
     return run_process(argv, po);
   }
 
+  // A worker that ended between requests (nothing asked it to) counts as a death; the request goes to a fresh one.
+  void reap_if_ended() {
+    int status = 0;
+    if (!running() || waitpid(pid, &status, WNOHANG) != pid) return;
+    pid = -1;  // reaped: stop() must not wait for it again
+    close(to_worker);
+    close(from_worker);
+    to_worker = from_worker = -1;
+    buffer.clear();
+    deaths.push_back(fmt::format("the Python worker ended between requests ({}); its stderr: {}",
+                                 describe_status(status), last_lines(stderr_file)));
+  }
+
   ProcessResult request(const std::string& module, const std::vector<std::string>& args, std::chrono::seconds timeout) {
+    reap_if_ended();
     if (!running()) {
       if (static_cast<int>(deaths.size()) > options.restarts) return one_shot(module, args, timeout);
       if (std::string why = start(); !why.empty()) {
@@ -303,7 +317,9 @@ struct PythonWorker::Impl {
     r.timed_out = timed_out;
     r.exit_code = -1;
     r.signal = WIFSIGNALED(status) && !timed_out ? WTERMSIG(status) : 0;
-    std::string why = timed_out ? fmt::format("stopped after {} s (the time limit)", timeout.count()) : describe_status(status);
+    std::string why = timed_out ? fmt::format("stopped after {} s (the time limit)", timeout.count())
+                      : sent    ? describe_status(status)
+                                : "it had already ended (" + describe_status(status) + ") when the request was sent";
     std::string last = last_lines(stderr_file);
     std::string death = fmt::format("the Python worker died during request {} ({}): {}{}", id,
                                     command_line(module, args), why, last.empty() ? "" : "; its stderr: " + last);

@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <thread>
 
 #include "core/paths.h"
 #include "core/process_counts.h"
@@ -87,6 +88,17 @@ TEST(PythonWorker, ARestartTheWorkerAsksForIsNoDeathAndChildrenAreCounted) {
   EXPECT_EQ(worker.run_module("echo", {"fresh"}).out, "fresh\n");
   EXPECT_EQ(worker.starts(), 2);
   EXPECT_TRUE(worker.deaths().empty());
+}
+
+TEST(PythonWorker, AWorkerThatEndedBetweenRequestsIsADeathAndTheNextRequestStillRuns) {
+  if (!have_python()) GTEST_SKIP() << "no Python at " << fact::python_exe();
+  fact::PythonWorker worker(fake_options());
+  EXPECT_EQ(worker.run_module("quit", {}).exit_code, 0);
+  std::this_thread::sleep_for(300ms);  // it exits after its answer
+  EXPECT_EQ(worker.run_module("echo", {"still"}).out, "still\n");
+  EXPECT_EQ(worker.starts(), 2);
+  ASSERT_EQ(worker.deaths().size(), 1u);
+  EXPECT_NE(worker.deaths()[0].find("ended between requests (exit code 0)"), std::string::npos) << worker.deaths()[0];
 }
 
 TEST(PythonWorker, AWorkerThatCannotStartIsReportedAndRequestsStillRun) {

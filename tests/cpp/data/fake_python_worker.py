@@ -35,8 +35,10 @@ for line in sys.stdin:
             answer["python_children"] = {"fake.child": 2}
         elif module == "restart":
             answer["restart"] = True
+        elif module == "quit":  # answers, then ends without being asked to
+            answer["quit"] = True
         else:
             answer.update(exit_code=2, error=f"unknown module {module}")
     replies.write(json.dumps(answer) + "\n")
-    if answer["restart"]:
+    if answer["restart"] or answer.get("quit"):
         sys.exit(0)
