@@ -4,91 +4,29 @@
 // build) and links DIR/libfact_ops.so.
 // `fact ops abi-header [--out FILE]`: the kernel_abi.h the kernels and ops.cpp include, rendered from the data
 // (for hand-written kernels, scripts and the tests that check the ctypes mirror against it).
-#include <fmt/format.h>
-
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
-#include "core/error.h"
 #include "core/files.h"
-#include "core/paths.h"
-#include "core/process.h"
 #include "realize/kernel_abi_header.h"
-#include "realize/kernel_family.h"
-#include "realize/op_library.h"
+#include "realize/op_library_build.h"
 
-namespace fs = std::filesystem;
 using namespace fact;
 
 namespace {
 
-// The builder's exit status when this Python has no CUDA build of torch (python/fact/realize/op_library_build.py).
-constexpr int kBuilderNeedsCudaTorch = 3;
-
-struct OpsBuildOptions {
-  std::vector<std::string> reports;
-  std::string out;
-  bool compile = false;
-  unsigned jobs = 0;
-};
-
-void compile_library(const fs::path& dir, unsigned jobs) {
-  std::vector<std::string> argv = {python_exe(), "-m", "fact.realize.op_library_build", dir.string()};
-  if (jobs) {
-    argv.push_back("--jobs");
-    argv.push_back(std::to_string(jobs));
-  }
-  ProcessOptions po;
-  const char* old = std::getenv("PYTHONPATH");
-  po.env["PYTHONPATH"] = python_dir().string() + (old && *old ? ":" + std::string(old) : "");
-  std::cerr << "compiling with " << python_exe() << " -m fact.realize.op_library_build " << dir.string() << "\n";
-  auto r = run_process(argv, po);
-  std::cout << r.out;
-  std::cerr << r.err;
-  if (r.exit_code == kBuilderNeedsCudaTorch)
-    throw Error(fmt::format("compiling the op library needs the GPU machine's torch (a CUDA build of PyTorch) and "
-                            "nvcc; {} has none. The folder {} is written: copy it there and run "
-                            "`python -m fact.realize.op_library_build {}`",
-                            python_exe(), dir.string(), dir.string()));
-  if (r.exit_code != 0)
-    throw Error(fmt::format("op library build failed (exit {}{}); see the messages above, or run "
-                            "`python -m fact.realize.op_library_build {}` to retry",
-                            r.exit_code, r.timed_out ? ", timed out" : "", dir.string()));
-}
-
-void run_ops_build(const OpsBuildOptions& o) {
-  std::vector<fs::path> reports(o.reports.begin(), o.reports.end());
-  auto entries = realize::op_library_entries(reports);
-  auto folder = realize::write_op_library(entries, o.out);
-  std::cout << fmt::format("{:<30} {:<44} {}\n", "op", "config", "tuned for");
-  for (const auto& e : entries) {
-    std::string tuned;
-    for (const auto& t : e.tuned_for) {
-      const auto& p = t["problem"];
-      std::string shape = e.family == "gemm" ? fmt::format("{}x{}x{}", p.value("m", 0), p.value("n", 0), p.value("k", 0))
-                                             : e.family;
-      tuned += fmt::format("{}{} {}", tuned.empty() ? "" : ", ", t.value("pattern", "?"), shape);
-    }
-    std::cout << fmt::format("{:<30} {:<44} {}\n", "fact::" + e.op_name, e.summary.substr(0, 44), tuned);
-  }
-  std::cout << fmt::format("Op library with {} op(s) written to {} (manifest {})\n", folder.op_names.size(),
-                           folder.dir.string(), folder.manifest.string());
-  if (o.compile) compile_library(folder.dir, o.jobs);
-}
-
 const bool registered = cli::register_command("ops", [](CLI::App& app) {
   auto* ops = app.add_subcommand("ops", "the tuned kernels as PyTorch custom ops (torch.ops.fact.*) in one shared library");
   ops->require_subcommand(1);
-  auto o = std::make_shared<OpsBuildOptions>();
+  auto o = std::make_shared<realize::OpLibraryBuildRequest>();
   auto* build = ops->add_subcommand("build", "write the op library folder (kernels, ops.cpp, manifest.json) from tune reports");
   build->add_option("reports", o->reports, "report JSON files written by `fact tune --report`")->required();
   build->add_option("--out", o->out, "the folder to write")->required();
   build->add_flag("--compile", o->compile,
                   "then compile and link DIR/libfact_ops.so with the Python builder (needs a CUDA torch and nvcc)");
   build->add_option("-j,--jobs", o->jobs, "parallel compiles for --compile (default: all cores)");
-  build->callback([o] { run_ops_build(*o); });
+  build->callback([o] { realize::build_op_library(*o, std::cout, std::cerr); });
   auto header_out = std::make_shared<std::string>();
   auto* header = ops->add_subcommand("abi-header", "print kernel_abi.h, the C ABI every kernel exports (rendered from "
                                                    "data/kernel_abi.json and data/families/*.json)");

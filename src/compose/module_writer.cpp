@@ -37,12 +37,26 @@ std::string epilogue_text(const json& epilogue) {
   return epilogue.is_string() ? epilogue.get<std::string>() : epilogue.dump();
 }
 
+// A reason as the text of one Python comment line: a multi-line reason (an exception with PyTorch's dispatcher
+// table) would otherwise end the comment and break the module; manifest.json keeps it whole.
+std::string comment_text(const std::string& reason) {
+  constexpr size_t kMax = 400;
+  std::string line;
+  for (char c : reason) {
+    bool space = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+    if (space && (line.empty() || line.back() == ' ')) continue;
+    line += space ? ' ' : c;
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line.size() > kMax ? line.substr(0, kMax) + " ... (manifest.json has it whole)" : line;
+}
+
 std::string pattern_summary(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
   std::string s;
   for (const auto& v : verdicts) {
     const auto& m = plan.entries[v.entry].match;
     std::string epilogue = epilogue_text(epilogue_of(v));
-    s += !v.accepted ? fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, v.reason)
+    s += !v.accepted ? fmt::format("#   {} at {}: {}\n", m.rule, m.anchor, comment_text(v.reason))
                      : fmt::format("#   {} at {}: FACT op torch.ops.fact.{} ({})\n", m.rule, m.anchor, v.op_name,
                                    epilogue.empty() ? v.family : "epilogue " + epilogue);
   }
@@ -133,7 +147,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         }
         if (auto it = rejected_at.find(node.name); it != rejected_at.end())
           body += fmt::format("{}# {} ends here: {}\n", kIndent, plan.entries[it->second->entry].match.rule,
-                              it->second->reason);
+                              comment_text(it->second->reason));
         std::string where = fmt::format("IR node '{}' ({})", node.name, node.op);
         // The IR was traced on another device (often meta); tensors are created where the inputs live.
         std::string device = device_source.empty() ? "next(self.parameters()).device" : device_source;

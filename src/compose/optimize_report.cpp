@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace fact::compose {
@@ -95,6 +96,21 @@ json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>&
   return rows;
 }
 
+std::string process_line(const json& p) {
+  int compiled = 0, most = 0;
+  const json compiles = p.value("compiles", json::object());  // a named copy: the loop must not outlive it
+  for (const auto& [id, n] : compiles.items()) {
+    if (!n.is_number_integer()) continue;
+    compiled += n.get<int>();
+    most = std::max(most, n.get<int>());
+  }
+  double total = 0;
+  if (p.contains("step_seconds") && p["step_seconds"].is_object()) total = p["step_seconds"].value("total", 0.0);
+  return fmt::format("Process: Python started {} time(s), `fact` {} time(s); {} kernel compile(s) of {} kernel(s) "
+                     "(at most {} per kernel); {:.1f} s in all.",
+                     p.value("python_starts", 0), p.value("fact_starts", 0), compiled, compiles.size(), most, total);
+}
+
 std::string optimize_report_markdown(const json& report) {
   std::string md = fmt::format("# FACT optimize: {}\n\narch {}, numerics {}, GPU: {}\n\n", report.value("model", ""),
                                report.value("arch", ""), report.value("numerics", ""),
@@ -103,6 +119,7 @@ std::string optimize_report_markdown(const json& report) {
   for (const auto& s : report.value("steps", json::array()))
     md += fmt::format("| {} | {} | {} |\n", s.value("step", ""), s.value("ok", false) ? "yes" : "NO", s.value("log", ""));
   if (report.contains("needs_gpu")) md += "\n" + report["needs_gpu"].get<std::string>() + ".\n";
+  if (report.contains("process") && report["process"].is_object()) md += "\n" + process_line(report["process"]) + "\n";
 
   if (report.contains("e2e") && report["e2e"].is_object()) {
     const json& e = report["e2e"];

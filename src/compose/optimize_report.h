@@ -21,6 +21,9 @@ nlohmann::json e2e_summary(const nlohmann::json& first_run, const nlohmann::json
 // One row per plan entry: rule, anchor, accepted, why, fact_ms, pytorch_ms, numerics, rel_err, op.
 nlohmann::json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts);
 
+// report.md's one line of report.json's "process" block (Python and `fact` starts, kernel compiles, seconds).
+std::string process_line(const nlohmann::json& process);
+
 // report.md from report.json (steps, e2e, patterns, chart).
 std::string optimize_report_markdown(const nlohmann::json& report);
 

@@ -2,8 +2,10 @@
 
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
-#include "core/process.h"
+#include "core/python_worker.h"
 
 namespace fact {
 namespace fs = std::filesystem;
@@ -28,14 +30,19 @@ fs::path cutlass_dir() {
       throw Error("CUTLASS_DIR=" + p.string() + " has no include/cutlass/cutlass.h; point it at a CUTLASS source root");
     return cached = p;
   }
-  auto r = run_process({python_exe(), "-c",
-                        "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source'))"});
-  std::string out = r.out;
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  if (r.exit_code != 0 || out.empty() || !fs::exists(fs::path(out) / "include" / "cutlass" / "cutlass.h"))
+  // Asked of the process's Python worker, which the pipeline starts anyway (python/fact/environment.py).
+  auto r = run_python_module("fact.environment", {"--cutlass"}, std::chrono::seconds(120));
+  std::string found, why = r.err;
+  try {
+    auto answer = nlohmann::json::parse(r.out);
+    if (answer.value("cutlass_dir", nlohmann::json()).is_string()) found = answer["cutlass_dir"].get<std::string>();
+    if (answer.value("cutlass_error", nlohmann::json()).is_string()) why = answer["cutlass_error"].get<std::string>();
+  } catch (const nlohmann::json::exception&) {  // no answer: `why` holds what the worker said
+  }
+  if (r.exit_code != 0 || found.empty() || !fs::exists(fs::path(found) / "include" / "cutlass" / "cutlass.h"))
     throw Error("cannot find CUTLASS: set CUTLASS_DIR, or install the pinned nvidia-cutlass wheel into " +
-                python_exe() + " (scripts/bootstrap does this)");
-  return cached = out;
+                python_exe() + " (scripts/bootstrap does this)" + (why.empty() ? "" : "; " + why.substr(0, 500)));
+  return cached = found;
 }
 
 }  // namespace fact

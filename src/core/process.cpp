@@ -12,10 +12,33 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/paths.h"
+#include "core/process_counts.h"
 
 extern char** environ;
 
 namespace fact {
+
+namespace {
+
+// Tallies the start of Python (by the module it runs) or of `fact` itself, for report.json's "process" block.
+void note_start(const std::vector<std::string>& argv) {
+  if (argv[0] == python_exe()) {
+    std::string use = "python";
+    for (size_t i = 1; i + 1 < argv.size(); ++i)
+      if (argv[i] == "-m" || argv[i] == "-c") {
+        use = argv[i] == "-m" ? argv[i + 1] : "python -c";
+        break;
+      }
+    note_python_start(use);
+    return;
+  }
+  std::error_code ec;
+  static const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!self.empty() && argv[0] == self.string()) note_fact_start();
+}
+
+}  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) throw Error("run_process: empty command");
@@ -63,6 +86,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     close(err_pipe[0]);
     throw Error("cannot start '" + argv[0] + "': " + std::strerror(rc));
   }
+  note_start(argv);
 
   ProcessResult result;
   auto deadline = std::chrono::steady_clock::now() + options.timeout;

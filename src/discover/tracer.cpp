@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "core/paths.h"
-#include "core/process.h"
+#include "core/python_worker.h"
 #include "ir/ir_io.h"
 
 namespace fact::discover {
@@ -24,10 +24,8 @@ ir::Graph trace_module(const fs::path& model_file, const fs::path& ir_out, const
   if (!fs::exists(py))
     throw Error("the Python with torch is missing at '" + py + "': run scripts/bootstrap or set FACT_PYTHON");
   fs::remove(ir_out);
-  ProcessOptions opts;
-  opts.env["PYTHONPATH"] = python_dir().string();
-  opts.timeout = std::chrono::seconds(900);
-  auto r = run_process({py, "-m", "fact.trace", fs::absolute(model_file).string(), "-o", fs::absolute(ir_out).string()}, opts);
+  auto r = run_python_module("fact.trace", {fs::absolute(model_file).string(), "-o", fs::absolute(ir_out).string()},
+                             std::chrono::seconds(900));
   if (r.timed_out) throw Error("tracing '" + model_file.string() + "' took longer than 900 s and was stopped");
   if (r.exit_code != 0) {
     fs::remove(ir_out);

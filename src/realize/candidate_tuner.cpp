@@ -7,7 +7,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "core/paths.h"
+#include "core/python_worker.h"
+#include "realize/kernel_build_job.h"
 #include "realize/toolchain.h"
 
 namespace fact::realize {
@@ -29,19 +30,12 @@ std::string text(const json& j, const char* key, const std::string& fallback = "
   return opt<std::string>(j, key).value_or(fallback);
 }
 
-BuildOptions build_options(const TuneOptions& o) {
-  BuildOptions b;
-  b.compiler_version = nvcc_version_text() + "\ncutlass " + cutlass_version();
-  b.workers = o.jobs;
-  b.on_progress = o.on_build_progress;
-  return b;
-}
+BuildOptions build_options(const TuneOptions& o) { return kernel_build_options(o.jobs, o.on_build_progress); }
 
+// In the process's Python worker; the runner isolates the candidates in children of its own (a kernel may crash).
 ProcessResult run_python_measure(const fs::path& request, const fs::path& result) {
-  ProcessOptions po;
-  po.env["PYTHONPATH"] = python_dir().string();
-  po.timeout = std::chrono::seconds(1800);
-  return run_process({python_exe(), "-m", "fact.realize.measure", request.string(), "-o", result.string(), "-q"}, po);
+  return run_python_module("fact.realize.measure", {request.string(), "-o", result.string(), "-q"},
+                           std::chrono::seconds(1800));
 }
 
 }  // namespace
@@ -173,7 +167,7 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     return out;
   }
 
-  // Measure on the GPU through the runner (a subprocess, so a crashing kernel stays contained).
+  // Measure on the GPU through the runner (its candidates run in child processes, so a crashing kernel stays contained).
   fs::path work = o.work_dir.empty() ? fs::temp_directory_path() / "fact-tune" : o.work_dir;
   fs::create_directories(work);
   std::string stem = fmt::format("measure-{}", out.workload_id);

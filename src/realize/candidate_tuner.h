@@ -18,8 +18,8 @@
 
 namespace fact::realize {
 
-// Runs a measurement request file, writing the result file; the default runs
-// `python -m fact.realize.measure` (exit 3: no CUDA GPU). Tests put a stand-in here.
+// Runs a measurement request file, writing the result file; the default runs fact.realize.measure in the
+// process's Python worker (exit 3: no CUDA GPU). Tests put a stand-in here.
 using MeasureRunner = std::function<ProcessResult(const std::filesystem::path& request, const std::filesystem::path& result)>;
 
 struct TuneOptions {

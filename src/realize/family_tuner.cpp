@@ -2,25 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "core/paths.h"
-#include "realize/nvcc_command.h"
+#include "realize/kernel_build_job.h"
 
 namespace fact::realize {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
-
-BuildJob build_job(const FamilyCandidate& c) {
-  BuildJob job;
-  job.id = c.config_id;
-  job.source = c.kernel.text;
-  job.command = nvcc_command(c.arch, "{source}", "{output}", cutlass_dir());
-  job.timeout = std::chrono::seconds(900);
-  return job;
-}
-
-}  // namespace
 
 json family_measure_request(const KernelFamily& family, const json& problem, const BuiltLibraries& libraries) {
   json cands = json::array();
@@ -40,14 +26,14 @@ TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, 
       TuneCandidate c;
       c.config_id = fc.config_id;
       c.config = fc.config;
-      if (fc.rejected.empty()) c.job = build_job(fc);
+      if (fc.rejected.empty()) c.job = kernel_build_job(fc);
       else c.rejected = fc.rejected;
       out.push_back(std::move(c));
     }
     space_line = set.space;
     return out;
   };
-  s.rebuild = [&](const json& config) { return build_job(family.candidate_from_config(config)); };
+  s.rebuild = [&](const json& config) { return kernel_build_job(family.candidate_from_config(config)); };
   s.measure_request = [&](const BuiltLibraries& libraries) { return family_measure_request(family, problem, libraries); };
   s.accuracy_shortfall = [&](const CandidateRecord& rec, const TuneOutcome& so_far) {
     return family.accuracy_shortfall(problem, rec, so_far);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/process.h"
+#include "core/process_counts.h"
 #include "core/sha256.h"
 
 namespace fact {
@@ -25,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kLibraryName = "kernel.so";
+constexpr const char* kObjectName = "kernel.o";
 
 // Length-prefixed, so {"ab","c"} and {"a","bc"} hash differently.
 void append_field(std::string& out, const std::string& field) {
@@ -40,11 +42,13 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 }
 
 std::vector<std::string> expand_command(const std::vector<std::string>& argv_template, const fs::path& source,
-                                        const fs::path& output, const fs::path& dir) {
+                                        const fs::path& output, const fs::path& dir, const fs::path& object = {}) {
   std::vector<std::string> argv;
   for (const auto& arg : argv_template)
-    argv.push_back(replace_all(replace_all(replace_all(arg, "{source}", source.string()), "{output}", output.string()),
-                               "{dir}", dir.string()));
+    argv.push_back(replace_all(
+        replace_all(replace_all(replace_all(arg, "{source}", source.string()), "{output}", output.string()), "{dir}",
+                    dir.string()),
+        "{object}", object.string()));
   return argv;
 }
 
@@ -74,9 +78,12 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
   r.id = job.id;
   r.cache_key = key;
   const fs::path final_dir = cache_dir / key;
-  if (fs::exists(final_dir / kLibraryName)) {
+  const bool links = !job.link_command.empty();
+  if (fs::exists(final_dir / kLibraryName) && (!links || fs::exists(final_dir / kObjectName))) {
+    note_kernel_build(job.id, false);
     r.status = BuildStatus::cached;
     r.library = final_dir / kLibraryName;
+    if (links) r.object = final_dir / kObjectName;
     r.seconds = seconds_since(start);
     return r;
   }
@@ -92,7 +99,7 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
   fs::remove_all(scratch, ignored);
   auto discard_scratch = [&] { fs::remove_all(scratch, ignored); };
   const fs::path source = scratch / ("kernel" + job.extension);
-  const fs::path output = scratch / kLibraryName;
+  const fs::path output = scratch / (links ? kObjectName : kLibraryName);
   std::vector<std::string> argv = expand_command(job.command, source, output, scratch);
   try {
     fs::create_directories(scratch);
@@ -107,6 +114,7 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
   process_options.cwd = scratch;
   process_options.timeout = job.timeout;
   ProcessResult p;
+  note_kernel_build(job.id, true);
   try {
     p = run_process(argv, process_options);
   } catch (const Error& e) {
@@ -133,21 +141,43 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
     return r;
   }
   if (!fs::exists(output)) {
-    r.diagnostics = "the command exited 0 but wrote no library at {output}; check the command template: " +
-                    join_command(job.command);
+    r.diagnostics = std::string("the command exited 0 but wrote no ") + (links ? "object" : "library") +
+                    " at {output}; check the command template: " + join_command(job.command);
     discard_scratch();
     return r;
   }
 
+  std::vector<std::string> link_argv;
+  if (links) {
+    link_argv = expand_command(job.link_command, source, scratch / kLibraryName, scratch, output);
+    ProcessResult l;
+    try {
+      l = run_process(link_argv, process_options);
+    } catch (const Error& e) {
+      l.err = e.what();
+    }
+    r.seconds = seconds_since(start);
+    if (l.exit_code != 0 || !fs::exists(scratch / kLibraryName)) {
+      r.exit_code = l.exit_code;
+      std::string text = trim_diagnostics(l.err + (l.err.empty() || l.out.empty() ? "" : "\n") + l.out,
+                                          options.max_diagnostics_chars);
+      r.diagnostics = "linking the compiled object failed (" + join_command(link_argv) + ")" +
+                      (text.empty() ? "" : ":\n" + text);
+      discard_scratch();
+      return r;
+    }
+  }
+
   nlohmann::json record = {{"id", job.id},           {"command", argv},
                            {"seconds", r.seconds},   {"compiler_version", options.compiler_version}};
+  if (links) record["link_command"] = link_argv;
   write_file_atomic(scratch / "build.json", record.dump(2) + "\n");
   std::error_code rename_error;
   fs::rename(scratch, final_dir, rename_error);
   if (rename_error) {
     discard_scratch();
     // Another process finished the same key first: its library is just as good.
-    if (!fs::exists(final_dir / kLibraryName)) {
+    if (!fs::exists(final_dir / kLibraryName) || (links && !fs::exists(final_dir / kObjectName))) {
       r.diagnostics = fmt::format("cannot move the built library into the cache at {}: {}", final_dir.string(),
                                   rename_error.message());
       return r;
@@ -155,6 +185,7 @@ BuildResult build_one(const BuildJob& job, const std::string& key, const fs::pat
   }
   r.status = BuildStatus::built;
   r.library = final_dir / kLibraryName;
+  if (links) r.object = final_dir / kObjectName;
   return r;
 }
 
@@ -177,6 +208,12 @@ std::string build_cache_key(const BuildJob& job, const std::string& compiler_ver
   append_field(material, std::to_string(job.command.size()));
   for (const auto& arg : job.command) append_field(material, arg);
   append_field(material, compiler_version);
+  // Only jobs with a link step add it, so the keys of jobs without one stay as they were.
+  if (!job.link_command.empty()) {
+    append_field(material, "link");
+    append_field(material, std::to_string(job.link_command.size()));
+    for (const auto& arg : job.link_command) append_field(material, arg);
+  }
   return sha256_hex(material);
 }
 
@@ -281,6 +318,7 @@ std::vector<BuildResult> build_kernels(const std::vector<BuildJob>& jobs, const 
         results[f].id = jobs[f].id;
         results[f].seconds = 0;
         if (results[f].ok()) results[f].status = BuildStatus::cached;
+        note_kernel_build(jobs[f].id, false);
         report(f);
       }
     }

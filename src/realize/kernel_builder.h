@@ -1,7 +1,9 @@
 #pragma once
 // The tuner's builder: compiles candidate kernel sources into shared libraries, in parallel, into a
 // content-addressed cache. One bad candidate (compile error, time-out) is recorded and skipped, never
-// fatal, because a config space always holds some configs the compiler rejects.
+// fatal, because a config space always holds some configs the compiler rejects. A job with a link step keeps
+// the compiled object in the cache beside the library, so the op library links a winner's object from the
+// cache instead of compiling its kernel again: one cache, each kernel compiled once.
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
@@ -21,6 +23,9 @@ struct BuildJob {
   std::string extension = ".cu";         // of the source file, so the compiler picks the language
   std::vector<std::string> command;      // argv template (see above)
   std::chrono::seconds timeout{600};     // a compile that runs longer is killed and reported as timeout
+  // Optional: links the object `command` compiled ({object}) into the library ({output}); {dir} as above. With
+  // it, `command`'s {output} is the object file, and the cache keeps the object too (BuildResult::object).
+  std::vector<std::string> link_command;
 };
 
 enum class BuildStatus { built, cached, failed, timeout };
@@ -30,6 +35,7 @@ struct BuildResult {
   std::string id;
   BuildStatus status = BuildStatus::failed;
   std::filesystem::path library;  // the shared library in the cache; empty unless built or cached
+  std::filesystem::path object;   // the compiled object in the cache, for jobs with a link step; else empty
   double seconds = 0;             // wall time spent on this job now (near 0 when cached)
   int exit_code = 0;              // compiler exit code; -1 when killed or not startable
   std::string diagnostics;        // trimmed compiler output: first errors, capped length
@@ -60,8 +66,11 @@ struct BuildOptions {
 // cache directory cannot be created. Identical jobs in one batch are compiled once.
 std::vector<BuildResult> build_kernels(const std::vector<BuildJob>& jobs, const BuildOptions& options = {});
 
-// The cache key of a job: SHA-256 over its source text, extension, argv template and the compiler version.
+// The cache key of a job: SHA-256 over its source text, extension, argv templates and the compiler version.
 std::string build_cache_key(const BuildJob& job, const std::string& compiler_version);
+
+// Hex SHA-256 of a text (the cache's content hash), e.g. to tell whether a source file is the one a cached
+// object was compiled from.
 
 // Runs e.g. {"nvcc", "--version"} and returns its output, for BuildOptions::compiler_version.
 // Throws Error naming the command when it cannot run or fails.

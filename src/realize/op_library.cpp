@@ -197,7 +197,7 @@ json op_library_manifest(const json& ops) {
 OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, const fs::path& dir) {
   if (entries.empty()) throw Error("op library: no ops to write to " + dir.string() + "; pass at least one winning config");
   // Everything is generated first: a config the generator rejects leaves the folder as it was.
-  std::vector<GeneratedSource> kernels;
+  std::vector<FamilyCandidate> kernels;
   std::vector<std::string> wrappers;
   json ops = json::array();
   for (const auto& e : entries) {
@@ -205,7 +205,7 @@ OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, con
     if (!family) throw Error("op library: op " + e.op_name + " has unknown family '" + e.family + "'");
     FamilyCandidate c = family->candidate_from_config(e.config);
     ops.push_back(manifest_op(e, *family, c));
-    kernels.push_back(std::move(c.kernel));
+    kernels.push_back(std::move(c));
     wrappers.push_back(family->op_wrapper(e.config));
   }
   GeneratedSource wrapper = op_library_source(wrappers);
@@ -219,12 +219,14 @@ OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, con
   // Kernels of an earlier set would only confuse a reader: the manifest is what gets built.
   for (const auto& f : fs::directory_iterator(dir / "kernels"))
     if (f.path().extension() == ".cu") fs::remove(f.path());
-  for (size_t i = 0; i < kernels.size(); ++i) write_file_atomic(dir / kernel_source(entries[i].config_id), kernels[i].text);
+  fs::remove(dir / kPrebuiltObjectsFile, ec);
+  for (size_t i = 0; i < kernels.size(); ++i)
+    write_file_atomic(dir / kernel_source(entries[i].config_id), kernels[i].kernel.text);
   write_file_atomic(dir / "ops.cpp", wrapper.text);
   write_file_atomic(dir / "include" / "kernel_abi.h", abi);
   write_file_atomic(dir / "manifest.json", manifest.dump(1) + "\n");
 
-  OpLibraryFolder out{dir, dir / "manifest.json", {}};
+  OpLibraryFolder out{dir, dir / "manifest.json", {}, std::move(kernels)};
   for (const auto& e : entries) out.op_names.push_back(e.op_name);
   return out;
 }

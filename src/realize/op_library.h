@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "realize/kernel_family.h"
 
 namespace fact::realize {
 
@@ -38,10 +39,14 @@ struct OpLibraryFolder {
   std::filesystem::path dir;
   std::filesystem::path manifest;
   std::vector<std::string> op_names;  // KernelFamily::op_name of each op, in manifest order
+  // Each op's rendered kernel, in manifest order: what the kernel cache builds (kernel_build_job.h), so the
+  // library links the tuner's object instead of compiling the kernel again.
+  std::vector<FamilyCandidate> kernels;
 };
 
-// Writes DIR/kernels/<id>.cu, DIR/ops.cpp, DIR/include/kernel_abi.h and DIR/manifest.json. Kernels
-// are generated before anything is written, so a config that cannot be generated leaves DIR untouched.
+// Writes DIR/kernels/<id>.cu, DIR/ops.cpp, DIR/include/kernel_abi.h and DIR/manifest.json (and removes an
+// earlier DIR/prebuilt_objects.json: its objects belong to the earlier kernels). Kernels are generated before
+// anything is written, so a config that cannot be generated leaves DIR untouched.
 OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, const std::filesystem::path& dir);
 
 // Placeholders in the manifest's command lines.
@@ -49,5 +54,10 @@ inline constexpr const char* kCutlassDirPlaceholder = "{cutlass_dir}";
 inline constexpr const char* kFactIncludePlaceholder = "{fact_include}";
 inline constexpr const char* kSourcePlaceholder = "{source}";
 inline constexpr const char* kOutputPlaceholder = "{output}";
+
+// The folder's list of kernel objects taken from the kernel cache (format "fact-prebuilt-objects"): per config
+// id the object and the SHA-256 of the kernel source it was compiled from. The Python builder links an object
+// whose source matches DIR/kernels/<id>.cu and compiles the kernel only otherwise.
+inline constexpr const char* kPrebuiltObjectsFile = "prebuilt_objects.json";
 
 }  // namespace fact::realize

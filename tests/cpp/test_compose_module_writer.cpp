@@ -148,3 +148,18 @@ TEST(ComposeModuleWriter, AddNormCallBindsTheNormAndTheSumTheBlockReadsAgain) {
     EXPECT_NE(v.reason.find("does not return 'sum' (node 'add_3')"), std::string::npos) << v.reason;
   }
 }
+
+// A reason with line breaks (an exception's message with PyTorch's dispatcher table, from the end-to-end gate) is
+// folded into one comment line, so the module still parses.
+TEST(ComposeModuleWriter, AMultiLineReasonStaysOneCommentLine) {
+  auto plan = minigpt_plan();
+  size_t accepted = 0, rejected = 0;
+  auto verdicts = fact::compose::pattern_verdicts(plan, report_for(plan, &accepted, &rejected), "report.json");
+  verdicts[rejected].reason = "e2e_fallback: composed module raised NotImplementedError: no CPU kernel.\n\n"
+                              "CUDA: registered at ops.cpp:135 [kernel]\nMeta: registered at ops.cpp:136 [kernel]";
+  std::string text = fact::compose::model_new_source(plan, verdicts);
+  EXPECT_NE(text.find("no CPU kernel. CUDA: registered at ops.cpp:135 [kernel] Meta: registered"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("\nCUDA: registered"), std::string::npos);
+  EXPECT_EQ(text.find("\nMeta: registered"), std::string::npos);
+}

@@ -180,6 +180,37 @@ TEST(KernelBuilder, IdenticalJobsInOneBatchCompileOnce) {
   EXPECT_EQ(results[0].library, results[1].library);
 }
 
+// A job with a link step keeps the compiled object in the cache beside the library; the link is no compile.
+TEST(KernelBuilder, ALinkStepKeepsTheObjectInTheCache) {
+  fs::path dir = fresh_dir("link");
+  fs::path log = dir / "runs.log", links = dir / "links.log";
+  fact::BuildOptions options;
+  options.cache_dir = dir / "cache";
+  BuildJob j = job("linked", "kernel source", log);
+  j.link_command = {"sh", "-c", "echo link >> \"$3\"; cat \"$1\" > \"$2\"", "sh", "{object}", "{output}",
+                    links.string()};
+  auto first = fact::build_kernels({j}, options);
+  ASSERT_TRUE(first[0].ok()) << first[0].diagnostics;
+  EXPECT_EQ(first[0].status, BuildStatus::built);
+  EXPECT_EQ(first[0].object.filename(), "kernel.o");
+  EXPECT_EQ(read(first[0].object), "kernel source");
+  EXPECT_EQ(read(first[0].library), "kernel source");
+  auto again = fact::build_kernels({j}, options);
+  EXPECT_EQ(again[0].status, BuildStatus::cached);
+  EXPECT_EQ(again[0].object, first[0].object);
+  EXPECT_EQ(runs_logged(log), 1);
+  EXPECT_EQ(runs_logged(links), 1);
+
+  BuildJob unlinked = job("linked", "kernel source", log);  // the same compile without the link: its own entry
+  EXPECT_NE(fact::build_cache_key(unlinked, ""), fact::build_cache_key(j, ""));
+  j.link_command = {"sh", "-c", "echo 'ld: undefined reference to fact_x' >&2; exit 1"};
+  j.source = "another source";
+  auto failed = fact::build_kernels({j}, options);
+  EXPECT_EQ(failed[0].status, BuildStatus::failed);
+  EXPECT_NE(failed[0].diagnostics.find("linking the compiled object failed"), std::string::npos);
+  EXPECT_NE(failed[0].diagnostics.find("undefined reference to fact_x"), std::string::npos);
+}
+
 TEST(KernelBuilder, CacheKeyCoversSourceCommandAndCompiler) {
   BuildJob a = job("a", "text", "/tmp/log");
   BuildJob b = a;

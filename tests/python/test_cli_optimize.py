@@ -1,6 +1,8 @@
 """`fact optimize` on a machine without a GPU: discovery and an unoptimized composed module, with the
 GPU-only steps named in the report, and the composed module equal to the original."""
 import json
+import os
+import sys
 
 import pytest
 import torch
@@ -29,3 +31,30 @@ def test_optimize_missing_model_is_a_clear_error(tmp_path):
     r = fact("optimize", tmp_path / "nope.py", "--out", tmp_path / "o", timeout=60)
     assert r.returncode != 0 and "nope.py" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+# What `fact optimize` starts on the CPU path, as report.json must count it.
+CPU_PYTHON_STARTS = 1   # the Python worker: tracing, the CUDA check and the chart share it
+CPU_FACT_STARTS = 0     # every stage is a call in the `fact optimize` process
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only path; this machine has a CUDA GPU")
+def test_optimize_counts_python_starts_compiles_and_step_seconds(tmp_path):
+    """report.json's "process" block counts every Python start, checked against a FACT_PYTHON that logs each start."""
+    log = tmp_path / "python_starts.log"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "opt"
+    r = fact("optimize", FIXTURE, "--out", out, env={**os.environ, "FACT_PYTHON": str(wrapper)})
+    assert r.returncode == 0, r.stderr
+    process = json.loads((out / "report.json").read_text())["process"]
+    started = log.read_text().splitlines()
+    assert process["python_starts"] == len(started) == CPU_PYTHON_STARTS, started
+    assert sum(process["python_starts_by_use"].values()) == process["python_starts"]
+    assert process["fact_starts"] == CPU_FACT_STARTS
+    assert process["compiles"] == {}  # nothing is built without a GPU
+    seconds = process["step_seconds"]
+    assert {"discover", "compose", "total"} <= set(seconds)
+    assert all(v >= 0 for v in seconds.values()) and seconds["total"] >= seconds["discover"]
+    assert f"Python started {CPU_PYTHON_STARTS} time(s)" in (out / "report.md").read_text()

@@ -3,6 +3,7 @@ assembles (against src/realize/nvcc_command.cpp's flags), diagnostics trimming, 
 op_library_build and op_check on a machine without a CUDA torch or GPU."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -277,3 +278,68 @@ def test_op_check_exit_paths(tmp_path):
     write_library(tmp_path)
     assert op_check.main([str(tmp_path), "-o", str(out)]) == op_check.EXIT_NO_GPU
     assert json.loads(out.read_text())["status"] == "needs_gpu"
+
+
+def stub_compiler(tmp_path: Path) -> tuple[Path, Path]:
+    """A compiler that logs its arguments and writes its -o file: stands in for nvcc and c++."""
+    calls, stub = tmp_path / "calls.log", tmp_path / "stub-compiler"
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n'
+                    'out=; prev=; for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done\necho built > "$out"\n')
+    stub.chmod(0o755)
+    return stub, calls
+
+
+def test_prebuilt_kernel_objects_are_linked_not_compiled_again(tmp_path, monkeypatch):
+    """One build: a kernel whose object `fact` took from its kernel cache is linked from there; a listed object
+    compiled from another source is not trusted, and that kernel is compiled."""
+    (tmp_path / "lib" / "kernels").mkdir(parents=True)
+    lib_dir = write_library(tmp_path / "lib")
+    for cid in (CONFIG_ID, SM80_ID):
+        (lib_dir / "kernels" / f"{cid}.cu").write_text(f"// kernel {cid}\n")
+    (lib_dir / "ops.cpp").write_text("// ops\n")
+    (lib_dir / "include").mkdir()
+    (lib_dir / "include" / "kernel_abi.h").write_text("")
+    cached = tmp_path / "cache" / "kernel.o"
+    cached.parent.mkdir()
+    cached.write_text("object")
+
+    def sha(cid):
+        return hashlib.sha256((lib_dir / "kernels" / f"{cid}.cu").read_bytes()).hexdigest()
+
+    def listing(sm80_sha):
+        (lib_dir / olb.PREBUILT_FILE).write_text(json.dumps({"format": "fact-prebuilt-objects", "version": 1, "objects": {
+            CONFIG_ID: {"object": str(cached), "source_sha256": sha(CONFIG_ID)},
+            SM80_ID: {"object": str(cached), "source_sha256": sm80_sha}}}))
+
+    stub, calls = stub_compiler(tmp_path)
+    monkeypatch.setenv("FACT_NVCC", str(stub))
+    monkeypatch.setenv("CXX", str(stub))
+    cutlass = tmp_path / "cutlass"
+    (cutlass / "include" / "cutlass").mkdir(parents=True)
+    (cutlass / "include" / "cutlass" / "cutlass.h").write_text("")
+    monkeypatch.setenv("CUTLASS_DIR", str(cutlass))
+    monkeypatch.setattr(olb, "torch_build_flags", lambda: olb.TorchBuildFlags((), (), True))
+    monkeypatch.setattr(olb, "verify_loads", lambda lib: [])
+
+    listing("0" * 64)  # SM80's object was compiled from another source
+    log = []
+    result = olb.build(olb.load_manifest(lib_dir), 2, log=log.append)
+    assert result["status"] == "ok", result["message"]
+    steps = {s["name"]: s for s in result["steps"]}
+    assert steps[f"kernel {CONFIG_ID}"]["status"] == "prebuilt" and steps[f"kernel {CONFIG_ID}"]["output"] == str(cached)
+    assert steps[f"kernel {SM80_ID}"]["status"] == "compiled"
+    lines = calls.read_text().splitlines()
+    assert not any(f"{CONFIG_ID}.cu" in line for line in lines)
+    assert sum(f"{SM80_ID}.cu" in line for line in lines) == 1 and sum("ops.cpp" in line for line in lines) == 1
+    link = next(line for line in lines if "-shared" in line)
+    assert str(cached) in link and f"build/{CONFIG_ID}.o" not in link and f"build/{SM80_ID}.o" in link
+    assert any("compiled from another source" in line for line in log)
+
+    # Every kernel prebuilt: only ops.cpp is compiled, and neither CUTLASS nor nvcc is needed.
+    listing(sha(SM80_ID))
+    calls.unlink()
+    monkeypatch.setenv("CUTLASS_DIR", str(tmp_path / "no-cutlass"))
+    result = olb.build(olb.load_manifest(lib_dir), 2, log=log.append)
+    assert result["status"] == "ok" and result["cutlass_dir"] is None
+    assert [s["status"] for s in result["steps"] if s["name"].startswith("kernel ")] == ["prebuilt", "prebuilt"]
+    assert not any(".cu" in line for line in calls.read_text().splitlines())

@@ -51,6 +51,8 @@ def test_failed_build_and_failed_verification_keep_pytorch_with_report_lines(opt
     e2e = report["e2e"]
     assert e2e["correct"] is True and e2e["numerics"] == "3xtf32"
     assert e2e["eager_ms"] is None and e2e["compile_default_ms"] is None  # nothing is timed on a CPU
+    # Tracing, the CUDA check, the end-to-end check and the chart share one Python (the worker).
+    assert report["process"]["python_starts"] == 1, report["process"]
     md = (out / "report.md").read_text()
     assert "ops_build_failed" in md and "no candidate verified" in md and "## End to end" in md
 

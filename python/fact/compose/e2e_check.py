@@ -229,8 +229,12 @@ def check(argv: list[str] | None = None) -> int:
 
     load_error = None
     try:
+        # In `fact`'s long-lived Python worker the op library build has already loaded this library (from the
+        # op library folder; args.lib is the composed folder's copy): loading the copy too would register the
+        # same ops twice, which aborts the process. As the composed module itself does, load only what is missing.
         if args.lib:
-            torch.ops.load_library(args.lib)
+            if missing_ops(manifest):
+                torch.ops.load_library(args.lib)
         elif args.reference:
             from fact.compose.reference_ops import register_reference_ops
             register_reference_ops(manifest)

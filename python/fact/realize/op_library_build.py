@@ -8,12 +8,17 @@ with machine paths as placeholders) and ops.cpp with this torch's include paths 
 parallel, links them into DIR/libfact_ops.so, then loads it with torch.ops.load_library and checks that
 every op of the manifest is in torch.ops.fact. Writes DIR/build_result.json.
 
+A kernel listed in DIR/prebuilt_objects.json (written by `fact ops build --compile`: the object the tuner
+compiled into fact's kernel cache) is linked from there instead of compiled again, if that object exists and
+was compiled from exactly this folder's kernels/<id>.cu (SHA-256); otherwise it is compiled as above.
+
 Exit status: 0 built and loaded; 1 a compile, link or load failed; 2 bad input (manifest, CUTLASS or
 nvcc not found); 3 this Python has no CUDA build of torch (build on the GPU machine).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -30,6 +35,8 @@ from .kernel_abi import FACT_KERNEL_ABI_VERSION, KERNEL_ID_PATTERN
 MANIFEST_FORMAT = "fact-op-library"
 MANIFEST_VERSION = 1
 PLACEHOLDERS = ("{cutlass_dir}", "{fact_include}", "{source}", "{output}")
+PREBUILT_FILE = "prebuilt_objects.json"
+PREBUILT_FORMAT = "fact-prebuilt-objects"
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NEEDS_CUDA_TORCH = 0, 1, 2, 3
 
@@ -253,8 +260,11 @@ def ops_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str) -> list[
                "-c", str(lib.path(b["ops_source"])), "-o", str(lib.path(b["ops_object"]))])
 
 
-def link_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str) -> list[str]:
-    objects = [str(lib.path(lib.build["ops_object"]))] + [str(lib.path(op.kernel_object)) for op in lib.ops]
+def link_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str,
+                 prebuilt: dict[str, Path] | None = None) -> list[str]:
+    prebuilt = prebuilt or {}
+    objects = [str(lib.path(lib.build["ops_object"]))] + [str(prebuilt.get(op.config_id, lib.path(op.kernel_object)))
+                                                          for op in lib.ops]
     return ([cxx, "-shared", "-o", str(lib.library_path)] + objects
             + [f"-L{d}" for d in torch_flags.library_dirs]
             + [f"-Wl,-rpath,{d}" for d in torch_flags.library_dirs]
@@ -331,16 +341,61 @@ def run_step(step: Step) -> Step:
     return step
 
 
-def plan_steps(lib: OpLibrary, cutlass_dir: Path, nvcc: str, torch_flags: TorchBuildFlags,
-               cxx: str) -> tuple[list[Step], Step]:
+def prebuilt_objects(lib: OpLibrary, log=print) -> dict[str, Path]:
+    """Per config id, the kernel object DIR/prebuilt_objects.json names, where it exists and was compiled from
+    exactly this folder's kernel source; every other kernel is compiled (and the log says why)."""
+    path = lib.dir / PREBUILT_FILE
+    try:
+        listing = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        log(f"  {PREBUILT_FILE}: unreadable ({e}); every kernel is compiled")
+        return {}
+    objects = listing.get("objects") if isinstance(listing, dict) else None
+    if not isinstance(listing, dict) or listing.get("format") != PREBUILT_FORMAT or not isinstance(objects, dict):
+        log(f"  {PREBUILT_FILE}: not a {PREBUILT_FORMAT!r} listing; every kernel is compiled")
+        return {}
+    found = {}
+    for op in lib.ops:
+        entry = objects.get(op.config_id)
+        if not isinstance(entry, dict):
+            continue
+        obj = Path(str(entry.get("object", "")))
+        try:
+            source = hashlib.sha256(lib.path(op.kernel_source).read_bytes()).hexdigest()
+        except OSError:
+            continue  # the build stops on the missing source with its own message
+        if not obj.is_file():
+            log(f"  kernel {op.config_id}: the prebuilt object {obj} is gone; compiling it")
+        elif entry.get("source_sha256") != source:
+            log(f"  kernel {op.config_id}: the prebuilt object was compiled from another source; compiling it")
+        else:
+            found[op.config_id] = obj
+    return found
+
+
+def plan_steps(lib: OpLibrary, cutlass_dir: Path | None, nvcc: str, torch_flags: TorchBuildFlags,
+               cxx: str, prebuilt: dict[str, Path] | None = None) -> tuple[list[Step], Step]:
+    """The compiles (kernels without a prebuilt object, and ops.cpp) and the link."""
+    prebuilt = prebuilt or {}
     include = lib.path(lib.build["include_dir"]) / "kernel_abi.h"
     compiles = [Step(f"kernel {op.config_id}", kernel_command(lib, op, cutlass_dir, nvcc),
-                     lib.path(op.kernel_object), (lib.path(op.kernel_source), include)) for op in lib.ops]
+                     lib.path(op.kernel_object), (lib.path(op.kernel_source), include))
+                for op in lib.ops if op.config_id not in prebuilt]
     compiles.append(Step("ops.cpp", ops_command(lib, torch_flags, cxx), lib.path(lib.build["ops_object"]),
                          (lib.path(lib.build["ops_source"]), include)))
-    link = Step("link", link_command(lib, torch_flags, cxx), lib.library_path, tuple(s.output for s in compiles),
+    objects = tuple(s.output for s in compiles) + tuple(prebuilt[op.config_id] for op in lib.ops
+                                                        if op.config_id in prebuilt)
+    link = Step("link", link_command(lib, torch_flags, cxx, prebuilt), lib.library_path, objects,
                 record=lib.path(lib.build["object_dir"]) / f"{lib.library}.cmd")
     return compiles, link
+
+
+def prebuilt_steps(lib: OpLibrary, prebuilt: dict[str, Path]) -> list[Step]:
+    """One step per kernel linked from its prebuilt object (nothing run: the record says where it came from)."""
+    return [Step(f"kernel {op.config_id}", [], prebuilt[op.config_id], (), status="prebuilt")
+            for op in lib.ops if op.config_id in prebuilt]
 
 
 def verify_loads(lib: OpLibrary) -> list[str]:
@@ -353,9 +408,11 @@ def verify_loads(lib: OpLibrary) -> list[str]:
 def build(lib: OpLibrary, jobs: int, log=print) -> dict:
     """Compiles, links and load-checks; returns the build_result.json object (status ok or failed)."""
     torch_flags = torch_build_flags()
-    cutlass_dir = find_cutlass_dir()
-    nvcc = nvcc_exe()
-    if shutil.which(nvcc) is None:
+    prebuilt = prebuilt_objects(lib, log)
+    to_compile = [op for op in lib.ops if op.config_id not in prebuilt]
+    # CUTLASS and nvcc are needed only for kernels that are compiled here.
+    cutlass_dir, nvcc = (find_cutlass_dir(), nvcc_exe()) if to_compile else (None, nvcc_exe())
+    if to_compile and shutil.which(nvcc) is None:
         raise BuildInputError(f"nvcc not found ({nvcc}); set FACT_NVCC or CUDA_HOME")
     cxx = cxx_exe()
     if shutil.which(cxx) is None:
@@ -364,20 +421,24 @@ def build(lib: OpLibrary, jobs: int, log=print) -> dict:
         if not lib.path(op.kernel_source).is_file():
             raise BuildInputError(f"{lib.path(op.kernel_source)}: missing; write the folder again with `fact ops build`")
     t0 = time.perf_counter()
-    compiles, link = plan_steps(lib, cutlass_dir, nvcc, torch_flags, cxx)
-    log(f"building {lib.library_path}: {len(lib.ops)} kernel(s) + ops.cpp, {jobs} parallel job(s), "
-        f"CUTLASS {cutlass_dir}")
+    compiles, link = plan_steps(lib, cutlass_dir, nvcc, torch_flags, cxx, prebuilt)
+    linked = prebuilt_steps(lib, prebuilt)
+    log(f"building {lib.library_path}: {len(to_compile)} kernel(s) to compile, {len(linked)} prebuilt, + ops.cpp, "
+        f"{jobs} parallel job(s){f', CUTLASS {cutlass_dir}' if cutlass_dir else ''}")
+    for step in linked:
+        log(f"  {step.name:<22} {step.status:<11} {step.output}")
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for step in pool.map(run_step, compiles):
             log(f"  {step.name:<22} {step.status:<11} {step.seconds:6.1f} s")
-    steps = compiles
+    steps = linked + compiles
     failed = [s for s in compiles if s.status == "failed"]
     if not failed:
         run_step(link)
         log(f"  {link.name:<22} {link.status:<11} {link.seconds:6.1f} s")
-        steps = compiles + [link]
+        steps = linked + compiles + [link]
         failed = [link] if link.status == "failed" else []
-    result = {"status": "ok", "library": str(lib.library_path), "cutlass_dir": str(cutlass_dir), "nvcc": nvcc,
+    result = {"status": "ok", "library": str(lib.library_path), "nvcc": nvcc,
+              "cutlass_dir": str(cutlass_dir) if cutlass_dir else None,  # None: every kernel was prebuilt
               "ops": [op.name for op in lib.ops], "steps": [s.to_json() for s in steps], "message": None}
     if failed:
         by_id = {f"kernel {op.config_id}": op for op in lib.ops}

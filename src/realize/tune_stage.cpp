@@ -1,0 +1,104 @@
+#include "realize/tune_stage.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/gpu_devices.h"
+#include "core/vocabulary.h"
+#include "discover/plan.h"
+#include "realize/family_tuner.h"
+
+namespace fact::realize {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+void progress_bar(std::ostream& log, const BuildProgress& p) {
+  constexpr int kWidth = 24;
+  int filled = p.total ? static_cast<int>(kWidth * p.done / p.total) : kWidth;
+  log << fmt::format("\r  build [{}{}] {}/{} {} {}   ", std::string(filled, '#'), std::string(kWidth - filled, '.'),
+                     p.done, p.total, p.id, to_string(p.status))
+      << (p.done == p.total ? "\n" : "") << std::flush;
+}
+
+std::string ms(const std::optional<double>& v) { return v ? fmt::format("{:.4f}", *v) : "-"; }
+
+}  // namespace
+
+json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
+  const ir::OpTable& ops = ir::OpTable::builtin();
+  auto plan = discover::plan_from_json(read_json_file(o.plan, "plan file"), o.plan.string(), ops);
+  Numerics numerics = o.numerics.empty() ? plan.numerics : numerics_from_string(o.numerics);
+  Arch arch = plan.arch;
+  auto db = TuningDb::open(o.db.empty() ? default_tuning_db_path() : fs::path(o.db));
+
+  realize::TuneOptions to;
+  to.top_n = o.top;
+  to.jobs = o.jobs;
+  to.force = o.force;
+  to.measure = !o.build_only;
+  to.work_dir = o.work_dir;
+  to.log = [&log](const std::string& line) { log << "  " << line << "\n"; };
+  to.on_build_progress = [&log](const BuildProgress& p) { progress_bar(log, p); };
+  to.device = visible_gpu_name();
+
+  json rows = json::array();
+  int i = 0;
+  for (auto& entry : plan.entries) {
+    const auto& m = entry.match;
+    ++i;
+    if (!o.families.empty() &&
+        std::find(o.families.begin(), o.families.end(), m.kernel.value("family", m.family)) == o.families.end())
+      continue;  // asked for other families only: no row, so PyTorch keeps it downstream
+    json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"numerics", numerics}, {"arch", plan.arch}};
+    const realize::KernelFamily* family = realize::kernel_family_for(m);
+    if (!family) {
+      row["status"] = "not_realized";
+      row["message"] = fmt::format("family '{}' has no realizer in stage 2 yet; PyTorch's ops stay", m.family);
+      log << fmt::format("[{}/{}] {} at {}: {}\n", i, plan.entries.size(), m.rule, m.anchor, row["message"].get<std::string>());
+      rows.push_back(row);
+      continue;
+    }
+    try {
+      auto problem = family->problem_from_match(m, plan.graph, numerics, arch);
+      row["family"] = family->name();
+      row["problem"] = problem;
+      log << fmt::format("[{}/{}] {} at {}: {} {}\n", i, plan.entries.size(), m.rule, m.anchor, family->name(),
+                               problem.dump());
+      auto outcome = realize::tune_family(*family, m.rule, problem, db, to);
+      row.update(outcome.to_json());
+      log << fmt::format("  -> {}: FACT {} ms, {} {} ms{}\n", outcome.status, ms(outcome.fact_ms),
+                               outcome.baseline_name.empty() ? "baseline" : outcome.baseline_name,
+                               ms(outcome.baseline_ms), outcome.message.empty() ? "" : " (" + outcome.message + ")");
+    } catch (const Error& e) {
+      row["status"] = "unsupported";
+      row["message"] = e.what();
+      log << fmt::format("  -> left to PyTorch: {}\n", e.what());
+    }
+    rows.push_back(row);
+  }
+
+  out << fmt::format("{:<22} {:<10} {:<14} {:>10} {:>10} {:>8} {:>10}  {}\n", "pattern", "anchor", "status",
+                           "fact ms", "torch ms", "speedup", "rel err", "winner");
+  for (auto& r : rows) {
+    auto num = [&](const char* k) { return r.contains(k) && r[k].is_number() ? std::optional<double>(r[k].get<double>()) : std::nullopt; };
+    out << fmt::format("{:<22} {:<10} {:<14} {:>10} {:>10} {:>8} {:>10}  {}\n", r["pattern"].get<std::string>(),
+                             r["anchor"].get<std::string>(), r["status"].get<std::string>(), ms(num("fact_ms")),
+                             ms(num("baseline_ms")), num("speedup") ? fmt::format("{:.2f}x", *num("speedup")) : "-",
+                             num("rel_err") ? fmt::format("{:.2e}", *num("rel_err")) : "-", r.value("winner", ""));
+  }
+  json report = {{"format", "fact-tune-report"}, {"version", 1}, {"plan", o.plan.string()}, {"arch", plan.arch},
+                 {"numerics", numerics}, {"db", db.path().string()}, {"rows", rows}};
+  if (!o.report.empty()) {
+    write_file_atomic(o.report, report.dump(1) + "\n");
+    out << "Report written to " << o.report.string() << "\n";
+  }
+  return report;
+}
+
+}  // namespace fact::realize
