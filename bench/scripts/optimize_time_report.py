@@ -1,0 +1,90 @@
+"""Turns the archive of bench/scripts/optimize_time_h100.sh (cold, warm and warm-without-torch.compile runs of
+`fact optimize` on one machine) into bench/results/optimize_time_h100.json and a Markdown table beside it: wall
+time per run, what report.json counts (Python starts, compiles per kernel, seconds per step), the composed
+module's time and check, with device, date and commit.
+
+Usage: python bench/scripts/optimize_time_report.py OUT_DIR [--out bench/results/optimize_time_h100]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+RUNS = ("cold", "warm", "warm-fact")  # the script's order
+WHAT = {"cold": "tuning DB and kernel cache empty (tunes)",
+        "warm": "tuning DB and kernel cache warm",
+        "warm-fact": "warm, torch.compile baselines not timed (--no-compile-baselines)"}
+
+
+def row_of(folder: Path) -> dict:
+    run = json.loads((folder / "run.json").read_text())
+    report_path = folder / "report.json"
+    report = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    e = report.get("e2e") or {}
+    process = report.get("process") or {}
+    compiles = process.get("compiles") or {}
+    return {"run": run["run"], "what": WHAT.get(run["run"], ""), "wall_s": round(run["wall_s"], 1),
+            "exit": run["exit"], "python_starts": process.get("python_starts"),
+            "python_starts_by_use": process.get("python_starts_by_use"),
+            "fact_starts": process.get("fact_starts"), "compiles": compiles,
+            "max_compiles_per_kernel": max(compiles.values()) if compiles else None,
+            "step_seconds": process.get("step_seconds"),
+            "fact_ms": e.get("composed_ms"), "eager_ms": e.get("eager_ms"), "correct": e.get("correct"),
+            "fact_ops": [f"{p['rule']}@{p['anchor']}" for p in report.get("patterns", []) if p.get("accepted")],
+            "device": e.get("device"), "torch": e.get("torch"), "numerics": report.get("numerics"),
+            "model": report.get("model")}
+
+
+def fmt(v, spec="{}"):
+    return "-" if v is None else spec.format(v)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--out", default="bench/results/optimize_time_h100")
+    args = ap.parse_args()
+    archive = args.out_dir / "optimize_time.tgz"
+    if not archive.is_file():
+        raise SystemExit(f"{archive}: no such file (the $OUT of bench/scripts/optimize_time_h100.sh)")
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(archive) as t:
+            t.extractall(tmp, filter="data")
+        rows = [row_of(Path(tmp) / "work" / r) for r in RUNS if (Path(tmp) / "work" / r / "run.json").is_file()]
+    if not rows:
+        raise SystemExit(f"no run in {args.out_dir}/optimize_time.tgz")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    known = next((r for r in rows if r["device"]), rows[0])
+    doc = {"device": known["device"], "torch": known["torch"], "date": dt.date.today().isoformat(), "commit": commit,
+           "model": known["model"], "numerics": known["numerics"],
+           "source": "bench/scripts/optimize_time_h100.sh (three `fact optimize` runs on one machine)", "rows": rows}
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+    lines = [f"# `fact optimize` wall time: {doc['device']}, torch {doc['torch']} ({doc['date']}, commit {commit})", "",
+             f"Model {doc['model']}, numerics {doc['numerics']}, `--top 4 --no-max-autotune`; three runs on one machine, "
+             "in this order. Wall time of the whole command (trace to report). Python starts and compiles per kernel "
+             "as report.json counts them. FACT ms: the composed module (CUDA-event median).", "",
+             "| run | state | wall s | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['run']} | {r['what']} | {r['wall_s']} | {r['exit']} | {fmt(r['python_starts'])} | "
+                     f"{fmt(r['max_compiles_per_kernel'])} | {fmt(r['fact_ms'], '{:.2f}')} | {fmt(r['eager_ms'], '{:.2f}')} | "
+                     f"{r['correct']} | {', '.join(r['fact_ops']) or 'none'} |")
+    lines += ["", "Seconds per step, and what each Python start was for:"]
+    for r in rows:
+        steps = r["step_seconds"] or {}
+        uses = r["python_starts_by_use"] or {}
+        lines.append(f"- {r['run']}: " + (", ".join(f"{k} {v:.1f}" for k, v in steps.items()) or "not in report.json")
+                     + "; Python: " + (", ".join(f"{k} x{v}" for k, v in uses.items()) or "-"))
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

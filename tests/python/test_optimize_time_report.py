@@ -1,0 +1,49 @@
+"""bench/scripts/optimize_time_report.py turns the device archive into a results table: checked on a made-up
+archive with the shapes optimize_time_h100.sh writes (run.json per run, report.json's process block)."""
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _archive(tmp: Path) -> Path:
+    work = tmp / "work"
+    for name, wall, starts in (("cold", 250.0, 2), ("warm", 21.5, 1)):
+        d = work / name
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"run": name, "wall_s": wall, "exit": 0, "flags": []}))
+        (d / "report.json").write_text(json.dumps({
+            "model": "minigpt_block.py", "numerics": "tf32",
+            "e2e": {"composed_ms": 4.0, "eager_ms": 13.2, "correct": True, "device": "H100", "torch": "2.11"},
+            "patterns": [{"rule": "gemm", "anchor": "linear", "accepted": True}],
+            "process": {"python_starts": starts, "python_starts_by_use": {"fact.worker": starts},
+                        "compiles": {"gemm_a": 1 if name == "cold" else 0}, "step_seconds": {"total": wall}}}))
+    out = tmp / "out"
+    out.mkdir()
+    with tarfile.open(out / "optimize_time.tgz", "w:gz") as t:
+        t.add(work, arcname="work")
+    return out
+
+
+def test_table_names_each_run_with_its_counts(tmp_path):
+    out = _archive(tmp_path)
+    dest = tmp_path / "result"
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/optimize_time_report.py"), str(out), "--out", str(dest)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(dest.with_suffix(".json").read_text())
+    assert [row["run"] for row in doc["rows"]] == ["cold", "warm"]
+    warm = doc["rows"][1]
+    assert warm["wall_s"] == 21.5 and warm["python_starts"] == 1 and warm["max_compiles_per_kernel"] == 0
+    md = dest.with_suffix(".md").read_text()
+    assert "| warm | tuning DB and kernel cache warm | 21.5 | 0 | 1 | 0 | 4.00 |" in md
+    assert "fact.worker x1" in md
+
+
+def test_missing_archive_is_a_clear_error(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/optimize_time_report.py"), str(tmp_path)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode != 0 and "optimize_time.tgz: no such file" in r.stderr
