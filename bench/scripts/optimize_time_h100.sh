@@ -13,7 +13,8 @@ n=${1:-tf32}
 file=${2:-bench/problems/level3/minigpt_block.py}
 export FACT_TUNING_DB=/tmp/fact-time-tuning.sqlite
 rm -f "$FACT_TUNING_DB"
-[ -f .devcache/tuning.sqlite ] && cp .devcache/tuning.sqlite "$FACT_TUNING_DB"
+carried=0
+[ -f .devcache/tuning.sqlite ] && cp .devcache/tuning.sqlite "$FACT_TUNING_DB" && carried=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mkdir -p "$OUT/work"
 run() {  # NAME LIMIT_S FLAGS...
@@ -28,10 +29,11 @@ run() {  # NAME LIMIT_S FLAGS...
   t1=$(date +%s.%N)
   mkdir -p "$OUT/work/$name"
   cp "$dir"/report.json "$dir"/report.md "$dir"/*.log "$OUT/work/$name/" 2>/dev/null
-  python3 - "$name" "$t0" "$t1" "$rc" "$OUT/work/$name/run.json" "$@" <<'PY'
+  python3 - "$name" "$t0" "$t1" "$rc" "$carried" "$OUT/work/$name/run.json" "$@" <<'PY'
 import json, sys
-name, t0, t1, rc, path, *flags = sys.argv[1:]
-json.dump({"run": name, "wall_s": float(t1) - float(t0), "exit": int(rc), "flags": flags}, open(path, "w"))
+name, t0, t1, rc, carried, path, *flags = sys.argv[1:]
+json.dump({"run": name, "wall_s": float(t1) - float(t0), "exit": int(rc), "tuning_db_carried": carried == "1",
+           "flags": flags}, open(path, "w"))
 PY
   echo "$name: exit $rc after $(python3 -c "print(round($t1 - $t0, 1))") s"
   # After every run, so a call cut off by its time limit still brings back the runs it finished.

@@ -3,7 +3,8 @@
 time per run, what report.json counts (Python starts, compiles per kernel, seconds per step), the composed
 module's time and check, with device, date and commit.
 
-Usage: python bench/scripts/optimize_time_report.py OUT_DIR [--out bench/results/optimize_time_h100]
+Usage: python bench/scripts/optimize_time_report.py OUT_DIR... [--out bench/results/optimize_time_h100]
+Several OUT_DIRs (device calls, each on its own machine) give one table, rows numbered by call.
 """
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ def row_of(folder: Path) -> dict:
     e = report.get("e2e") or {}
     process = report.get("process") or {}
     compiles = process.get("compiles") or {}
-    return {"run": run["run"], "what": WHAT.get(run["run"], ""), "wall_s": round(run["wall_s"], 1),
+    what = WHAT.get(run["run"], "")
+    if run["run"] == "cold" and run.get("tuning_db_carried"):
+        what = "tuning DB carried from an earlier call (.devcache), kernel cache empty"
+    return {"run": run["run"], "what": what, "wall_s": round(run["wall_s"], 1),
             "exit": run["exit"], "python_starts": process.get("python_starts"),
             "python_starts_by_use": process.get("python_starts_by_use"),
             "fact_starts": process.get("fact_starts"), "compiles": compiles,
@@ -46,18 +50,21 @@ def fmt(v, spec="{}"):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("out_dirs", type=Path, nargs="+")
     ap.add_argument("--out", default="bench/results/optimize_time_h100")
     args = ap.parse_args()
-    archive = args.out_dir / "optimize_time.tgz"
-    if not archive.is_file():
-        raise SystemExit(f"{archive}: no such file (the $OUT of bench/scripts/optimize_time_h100.sh)")
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(archive) as t:
-            t.extractall(tmp, filter="data")
-        rows = [row_of(Path(tmp) / "work" / r) for r in RUNS if (Path(tmp) / "work" / r / "run.json").is_file()]
+    rows = []
+    for call, out_dir in enumerate(args.out_dirs, 1):
+        archive = out_dir / "optimize_time.tgz"
+        if not archive.is_file():
+            raise SystemExit(f"{archive}: no such file (the $OUT of bench/scripts/optimize_time_h100.sh)")
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(archive) as t:
+                t.extractall(tmp, filter="data")
+            rows += [dict(row_of(Path(tmp) / "work" / r), call=call) for r in RUNS
+                     if (Path(tmp) / "work" / r / "run.json").is_file()]
     if not rows:
-        raise SystemExit(f"no run in {args.out_dir}/optimize_time.tgz")
+        raise SystemExit(f"no run in the optimize_time.tgz of {', '.join(map(str, args.out_dirs))}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     known = next((r for r in rows if r["device"]), rows[0])
     doc = {"device": known["device"], "torch": known["torch"], "date": dt.date.today().isoformat(), "commit": commit,
@@ -67,19 +74,19 @@ def main() -> int:
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"# `fact optimize` wall time: {doc['device']}, torch {doc['torch']} ({doc['date']}, commit {commit})", "",
              f"Model {doc['model']}, numerics {doc['numerics']}, `--top 4 --no-max-autotune`; three runs on one machine, "
-             "in this order. Wall time of the whole command (trace to report). Python starts and compiles per kernel "
+             "in this order (a new call is a fresh machine). Wall time of the whole command (trace to report). Python starts and compiles per kernel "
              "as report.json counts them. FACT ms: the composed module (CUDA-event median).", "",
-             "| run | state | wall s | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| call | run | state | wall s | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['run']} | {r['what']} | {r['wall_s']} | {r['exit']} | {fmt(r['python_starts'])} | "
+        lines.append(f"| {r['call']} | {r['run']} | {r['what']} | {r['wall_s']} | {r['exit']} | {fmt(r['python_starts'])} | "
                      f"{fmt(r['max_compiles_per_kernel'])} | {fmt(r['fact_ms'], '{:.2f}')} | {fmt(r['eager_ms'], '{:.2f}')} | "
                      f"{r['correct']} | {', '.join(r['fact_ops']) or 'none'} |")
     lines += ["", "Seconds per step, and what each Python start was for:"]
     for r in rows:
         steps = r["step_seconds"] or {}
         uses = r["python_starts_by_use"] or {}
-        lines.append(f"- {r['run']}: " + (", ".join(f"{k} {v:.1f}" for k, v in steps.items()) or "not in report.json")
+        lines.append(f"- call {r['call']} {r['run']}: " + (", ".join(f"{k} {v:.1f}" for k, v in steps.items()) or "not in report.json")
                      + "; Python: " + (", ".join(f"{k} x{v}" for k, v in uses.items()) or "-"))
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

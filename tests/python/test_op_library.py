@@ -51,6 +51,12 @@ def manifest() -> dict:
                              element="float32", layout_b="row")]}
 
 
+@pytest.fixture(autouse=True)
+def own_kernel_cache(tmp_path, monkeypatch):
+    """Builds here keep their ops.cpp objects in the test's own cache, never in ~/.cache."""
+    monkeypatch.setenv("FACT_KERNEL_CACHE", str(tmp_path / "kernel-cache"))
+
+
 def write_library(tmp_path: Path, obj=None) -> Path:
     (tmp_path / "manifest.json").write_text(json.dumps(manifest() if obj is None else obj))
     return tmp_path
@@ -343,3 +349,40 @@ def test_prebuilt_kernel_objects_are_linked_not_compiled_again(tmp_path, monkeyp
     assert result["status"] == "ok" and result["cutlass_dir"] is None
     assert [s["status"] for s in result["steps"] if s["name"].startswith("kernel ")] == ["prebuilt", "prebuilt"]
     assert not any(".cu" in line for line in calls.read_text().splitlines())
+
+
+def test_ops_cpp_object_comes_from_the_content_cache_in_another_folder(tmp_path, monkeypatch):
+    """The same winners give the same ops.cpp: a second library folder links the cached object (no compile); an
+    ops.cpp that differs is compiled."""
+    stub, calls = stub_compiler(tmp_path)
+    monkeypatch.setenv("CXX", str(stub))
+    monkeypatch.setattr(olb, "torch_build_flags", lambda: olb.TorchBuildFlags((), (), True))
+    monkeypatch.setattr(olb, "verify_loads", lambda lib: [])
+    cached = tmp_path / "kernel.o"
+    cached.write_text("object")
+
+    def folder(name, ops_text):
+        d = tmp_path / name
+        (d / "kernels").mkdir(parents=True)
+        write_library(d)
+        for cid in (CONFIG_ID, SM80_ID):
+            (d / "kernels" / f"{cid}.cu").write_text(f"// kernel {cid}\n")
+        (d / "ops.cpp").write_text(ops_text)
+        (d / "include").mkdir()
+        (d / "include" / "kernel_abi.h").write_text("// abi\n")
+        objects = {cid: {"object": str(cached), "source_sha256": hashlib.sha256(
+            (d / "kernels" / f"{cid}.cu").read_bytes()).hexdigest()} for cid in (CONFIG_ID, SM80_ID)}
+        (d / olb.PREBUILT_FILE).write_text(json.dumps({"format": "fact-prebuilt-objects", "version": 1,
+                                                      "objects": objects}))
+        return olb.load_manifest(d)
+
+    def ops_status(lib):
+        result = olb.build(lib, 2, log=lambda line: None)
+        assert result["status"] == "ok", result["message"]
+        return next(s["status"] for s in result["steps"] if s["name"] == "ops.cpp")
+
+    assert ops_status(folder("first", "// ops\n")) == "compiled"
+    assert ops_status(folder("second", "// ops\n")) == "cached"
+    assert (tmp_path / "second" / "build").exists()
+    assert sum("ops.cpp" in line for line in calls.read_text().splitlines()) == 1
+    assert ops_status(folder("third", "// other ops\n")) == "compiled"

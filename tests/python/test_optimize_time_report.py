@@ -39,7 +39,7 @@ def test_table_names_each_run_with_its_counts(tmp_path):
     warm = doc["rows"][1]
     assert warm["wall_s"] == 21.5 and warm["python_starts"] == 1 and warm["max_compiles_per_kernel"] == 0
     md = dest.with_suffix(".md").read_text()
-    assert "| warm | tuning DB and kernel cache warm | 21.5 | 0 | 1 | 0 | 4.00 |" in md
+    assert "| 1 | warm | tuning DB and kernel cache warm | 21.5 | 0 | 1 | 0 | 4.00 |" in md
     assert "fact.worker x1" in md
 
 

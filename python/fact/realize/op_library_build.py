@@ -297,7 +297,7 @@ class Step:
     output: Path
     inputs: tuple[Path, ...]
     record: Path | None = None  # where the command is kept for the up-to-date check; default output + ".cmd"
-    status: str = "pending"   # compiled, up_to_date, failed
+    status: str = "pending"   # compiled, up_to_date, cached (ops.cpp from the content cache), failed
     seconds: float = 0.0
     diagnostics: str = ""
 
@@ -338,6 +338,43 @@ def run_step(step: Step) -> Step:
         step.status = "failed"
         step.diagnostics = trim_diagnostics(text)
         _command_file(step).unlink(missing_ok=True)
+    return step
+
+
+def kernel_cache_dir() -> Path:
+    """As src/realize/kernel_builder.cpp's default_kernel_cache_dir: $FACT_KERNEL_CACHE, else ~/.cache/fact/kernels."""
+    return Path(os.environ.get("FACT_KERNEL_CACHE") or Path.home() / ".cache" / "fact" / "kernels")
+
+
+def ops_cache_key(lib: OpLibrary, step: Step) -> str:
+    """ops.cpp's object depends on its text, the ABI header it includes and the command (this torch's include
+    paths and flags); the library folder's own path is left out, so every folder with the same ops shares it."""
+    h = hashlib.sha256()
+    for part in (lib.path(lib.build["ops_source"]).read_bytes(),
+                 (lib.path(lib.build["include_dir"]) / "kernel_abi.h").read_bytes(),
+                 "\n".join(step.command).replace(str(lib.dir), "{library}").encode()):
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def run_cached_step(step: Step, key: str, cache: Path) -> Step:
+    """run_step, through the content cache: a hit copies the cached object (status cached); a compile stores it.
+    Compiling ops.cpp against torch's headers takes seconds, and the same winners give the same ops.cpp."""
+    entry = cache / "ops" / key / step.output.name
+    if entry.is_file():
+        step.output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(entry, step.output)
+        step.status = "cached"
+        return step
+    run_step(step)
+    if step.status == "compiled":
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+            shutil.copyfile(step.output, tmp)
+            tmp.replace(entry)  # atomic: a concurrent build sees the whole object or none
+        except OSError:
+            pass  # a cache that cannot be written costs the next build a compile, nothing else
     return step
 
 
@@ -427,8 +464,13 @@ def build(lib: OpLibrary, jobs: int, log=print) -> dict:
         f"{jobs} parallel job(s){f', CUTLASS {cutlass_dir}' if cutlass_dir else ''}")
     for step in linked:
         log(f"  {step.name:<22} {step.status:<11} {step.output}")
+    cache = kernel_cache_dir()
+
+    def compile_step(step: Step) -> Step:
+        return run_cached_step(step, ops_cache_key(lib, step), cache) if step.name == "ops.cpp" else run_step(step)
+
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for step in pool.map(run_step, compiles):
+        for step in pool.map(compile_step, compiles):
             log(f"  {step.name:<22} {step.status:<11} {step.seconds:6.1f} s")
     steps = linked + compiles
     failed = [s for s in compiles if s.status == "failed"]
