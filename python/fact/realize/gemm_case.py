@@ -14,7 +14,7 @@ import ctypes
 import math
 from dataclasses import dataclass
 
-from ..compose.reference.gemm import check_tree, evaluate_epilogue, load_epilogue_tables, tree_leaves
+from ..compose.reference.gemm import check_tree, epilogue_leaves, evaluate_epilogue, load_epilogue_tables, tree_leaves
 from ..paths import data_dir
 from . import verify
 from .kernel_abi import FactGemmArgs
@@ -137,21 +137,6 @@ def up_projection(a, up_b, up_bias, out=None):
     return torch.baddbmm(up_bias, a, up_b, out=out)
 
 
-def epilogue_leaves(problem: GemmProblem, acc, bias, residual):
-    """The tree's leaves for these tensors: the kernel runs with alpha = 1, beta = 0 and no C."""
-    def leaf(name):
-        if name == "acc":
-            return acc
-        if name in ("alpha", "beta"):
-            return 1.0 if name == "alpha" else 0.0
-        if name == "C":
-            return None
-        if name == "residual":
-            return residual
-        return bias if name == "row" else bias.reshape(-1, 1)
-    return leaf
-
-
 def torch_epilogue_gemm(problem: GemmProblem, ops: Operands):
     """What PyTorch eager runs for this problem: matmul (addmm where the tree adds a bias to the unbatched product,
     as a Linear runs) + the tree's pointwise ops; for SwiGLU the whole subgraph, silu(gate GEMM) * up GEMM, both
@@ -178,7 +163,7 @@ def torch_epilogue_gemm(problem: GemmProblem, ops: Operands):
         return matmul() + ops.bias
 
     _, activations = epilogue_tables()
-    leaves = epilogue_leaves(problem, None, ops.bias, residual)
+    leaves = epilogue_leaves(None, ops.bias, residual, "the GEMM problem")
     leaf = lambda name: matmul() if name == "acc" else leaves(name)  # noqa: E731
     out = evaluate_epilogue(problem.tree, activations, leaf, linear)
     return out.reshape(problem.batch, problem.m, problem.n)
@@ -284,7 +269,7 @@ class GemmCase(MeasureCase):
         if p.swiglu:
             residual = torch.matmul(ops.a.double(), ops.up_b.double()) + ops.up_bias.double()
         _, activations = epilogue_tables()
-        leaf = epilogue_leaves(p, acc, f64(ops.bias), residual)
+        leaf = epilogue_leaves(acc, f64(ops.bias), residual, "the GEMM problem")
         return {"d": evaluate_epilogue(p.tree, activations, leaf)}
 
     def baselines(self) -> list:

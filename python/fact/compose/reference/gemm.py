@@ -145,25 +145,30 @@ def evaluate_epilogue(tree, activations, leaf, linear=None):
     return apply_activation(x, activations[tree[0]])
 
 
+def epilogue_leaves(acc, bias, residual, what):
+    """The tree's leaves for these tensors (residual already shaped like acc): the kernel runs with alpha = 1,
+    beta = 0 and no C. `what` names the op or problem in the error when the tree reads a tensor not passed."""
+    def leaf(name):
+        if name == "acc":
+            return acc
+        if name in ("alpha", "beta"):
+            return 1.0 if name == "alpha" else 0.0
+        if name == "C":
+            return None
+        if name == "residual":
+            if residual is None:
+                raise ValueError(f"{what} reads the residual slot, but none was passed")
+            return residual
+        if bias is None:
+            raise ValueError(f"{what} reads a bias vector, but none was passed")
+        return bias if name == "row" else bias.reshape(-1, 1)
+    return leaf
+
+
 def _gemm(tree, activations, key):
     def gemm(a, b, bias, residual):
         acc = torch.matmul(a, b)
-
-        def leaf(name):
-            if name == "acc":
-                return acc
-            if name in ("alpha", "beta"):
-                return 1.0 if name == "alpha" else 0.0
-            if name == "C":
-                return None
-            if name == "residual":
-                if residual is None:
-                    raise ValueError(f"{key} reads the residual slot, but none was passed")
-                return residual.reshape(acc.shape)
-            if bias is None:
-                raise ValueError(f"{key} reads a bias vector, but none was passed")
-            return bias if name == "row" else bias.reshape(-1, 1)
-
+        leaf = epilogue_leaves(acc, bias, None if residual is None else residual.reshape(acc.shape), key)
         return evaluate_epilogue(tree, activations, leaf).contiguous()
 
     return gemm
