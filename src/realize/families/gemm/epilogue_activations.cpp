@@ -33,8 +33,8 @@ const std::map<std::string, ActivationEntry>& entries() {
     for (const auto& [name, e] : table_json().items()) {
       ActivationEntry a{name, text(e, "cutlass"), text(e, "cutlass2_output_op"), text(e, "fp32_accurate"),
                         e.value("torch", nlohmann::json::object())};
-      if (a.cutlass.empty() || !a.torch.contains("aten"))
-        throw Error(fmt::format("{}: activation '{}' needs \"cutlass\" (the functor) and \"torch\": {{\"aten\": ...}}",
+      if ((a.cutlass.empty() && text(e, "expr").empty()) || !a.torch.contains("aten"))
+        throw Error(fmt::format("{}: activation '{}' needs \"cutlass\" (the functor) or \"expr\", and \"torch\": {{\"aten\": ...}}",
                                 (data_dir() / kTableFile).string(), name));
       out.emplace(name, std::move(a));
     }
