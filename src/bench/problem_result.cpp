@@ -90,6 +90,8 @@ json to_json(const ProblemResult& r) {
           {"rel_err_composed", optional_json(r.rel_err_composed)},
           {"rel_err_original", optional_json(r.rel_err_original)},
           {"fact_patterns", r.fact_patterns ? json(*r.fact_patterns) : json()},
+          {"fact_ops", r.fact_ops ? json(*r.fact_ops) : json()},
+          {"graph_ops", r.graph_ops ? json(*r.graph_ops) : json()},
           {"seconds", r.seconds}};
 }
 
@@ -109,6 +111,8 @@ ProblemResult problem_result_from_json(const json& j) {
   r.rel_err_composed = number(j, "rel_err_composed");
   r.rel_err_original = number(j, "rel_err_original");
   if (auto it = j.find("fact_patterns"); it != j.end() && it->is_number_integer()) r.fact_patterns = it->get<int>();
+  if (auto it = j.find("fact_ops"); it != j.end() && it->is_number_integer()) r.fact_ops = it->get<int>();
+  if (auto it = j.find("graph_ops"); it != j.end() && it->is_number_integer()) r.graph_ops = it->get<int>();
   r.seconds = j.value("seconds", 0.0);
   return r;
 }
@@ -172,10 +176,16 @@ ProblemResult read_problem_result(const SuiteProblem& problem, const fs::path& o
   // The patterns the composed module runs as FACT ops: report.json's pattern rows marked accepted (after an
   // end-to-end fallback none are).
   if (auto it = report.find("patterns"); it != report.end() && it->is_array()) {
-    int accepted = 0;
-    for (const auto& row : *it) accepted += row.is_object() && row.value("accepted", false) ? 1 : 0;
+    int accepted = 0, ops = 0;
+    for (const auto& row : *it)
+      if (row.is_object() && row.value("accepted", false)) {
+        ++accepted;
+        ops += row.value("ops", 0);
+      }
     r.fact_patterns = accepted;
+    r.fact_ops = ops;
   }
+  if (auto it = report.find("graph_ops"); it != report.end() && it->is_number_integer()) r.graph_ops = it->get<int>();
 
   if (e2e["correct"].get<bool>()) {
     r.status = ProblemStatus::correct;

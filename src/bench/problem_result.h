@@ -27,6 +27,7 @@ struct ProblemResult {
   std::optional<double> compile_default_ms, compile_max_autotune_ms;
   std::optional<double> rel_err_composed, rel_err_original;
   std::optional<int> fact_patterns;          // patterns the composed module runs as FACT ops, when reported
+  std::optional<int> fact_ops, graph_ops;    // graph ops inside those patterns / op nodes of the graph (views left out)
   double seconds = 0;                        // wall time of its `fact optimize`
 
   bool measured() const;                     // correct, incorrect or failed

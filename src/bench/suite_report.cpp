@@ -42,7 +42,9 @@ json suite_json(const SuiteInfo& info, const std::vector<ProblemResult>& results
             {"correct_fraction", "correct / measured"},
             {"fast_p", "(correct and speedup > p) / measured, KernelBench's fast_p; vs_compile counts only problems "
                        "whose torch.compile time was measured"},
-            {"geomean_speedup", "geometric mean of the speedup over the correct problems that have one"}}},
+            {"geomean_speedup", "geometric mean of the speedup over the correct problems that have one"},
+            {"fact_ops", "graph op nodes inside the patterns the composed module runs as FACT kernels (of graph_ops, "
+                         "the graph's op nodes without views)"}}},
           {"levels", levels},
           {"problems", problems}};
 }
@@ -78,7 +80,7 @@ std::string suite_markdown(const json& s) {
                       "of every fraction; see their reasons below.\n", not_measured);
   if (compile_measured == 0) md += "\ntorch.compile: not measured in this run (no compile timings reported).\n";
 
-  md += "\n## Per problem\n\n`FACT ops`: patterns the composed module runs as FACT kernels; with 0 it runs the original "
+  md += "\n## Per problem\n\n`FACT ops`: patterns the composed module runs as FACT kernels (in parentheses: the graph ops they cover / the graph's ops); with 0 it runs the original "
         "forward unchanged (every pattern lost to PyTorch or fell back), so its time differs from eager's by "
         "measurement noise only.\n\n| problem | status | FACT ops | eager ms | FACT ms | vs eager | torch.compile ms |"
         " vs compile | rel err FACT / eager | why |\n|---|---|---|---|---|---|---|---|---|---|\n";
@@ -87,6 +89,8 @@ std::string suite_markdown(const json& s) {
                           ? num(p.at("rel_err_composed")) + " / " + num(p.at("rel_err_original"))
                           : "—";
     std::string ops = p.at("fact_patterns").is_number_integer() ? std::to_string(p.at("fact_patterns").get<int>()) : "—";
+    if (p.value("fact_ops", json()).is_number_integer() && p.value("graph_ops", json()).is_number_integer())
+      ops += fmt::format(" ({}/{})", p.at("fact_ops").get<int>(), p.at("graph_ops").get<int>());
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.at("id").get<std::string>(),
                       p.at("status").get<std::string>(), ops, num(p.at("eager_ms")), num(p.at("composed_ms")),
                       num(p.at("speedup_eager"), "{:.2f}x"), num(p.at("compile_default_ms")),

@@ -81,6 +81,7 @@ json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>&
     json row = {{"rule", m.rule},
                 {"anchor", m.anchor},
                 {"family", m.family},
+                {"ops", m.nodes.size()},
                 {"accepted", v.accepted},
                 {"op", v.accepted ? json(v.op_name) : json(nullptr)},
                 {"fact_ms", number_or_null(r, "fact_ms")},

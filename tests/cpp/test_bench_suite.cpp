@@ -142,8 +142,9 @@ TEST(BenchResult, ReadsTheOptimizeFolder) {
   write(dir / "contract" / "report.json", R"({"numerics": "tf32", "e2e": {"correct": true, "eager_ms": 4.0,
         "composed_ms": 2.0, "compile_default_ms": 3.0, "compile_max_autotune_ms": null, "numerics": "tf32",
         "rel_err_composed": 1e-5, "rel_err_original": 1e-5},
-        "patterns": [{"rule": "gemm", "accepted": true}, {"rule": "softmax", "accepted": true},
-                     {"rule": "layer_norm", "accepted": false}]})");
+        "graph_ops": 9,
+        "patterns": [{"rule": "gemm", "accepted": true, "ops": 3}, {"rule": "softmax", "accepted": true, "ops": 1},
+                     {"rule": "layer_norm", "accepted": false, "ops": 4}]})");
   write(dir / "contract" / "e2e.json", R"({"correct": false})");
   auto contract = read_problem_result(p, dir / "contract");
   EXPECT_EQ(contract.status, ProblemStatus::correct);
@@ -151,6 +152,10 @@ TEST(BenchResult, ReadsTheOptimizeFolder) {
   EXPECT_FALSE(contract.speedup_compile_max_autotune());
   EXPECT_EQ(contract.fact_patterns, 2) << "accepted pattern rows of report.json";
   EXPECT_FALSE(today.fact_patterns) << "no pattern rows: unknown, not 0";
+  EXPECT_EQ(contract.fact_ops, 4) << "graph ops of the accepted patterns only";
+  EXPECT_EQ(contract.graph_ops, 9);
+  EXPECT_EQ(problem_result_from_json(to_json(contract)).fact_ops, 4) << "round trip";
+  EXPECT_FALSE(today.graph_ops) << "not reported: unknown";
 
   write(dir / "wrong" / "report.json", R"({"numerics": "tf32", "steps": []})");
   write(dir / "wrong" / "e2e.json", R"({"correct": false, "eager_ms": 1.0, "composed_ms": 0.5,

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The generic-fusion benchmark (issue 16) on the device: `fact bench` over the KernelBench problems that
+# bench/fusion_problems.json lists (level-2 chains starting at a GEMM, level-1 pointwise / reduction /
+# normalization / softmax / loss problems; chosen from their graphs by bench/scripts/fusion_problems.py), in one
+# numerics mode, resumable over several 10-minute calls through suite_h100.sh.
+# Here (once): `python bench/scripts/fusion_problems.py -o bench/fusion_problems.json` and
+#   `bash bench/scripts/fusion_h100.sh --stage` copies those problems into the ignored .kb/fusion/ (KernelBench never
+#   enters the repo); carry .devbin, .cutlass, .kb and, from the second call on, .bench-state (the previous suite.tgz).
+# Usage (device): [JOBS=n] bash bench/scripts/fusion_h100.sh default|tf32 [top]
+#   "default": each problem's own numerics (3xtf32 for fp32 models: fp32-accurate, as PyTorch's fp32 matmuls).
+# Then here: python bench/scripts/fusion_report.py --default <suite.json> --tf32 <suite.json> -o bench/results/fusion_h100
+set -uo pipefail
+if [ "${1:-}" = --stage ]; then
+  kb=${KERNELBENCH_DIR:-../shared/kernelbench}
+  rm -rf .kb/fusion && mkdir -p .kb/fusion/level1 .kb/fusion/level2
+  python3 -c 'import json,sys; [print(p["id"]) for p in json.load(open("bench/fusion_problems.json"))["problems"]]' |
+    while read -r id; do cp "$kb/$id" ".kb/fusion/$id"; done
+  echo "staged $(ls .kb/fusion/level1 | wc -l) level-1 and $(ls .kb/fusion/level2 | wc -l) level-2 problems in .kb/fusion"
+  exit 0
+fi
+[ -d .kb/fusion ] || { echo "no .kb/fusion: run 'bash bench/scripts/fusion_h100.sh --stage' here and carry .kb"; exit 2; }
+exec bash bench/scripts/suite_h100.sh .kb/fusion "${1:-default}" "${2:-1}"

@@ -1,0 +1,95 @@
+"""The KernelBench problems of the generic-fusion benchmark (issue 16), chosen from their traced graphs, not by name:
+
+- level 2: every problem whose chain starts at a GEMM (its first op is linear, addmm, mm, matmul, bmm or baddbmm);
+- level 1: every problem made only of pointwise ops, reductions, normalizations, softmax and losses (no GEMM,
+  convolution, pooling, scan or attention op).
+
+    python bench/scripts/fusion_problems.py [--kernelbench DIR] [-o OUT.json]
+
+Traces each problem with `python -m fact.trace` on the meta device (no weights are materialized) and writes
+{"kernelbench", "rules", "problems": [{"id", "ops"}], "rejected": [{"id", "why"}]} (default: stdout).
+KernelBench is read from --kernelbench, else $KERNELBENCH_DIR, else ../shared/kernelbench beside the repo."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GEMM_OPS = {"aten.linear", "aten.addmm", "aten.mm", "aten.matmul", "aten.bmm", "aten.baddbmm"}
+# Op name fragments that put a level-1 problem outside this benchmark (other families and issues own them).
+NOT_FUSION = ("conv", "pool", "cum", "attention", "linear", "addmm", ".mm.", "matmul", "bmm", "einsum")
+RULES = {"level2": "first op is one of " + ", ".join(sorted(GEMM_OPS)),
+         "level1": "no op whose name contains " + ", ".join(NOT_FUSION)}
+
+
+def kernelbench_dir(given: str | None) -> Path:
+    for candidate in (given, os.environ.get("KERNELBENCH_DIR"), REPO.parent / "shared" / "kernelbench"):
+        if candidate and Path(candidate, "level1").is_dir():
+            return Path(candidate)
+    sys.exit("fusion_problems: no KernelBench folder (pass --kernelbench DIR or set KERNELBENCH_DIR)")
+
+
+def traced_ops(path: Path) -> list[str]:
+    """The graph's op names in order (aten.<op>.<overload>); raises RuntimeError with the tracer's message."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "ir.json"
+        env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+        r = subprocess.run([sys.executable, "-m", "fact.trace", str(path), "-o", str(out)], env=env,
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError((r.stderr.strip().splitlines() or ["trace failed"])[-1])
+        ir = json.loads(out.read_text())
+    return [n["op"] for n in ir["nodes"] if n.get("kind") == "op"]
+
+
+def verdict(level: str, ops: list[str]) -> str | None:
+    """None when the problem belongs to the benchmark, else why not."""
+    if not ops:
+        return "no op in the traced graph"
+    if level == "level2":
+        first = ops[0].rsplit(".", 1)[0]
+        return None if first in GEMM_OPS else f"starts at {ops[0]}"
+    bad = [op for op in ops if any(f in op for f in NOT_FUSION)]
+    return f"has {bad[0]}" if bad else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernelbench")
+    ap.add_argument("-o", "--output")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    kb = kernelbench_dir(args.kernelbench)
+    files = [(lvl, p) for lvl in ("level1", "level2") for p in sorted((kb / lvl).glob("*.py"),
+                                                                      key=lambda p: int(p.name.split("_")[0]))]
+
+    def one(item):
+        lvl, p = item
+        pid = f"{lvl}/{p.name}"
+        try:
+            ops = traced_ops(p)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            return pid, None, f"trace failed: {e}"
+        return pid, ops, verdict(lvl, ops)
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(one, files))
+    doc = {"kernelbench": str(kb), "rules": RULES,
+           "problems": [{"id": pid, "ops": ops} for pid, ops, why in results if why is None],
+           "rejected": [{"id": pid, "why": why} for pid, ops, why in results if why is not None]}
+    text = json.dumps(doc, indent=1)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    else:
+        print(text)
+    print(f"fusion_problems: {len(doc['problems'])} problems, {len(doc['rejected'])} rejected", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

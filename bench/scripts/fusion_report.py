@@ -1,0 +1,109 @@
+"""bench/results/fusion_h100.{json,md}: the generic-fusion benchmark (issue 16) from `fact bench` suites that
+bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode.
+
+    python bench/scripts/fusion_report.py --default SUITE.json [--tf32 SUITE.json] --device "H100 ..." \
+        [--commit SHA] -o bench/results/fusion_h100
+
+Per problem and mode: FACT ms, eager ms, torch.compile ms (both baselines in the same numerics as FACT), rel err
+against float64 (FACT's and eager's), status, and the fused region: graph ops inside FACT kernels / graph ops.
+The summary gives the issue's targets: geomean over the level-2 GEMM chains vs eager in default numerics and vs
+torch.compile in tf32, and per level-1 problem vs torch.compile. A failed or incorrect problem counts as measured
+and incorrect, and its speedup counts as 0 toward no geomean (geomeans are over correct problems, with the count).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import subprocess
+from pathlib import Path
+
+MODES = ("default", "tf32")
+FIELDS = ("status", "numerics", "composed_ms", "eager_ms", "compile_default_ms", "speedup_eager", "speedup_compile",
+          "rel_err_composed", "rel_err_original", "fact_patterns", "fact_ops", "graph_ops", "reason")
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summary(problems: list[dict], level: str, mode: str, key: str) -> dict:
+    rows = [p[mode] for p in problems if p["level"] == level and p.get(mode)]
+    measured = [r for r in rows if r["status"] in ("correct", "incorrect", "failed")]
+    speed = [r[key] for r in measured if r["status"] == "correct" and r.get(key)]
+    return {"measured": len(measured), "correct": sum(r["status"] == "correct" for r in measured),
+            "geomean": geomean(speed), "count": len(speed),
+            "at_least_1x": sum(s >= 1.0 for s in speed)}
+
+
+def build(suites: dict, device: str, commit: str) -> dict:
+    by_id: dict[str, dict] = {}
+    for mode, suite in suites.items():
+        for p in suite["problems"]:
+            row = by_id.setdefault(p["id"], {"id": p["id"], "level": p["level"]})
+            row[mode] = {k: p.get(k) for k in FIELDS}
+    problems = sorted(by_id.values(), key=lambda r: (r["level"], int(r["id"].split("/")[1].split("_")[0])))
+    return {"format": "fact-fusion-bench", "version": 1, "device": device, "date": dt.date.today().isoformat(),
+            "commit": commit, "selection": "bench/fusion_problems.json (bench/scripts/fusion_problems.py)",
+            "numerics": {"default": "each problem's own: 3xtf32 (fp32-accurate) for fp32 models; eager and "
+                                    "torch.compile in PyTorch's default fp32 (matmuls full fp32)",
+                         "tf32": "tf32 for FACT; eager and torch.compile with float32 matmul precision 'high'"},
+            "summary": {"level2_vs_eager_default": summary(problems, "level2", "default", "speedup_eager"),
+                        "level2_vs_compile_tf32": summary(problems, "level2", "tf32", "speedup_compile"),
+                        "level2_vs_compile_default": summary(problems, "level2", "default", "speedup_compile"),
+                        "level1_vs_compile_default": summary(problems, "level1", "default", "speedup_compile"),
+                        "level1_vs_eager_default": summary(problems, "level1", "default", "speedup_eager")},
+            "problems": problems}
+
+
+def cell(v, fmt="{:.3g}"):
+    return "—" if v is None else fmt.format(v)
+
+
+def markdown(doc: dict) -> str:
+    md = [f"# Generic fusion benchmark ({doc['device']}, {doc['date']}, commit {doc['commit']})", "",
+          f"Problems: {doc['selection']}. Numerics: default = {doc['numerics']['default']}; tf32 = "
+          f"{doc['numerics']['tf32']}.", "", "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
+          "|---|---|---|---|---|---|"]
+    for k, s in doc["summary"].items():
+        md.append(f"| {k} | {s['measured']} | {s['correct']} | {cell(s['geomean'], '{:.2f}x')} | {s['count']} | "
+                  f"{s['at_least_1x']} |")
+    md += ["", "## Per problem", "", "`ops`: graph ops inside FACT kernels / graph ops (views left out).", "",
+           "| problem | mode | status | ops | FACT ms | eager ms | compile ms | vs eager | vs compile | rel err FACT / eager "
+           "| why |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for p in doc["problems"]:
+        for mode in MODES:
+            r = p.get(mode)
+            if not r:
+                continue
+            ops = f"{r['fact_ops']}/{r['graph_ops']}" if r.get("graph_ops") is not None else "—"
+            rel = f"{cell(r['rel_err_composed'])} / {cell(r['rel_err_original'])}"
+            why = (r.get("reason") or "").replace("|", "/").replace("\n", " ")[:160]
+            md.append(f"| {p['id']} | {mode} | {r['status']} | {ops} | {cell(r['composed_ms'], '{:.4g}')} | "
+                      f"{cell(r['eager_ms'], '{:.4g}')} | {cell(r['compile_default_ms'], '{:.4g}')} | "
+                      f"{cell(r['speedup_eager'], '{:.2f}x')} | {cell(r['speedup_compile'], '{:.2f}x')} | {rel} | {why} |")
+    return "\n".join(md) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--default", required=True, help="suite.json of the run in each problem's own numerics")
+    ap.add_argument("--tf32", help="suite.json of the tf32 run")
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--commit", default=None, help="the binary's commit (default: this checkout's)")
+    ap.add_argument("-o", "--output", required=True, help="path without extension")
+    a = ap.parse_args()
+    suites = {"default": json.loads(Path(a.default).read_text())}
+    if a.tf32:
+        suites["tf32"] = json.loads(Path(a.tf32).read_text())
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                        text=True).stdout.strip()
+    doc = build(suites, a.device, commit)
+    Path(a.output + ".json").write_text(json.dumps(doc, indent=1) + "\n")
+    Path(a.output + ".md").write_text(markdown(doc))
+    print(markdown(doc).split("## Per problem")[0])
+
+
+if __name__ == "__main__":
+    main()

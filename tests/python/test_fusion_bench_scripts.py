@@ -1,0 +1,57 @@
+"""bench/scripts/fusion_problems.py picks the generic-fusion problems from their graphs, and fusion_report.py turns
+the device's suites into bench/results/fusion_h100: checked on made-up op lists and suites."""
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_selection_reads_the_graph_not_the_name():
+    v = _module("fusion_problems").verdict
+    assert v("level2", ["aten.linear.default", "aten.mul.Tensor", "aten.softmax.int"]) is None
+    assert v("level2", ["aten.matmul.default", "aten.relu.default"]) is None
+    assert "conv2d" in v("level2", ["aten.conv2d.default", "aten.linear.default"])
+    assert v("level1", ["aten.relu.default"]) is None
+    assert v("level1", ["aten.sub.Tensor", "aten.pow.Tensor_Scalar", "aten.mean.default"]) is None
+    assert "max_pool2d" in v("level1", ["aten.max_pool2d.default"])
+    assert "cumsum" in v("level1", ["aten.cumsum.default"])
+    assert "matmul" in v("level1", ["aten.matmul.default"])
+    assert v("level1", []) == "no op in the traced graph"
+
+
+def _suite(rows):
+    return {"problems": [{"id": i, "level": i.split("/")[0], "status": s, "speedup_eager": e, "speedup_compile": c,
+                          "composed_ms": 1.0, "eager_ms": e, "compile_default_ms": c, "fact_ops": 3, "graph_ops": 4,
+                          "reason": ""} for i, s, e, c in rows]}
+
+
+def test_report_summarizes_each_target(tmp_path):
+    default = _suite([("level2/12_Gemm_X", "correct", 2.0, 1.0), ("level2/9_Matmul_Y", "correct", 1.0, 0.5),
+                      ("level2/99_Matmul_Z", "incorrect", 3.0, 3.0), ("level1/19_ReLU", "correct", 1.1, 0.9)])
+    tf32 = _suite([("level2/12_Gemm_X", "correct", 1.0, 1.3)])
+    (tmp_path / "d.json").write_text(json.dumps(default))
+    (tmp_path / "t.json").write_text(json.dumps(tf32))
+    out = tmp_path / "fusion"
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--default", str(tmp_path / "d.json"),
+                        "--tf32", str(tmp_path / "t.json"), "--device", "test GPU", "--commit", "abc", "-o", str(out)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.with_suffix(".json").read_text())
+    s = doc["summary"]["level2_vs_eager_default"]
+    assert (s["measured"], s["correct"], s["count"]) == (3, 2, 2), "the incorrect one is measured, not in the geomean"
+    assert abs(s["geomean"] - 2 ** 0.5) < 1e-12
+    assert doc["summary"]["level2_vs_compile_tf32"]["geomean"] == 1.3
+    assert doc["summary"]["level1_vs_compile_default"]["at_least_1x"] == 0
+    assert [p["id"] for p in doc["problems"]][:3] == ["level1/19_ReLU", "level2/9_Matmul_Y", "level2/12_Gemm_X"]
+    md = out.with_suffix(".md").read_text()
+    assert "| level2/12_Gemm_X | tf32 | correct | 3/4 |" in md
