@@ -6,8 +6,9 @@
 # Here (once): `python bench/scripts/fusion_problems.py -o bench/fusion_problems.json` and
 #   `bash bench/scripts/fusion_h100.sh --stage` copies those problems into the ignored .kb/fusion/ (KernelBench never
 #   enters the repo); carry .devbin, .cutlass, .kb and, from the second call on, .bench-state (the previous suite.tgz).
-# Usage (device): [JOBS=n] bash bench/scripts/fusion_h100.sh default|tf32 [top]
+# Usage (device): [JOBS=n] [LEVEL=level1|level2] bash bench/scripts/fusion_h100.sh default|tf32 [top]
 #   "default": each problem's own numerics (3xtf32 for fp32 models: fp32-accurate, as PyTorch's fp32 matmuls).
+#   LEVEL runs one level only (tf32 changes only matmuls, so the tf32 run needs level2 alone).
 # Then here: python bench/scripts/fusion_report.py --default <suite.json> --tf32 <suite.json> -o bench/results/fusion_h100
 set -uo pipefail
 if [ "${1:-}" = --stage ]; then
@@ -19,4 +20,4 @@ if [ "${1:-}" = --stage ]; then
   exit 0
 fi
 [ -d .kb/fusion ] || { echo "no .kb/fusion: run 'bash bench/scripts/fusion_h100.sh --stage' here and carry .kb"; exit 2; }
-exec bash bench/scripts/suite_h100.sh .kb/fusion "${1:-default}" "${2:-1}"
+exec bash bench/scripts/suite_h100.sh ".kb/fusion${LEVEL:+/$LEVEL}" "${1:-default}" "${2:-1}"

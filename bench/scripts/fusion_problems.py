@@ -1,6 +1,7 @@
 """The KernelBench problems of the generic-fusion benchmark (issue 16), chosen from their traced graphs, not by name:
 
-- level 2: every problem whose chain starts at a GEMM (its first op is linear, addmm, mm, matmul, bmm or baddbmm);
+- level 2: every problem whose chain starts at a GEMM (its first op that is not a view or a copy is linear, addmm,
+  mm, matmul, bmm or baddbmm);
 - level 1: every problem made only of pointwise ops, reductions, normalizations, softmax and losses (no GEMM,
   convolution, pooling, scan or attention op).
 
@@ -22,9 +23,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM_OPS = {"aten.linear", "aten.addmm", "aten.mm", "aten.matmul", "aten.bmm", "aten.baddbmm"}
+# Ops that move no data or only copy it: a chain "starts" at the first op after them (x.T, x.clone() for a residual).
+VIEW_OR_COPY = {"aten.numpy_T", "aten.t", "aten.transpose", "aten.permute", "aten.view", "aten.reshape", "aten.unsqueeze",
+                "aten.squeeze", "aten.expand", "aten.alias", "aten.detach", "aten.clone", "aten.contiguous",
+                "aten._to_copy", "aten.flatten"}
 # Op name fragments that put a level-1 problem outside this benchmark (other families and issues own them).
 NOT_FUSION = ("conv", "pool", "cum", "attention", "linear", "addmm", ".mm.", "matmul", "bmm", "einsum")
-RULES = {"level2": "first op is one of " + ", ".join(sorted(GEMM_OPS)),
+RULES = {"level2": "first op that is not a view or copy is one of " + ", ".join(sorted(GEMM_OPS)),
          "level1": "no op whose name contains " + ", ".join(NOT_FUSION)}
 
 
@@ -53,8 +58,10 @@ def verdict(level: str, ops: list[str]) -> str | None:
     if not ops:
         return "no op in the traced graph"
     if level == "level2":
-        first = ops[0].rsplit(".", 1)[0]
-        return None if first in GEMM_OPS else f"starts at {ops[0]}"
+        compute = [op for op in ops if op.rsplit(".", 1)[0] not in VIEW_OR_COPY]
+        if not compute:
+            return "only views and copies"
+        return None if compute[0].rsplit(".", 1)[0] in GEMM_OPS else f"starts at {compute[0]}"
     bad = [op for op in ops if any(f in op for f in NOT_FUSION)]
     return f"has {bad[0]}" if bad else None
 

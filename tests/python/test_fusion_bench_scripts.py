@@ -21,6 +21,8 @@ def test_selection_reads_the_graph_not_the_name():
     assert v("level2", ["aten.linear.default", "aten.mul.Tensor", "aten.softmax.int"]) is None
     assert v("level2", ["aten.matmul.default", "aten.relu.default"]) is None
     assert "conv2d" in v("level2", ["aten.conv2d.default", "aten.linear.default"])
+    assert v("level2", ["aten.numpy_T.default", "aten.matmul.default", "aten.div.Tensor"]) is None, "x.T is a view"
+    assert v("level2", ["aten.clone.default", "aten.linear.default"]) is None, "a residual's copy"
     assert v("level1", ["aten.relu.default"]) is None
     assert v("level1", ["aten.sub.Tensor", "aten.pow.Tensor_Scalar", "aten.mean.default"]) is None
     assert "max_pool2d" in v("level1", ["aten.max_pool2d.default"])
