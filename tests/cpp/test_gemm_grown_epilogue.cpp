@@ -21,6 +21,7 @@
 #include "realize/families/gemm/gemm_config_space.h"
 #include "realize/families/gemm/gemm_epilogue.h"
 #include "realize/families/gemm/gemm_workload.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
 
@@ -163,9 +164,20 @@ TEST(GrownEpilogueSm90, ActivationsWithParamsOrWithoutCutlassGetGeneratedFunctor
   ASSERT_NE(helpers, std::string::npos);
   ASSERT_NE(generated, std::string::npos);
   EXPECT_LT(helpers, generated);
-  // Existing epilogues render no generated functor.
+  // can_implement refuses a call whose slots are unset (a null slot would read as zeros) or misaligned rows.
+  c.epilogue = Epilogue::of(tree(R"(["add", ["mul", {"scalar": "vec3"}, "acc"], {"row": "vec1"}])"));
+  src = generate_gemm_kernel(c).text;
+  EXPECT_TRUE(contains(src, "  if (!a.vectors[1]) return FACT_ERR_SHAPE;  // vec1\n"
+                            "  if (!aligned(a.vectors[1], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;\n"
+                            "  if (!a.vectors[3]) return FACT_ERR_SHAPE;  // vec3\n"
+                            "  if (a.beta != 0.0f && !a.c)")) << src;
+  // Existing epilogues render no generated functor and no slot checks.
   c.epilogue = Epilogue::named("bias_gelu_tanh");
-  EXPECT_FALSE(contains(generate_gemm_kernel(c).text, "FactAct_"));
+  src = generate_gemm_kernel(c).text;
+  EXPECT_FALSE(contains(src, "FactAct_"));
+  EXPECT_FALSE(contains(src, "a.vectors"));
+  EXPECT_TRUE(contains(src, "  if (kHasResidual && !aligned(a.residual, kAlignmentD, sizeof(ElementD))) return "
+                            "FACT_ERR_SHAPE;\n  if (a.beta != 0.0f && !a.c)"));
 }
 
 TEST(GrownEpilogueSm90, RefusesWhatOneKernelCannotRead) {
@@ -223,6 +235,28 @@ TEST(GrownEpilogueOp, VectorsRideInATensorListOnlyWhenTheTreeReadsThem) {
   EXPECT_TRUE(contains(op, "const std::optional<at::Tensor>& residual, at::TensorList vectors)")) << op;
   auto family = kernel_family_named("gemm");
   EXPECT_EQ(family->op_schema(c.to_json()), "gemm_" + c.id() + gemm_op_schema_arguments(c.epilogue));
+}
+
+// The wrapper of an op with vectors is built on the GPU machine; here it is parsed against the venv's torch headers.
+TEST(GrownEpilogueOp, WrapperWithVectorsParsesAgainstTorchHeaders) {
+  auto where = fact::run_process({fact::python_exe(), "-c",
+                                  "import importlib.util, os; s = importlib.util.find_spec('torch'); "
+                                  "print(os.path.dirname(s.origin) if s else '')"});
+  std::string torch_dir = where.out.substr(0, where.out.find('\n'));
+  if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
+    GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  auto c = realize::test::sm90_bf16_cooperative();
+  c.epilogue = Epilogue::of(tree(kBatchNormTree));
+  auto d = realize::test::sm90_bf16_cooperative();
+  d.epilogue = Epilogue::of(tree(R"(["add", ["mul", {"scalar": "vec4"}, "acc"], {"col": "vec1"}])"));
+  fs::path dir = fs::temp_directory_path() / "fact_test_wrapper_vectors";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ops.cpp") << generate_gemm_op_wrapper({c, d, realize::test::sm90_bf16_cooperative()}).text;
+  fs::path inc = fs::path(torch_dir) / "include";
+  auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
+                              "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
+                              "-I" + fact::realize::kernel_abi_include_dir().string(), (dir / "ops.cpp").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
 
 namespace {
@@ -327,4 +361,22 @@ TEST(GemmCodegenNvcc, Sm90GrownEpilogueTreesCompile) {
           {"row": "vec0"}], ["sqrt", ["add", {"row": "vec1"}, 1e-05]]], {"row": "vec2"}], {"row": "vec3"}]],
           {"scalar": "vec4"}], {"col": "vec5"}])"));
   expect_compiles(c, "sm90_bf16_grown_batchnorm_scalar_col");
+}
+// fp32-accurate 3xTF32 (the split pre-pass template): generated functors beside FACT's accurate GELU, with a
+// column vector, a scalar and the residual.
+TEST(GemmCodegenNvcc, Sm90ThreeTf32GrownEpilogueTreeCompiles) {
+  auto p = GemmProblem::packed(1024, 512, 256, 1, Numerics::x3tf32, Arch::sm90, true, Epilogue::of(tree(
+      R"(["add", ["mish", ["mul", ["gelu_tanh", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"col": "vec0"}]],
+          ["mul", ["hardtanh", "residual", {"min_val": -0.5, "max_val": 2}], {"scalar": "vec1"}]])")));
+  GemmConfig c;
+  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 1000}).ranked)
+    if (r.config.mainloop_transform != MainloopTransform::none) {
+      c = r.config;
+      break;
+    }
+  ASSERT_NE(c.mainloop_transform, MainloopTransform::none) << "no 3xtf32 pre-pass config for " << p.workload_key();
+  std::string src = generate_gemm_kernel(c).text;
+  EXPECT_TRUE(contains(src, "fact_act::GeluTanh")) << "fp32-accurate GELU";
+  EXPECT_TRUE(contains(src, "struct FactAct_mish_"));
+  expect_compiles(c, "sm90_3xtf32_grown_mish_residual");
 }

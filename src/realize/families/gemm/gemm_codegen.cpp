@@ -73,6 +73,18 @@ std::vector<std::pair<int, EpilogueNodeKind>> vector_slot_kinds(const EpilogueTr
   return out;
 }
 
+// can_implement's checks of the vec<i> slots the tree reads (sm90 templates' vector_checks; "" without any): each
+// set, as a null slot would read as zeros; a row vector aligned for the broadcast's vector loads.
+std::string sm90_vector_checks(const EpilogueTree& tree) {
+  std::string out;
+  for (const auto& [i, kind] : vector_slot_kinds(tree)) {
+    out += fmt::format("  if (!a.vectors[{}]) return FACT_ERR_SHAPE;  // vec{}\n", i, i);
+    if (kind == EpilogueNodeKind::row_broadcast)
+      out += fmt::format("  if (!aligned(a.vectors[{}], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;\n", i);
+  }
+  return out;
+}
+
 // The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
 // reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's schema and
 // code then stay as they were).
@@ -162,6 +174,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["epilogue_tree"] = c.epilogue.tree.text();
     v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
     v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
+    v["vector_checks"] = sm90_vector_checks(c.epilogue.tree);
     // Auto: the builder takes whatever shared memory the epilogue leaves.
     v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
