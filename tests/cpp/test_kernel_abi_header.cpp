@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "kernel_abi.h"  // rendered by `fact ops abi-header` (tests/cpp/CMakeLists.txt)
+#include "realize/families/gemm/epilogue_tree.h"
 #include "realize/kernel_abi_header.h"
 #include "realize/kernel_builder.h"
 #include "realize/kernel_family.h"
@@ -103,12 +104,15 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
   EXPECT_EQ(fact::agent::kRowwiseMaxInputs, FACT_ROWWISE_MAX_INPUTS);
 }
 
-// Sizes of ABI version 1's structs on LP64 as the hand-written header had them (every offset is checked against
-// the ctypes mirror by tests/python/test_measure.py): a change of layout must bump the version.
-TEST(KernelAbiHeader, VersionOneLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 1);
-  EXPECT_EQ(sizeof(FactGemmArgs), 176u);
-  EXPECT_EQ(offsetof(FactGemmArgs, alpha), 144u);
+// Sizes of the ABI's structs on LP64 (every offset is checked against the ctypes mirror by
+// tests/python/test_measure.py): a change of layout must bump the version. Version 2 added FactGemmArgs::vectors
+// (the epilogue's vec<i> slots) after residual.
+TEST(KernelAbiHeader, VersionTwoLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 2);
+  EXPECT_EQ(sizeof(FactGemmArgs), 240u);
+  EXPECT_EQ(offsetof(FactGemmArgs, vectors), 144u);
+  EXPECT_EQ(offsetof(FactGemmArgs, alpha), 208u);
+  EXPECT_EQ(FACT_GEMM_MAX_VECTORS, fact::realize::kMaxEpilogueVectors);
   EXPECT_EQ(sizeof(FactAttentionArgs), 192u);
   EXPECT_EQ(offsetof(FactAttentionArgs, causal), 180u);
   EXPECT_EQ(sizeof(FactNormArgs), 112u);

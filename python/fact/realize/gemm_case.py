@@ -14,10 +14,11 @@ import ctypes
 import math
 from dataclasses import dataclass
 
-from ..compose.reference.gemm import check_tree, epilogue_leaves, evaluate_epilogue, load_epilogue_tables, tree_leaves
+from ..compose.reference.gemm import (check_tree, epilogue_leaves, evaluate_epilogue, load_epilogue_tables, tree_leaves,
+                                      tree_slots, vector_slots)
 from ..paths import data_dir
 from . import verify
-from .kernel_abi import FactGemmArgs
+from .kernel_abi import FACT_GEMM_MAX_VECTORS, FactGemmArgs
 from .measure_case import MeasureCase
 from .problem_fields import JsonProblem, ProblemError, check_keys, choice, integer
 
@@ -56,7 +57,16 @@ class GemmProblem(JsonProblem):
     @property
     def bias_length(self) -> int:
         """Elements of the bias vector the epilogue reads: N for a row broadcast, M for a column one, 0 for none."""
-        return self.n if "row" in tree_leaves(self.tree) else self.m if "col" in tree_leaves(self.tree) else 0
+        kind = tree_slots(self.tree).get("bias")
+        return self.n if kind == "row" else self.m if kind == "col" else 0
+
+    @property
+    def vector_lengths(self) -> dict:
+        """{"vec<i>": elements} of each vector slot the tree reads, in slot order: N for a row vector, one per
+        output row (batch * M) for a column vector, 1 for a run-time scalar (FactGemmArgs::vectors' layout)."""
+        slots = tree_slots(self.tree)
+        size = {"row": self.n, "col": self.batch * self.m, "scalar": 1}
+        return {slot: size[slots[slot]] for slot in vector_slots(self.tree)}
 
     @property
     def has_bias(self) -> bool:
@@ -123,6 +133,8 @@ class Operands:
     up_b_storage: object = None
     up_b: object = None
     up_bias: object = None
+    # The epilogue's vec<i> slots, {"vec<i>": flat tensor} (problem.vector_lengths), uniform in [0.5, 1.5].
+    vectors: dict = None
 
     @property
     def outputs(self) -> dict:
@@ -163,7 +175,8 @@ def torch_epilogue_gemm(problem: GemmProblem, ops: Operands):
         return matmul() + ops.bias
 
     _, activations = epilogue_tables()
-    leaves = epilogue_leaves(None, ops.bias, residual, "the GEMM problem")
+    rows = (problem.m,) if problem.batch == 1 else (problem.batch, problem.m)
+    leaves = epilogue_leaves(None, ops.bias, residual, "the GEMM problem", ops.vectors, rows)
     leaf = lambda name: matmul() if name == "acc" else leaves(name)  # noqa: E731
     out = evaluate_epilogue(problem.tree, activations, leaf, linear)
     return out.reshape(problem.batch, problem.m, problem.n)
@@ -183,7 +196,7 @@ class GemmCase(MeasureCase):
     def bytes_per_set(self) -> int:
         p = self.problem
         elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
-        n = p.batch * (p.m * p.k + p.k * p.n + p.m * p.n) + p.bias_length
+        n = p.batch * (p.m * p.k + p.k * p.n + p.m * p.n) + p.bias_length + sum(p.vector_lengths.values())
         n += p.batch * p.m * p.n if p.has_residual else 0
         n += p.batch * p.k * p.n + p.n if p.swiglu else 0
         return n * elem
@@ -226,12 +239,15 @@ class GemmCase(MeasureCase):
         g = verify.GUARD_ELEMENTS
         d_buffer = torch.full((numel + 2 * g,), float("nan"), device=device, dtype=dt)
         d = d_buffer[g:g + numel].view(p.batch, p.m, p.n)
+        # Uniform in [0.5, 1.5]: positive, so a slot under a sqrt or a division (a folded BatchNorm's var) is valid.
+        vectors = {slot: (torch.rand(length, device=device, dtype=torch.float32, generator=generator) + 0.5).to(dt)
+                   for slot, length in p.vector_lengths.items()}
         return Operands(a_storage, b_storage, a, b, bias, residual, d_buffer, d, lda, ldb, up_b_storage, up_b,
-                        up_bias)
+                        up_bias, vectors)
 
     def input_tensors(self, ops: Operands) -> list:
-        return [t for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual, ops.up_b_storage, ops.up_bias)
-                if t is not None]
+        return [t for t in (ops.a_storage, ops.b_storage, ops.bias, ops.residual, ops.up_b_storage, ops.up_bias,
+                            *(ops.vectors or {}).values()) if t is not None]
 
     def pre_kernel(self):
         return self.prepare_residual_slot if self.problem.swiglu else None
@@ -248,13 +264,16 @@ class GemmCase(MeasureCase):
         """The argument struct without a workspace (the worker attaches one)."""
         p = self.problem
         ptr = lambda t: ctypes.c_void_p(t.data_ptr()) if t is not None else None  # noqa: E731
+        vectors = (ctypes.c_void_p * FACT_GEMM_MAX_VECTORS)()
+        for slot, t in (ops.vectors or {}).items():
+            vectors[int(slot[3:])] = t.data_ptr()
         return FactGemmArgs(
             m=p.m, n=p.n, k=p.k, batch=p.batch,
             a=ptr(ops.a_storage), lda=ops.lda, batch_stride_a=p.m * p.k,
             b=ptr(ops.b_storage), ldb=ops.ldb, batch_stride_b=p.k * p.n,
             c=None, ldc=p.n, batch_stride_c=p.m * p.n,
             d=ptr(ops.d), ldd=p.n, batch_stride_d=p.m * p.n,
-            bias=ptr(ops.bias), residual=ptr(ops.residual),
+            bias=ptr(ops.bias), residual=ptr(ops.residual), vectors=vectors,
             alpha=1.0, beta=0.0, workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr),
         )
 
@@ -269,7 +288,8 @@ class GemmCase(MeasureCase):
         if p.swiglu:
             residual = torch.matmul(ops.a.double(), ops.up_b.double()) + ops.up_bias.double()
         _, activations = epilogue_tables()
-        leaf = epilogue_leaves(acc, f64(ops.bias), residual, "the GEMM problem")
+        vectors = {slot: t.double() for slot, t in (ops.vectors or {}).items()}
+        leaf = epilogue_leaves(acc, f64(ops.bias), residual, "the GEMM problem", vectors)
         return {"d": evaluate_epilogue(p.tree, activations, leaf)}
 
     def baselines(self) -> list:
@@ -288,7 +308,8 @@ class GemmCase(MeasureCase):
             f32 = lambda t: t.float() if t is not None else None  # noqa: E731
             up = Operands(f32(ops.a_storage), f32(ops.b_storage), f32(ops.a), f32(ops.b), f32(ops.bias),
                           f32(ops.residual), None, None, ops.lda, ops.ldb,
-                          f32(ops.up_b_storage), f32(ops.up_b), f32(ops.up_bias))
+                          f32(ops.up_b_storage), f32(ops.up_b), f32(ops.up_bias),
+                          {slot: t.float() for slot, t in (ops.vectors or {}).items()})
             res = torch_epilogue_gemm(self.problem, up).double()
             return float(torch.linalg.vector_norm(res - ref["d"]) / torch.linalg.vector_norm(ref["d"]))
         finally:

@@ -1,6 +1,7 @@
 """CPU reference of a GEMM op (gemm_<id>): what the CUTLASS wrapper computes (templates/cutlass/op_wrapper_op.cpp.in),
 the op's epilogue tree over acc = a @ b, with b the [K, N] operand (a Linear weight arrives as weight.t()), alpha = 1,
-beta = 0 and no C; "bias" is the op's bias vector and "residual" its residual slot (SwiGLU's U for bias_silu_mul).
+beta = 0 and no C; "bias" is the op's bias vector, "residual" its residual slot (SwiGLU's U for bias_silu_mul) and
+vec<i> the op's `vectors` (the slots the tree reads, in slot order, flattened: row [N], col [batch * M], scalar [1]).
 The tree comes from the composed module's manifest entry ("epilogue_tree", with its activations' table entries under
 "activations"), or for a predefined epilogue name from the data files epilogues/named.json and activations.json (in a
 composed folder next to this file, else FACT's data/epilogues).
@@ -15,6 +16,11 @@ from pathlib import Path
 import torch
 
 SCHEMA = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor"
+# The schema of an op whose tree reads vec<i> slots (gemm_op_schema_arguments in gemm_codegen.cpp).
+SCHEMA_WITH_VECTORS = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, Tensor[] vectors) -> Tensor"
+MAX_VECTORS = 8  # FACT_GEMM_MAX_VECTORS: slots vec0..vec7
+VECTOR_SLOTS = tuple(f"vec{i}" for i in range(MAX_VECTORS))
+BROADCASTS = ("row", "col", "scalar")
 # The binary ops on tensors and numbers (max/min get tensors: a number operand is broadcast first).
 BINARY_OPS = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
               "div": lambda x, y: x / y, "max": torch.maximum, "min": torch.minimum}
@@ -45,7 +51,8 @@ def _number_text(v):
 
 
 def tree_text(tree):
-    """The canonical text of a tree, as EpilogueTree::text writes it: relu(add(mul(alpha,acc),row(bias)))."""
+    """The canonical text of a tree, as EpilogueTree::text writes it: relu(add(mul(alpha,acc),row(bias))); an
+    activation's params in name order: leaky_relu[negative_slope=0.1](acc)."""
     if isinstance(tree, (int, float)) and not isinstance(tree, bool):
         return _number_text(tree)
     if isinstance(tree, str):
@@ -53,18 +60,46 @@ def tree_text(tree):
     if isinstance(tree, dict):
         (kind, slot), = tree.items()
         return f"{kind}({slot})"
+    if len(tree) == 3 and isinstance(tree[2], dict) and tree[0] not in BINARY_OPS:
+        params = ",".join(f"{k}={_number_text(v)}" for k, v in sorted(tree[2].items()))
+        return f"{tree[0]}[{params}]({tree_text(tree[1])})"
     return f"{tree[0]}({','.join(tree_text(x) for x in tree[1:])})"
 
 
+def _operands(tree):
+    """A node's operand trees (an activation's params object is not one)."""
+    return tree[1:] if tree[0] in BINARY_OPS else tree[1:2]
+
+
 def tree_leaves(tree):
-    """The leaves a tree reads: "acc", "alpha", "beta", "C", "residual", "row", "col" (numbers left out)."""
+    """The leaves a tree reads: "acc", "alpha", "beta", "C", "residual", "row", "col" (any slot), "scalar" (numbers
+    left out)."""
     if isinstance(tree, str):
         return {tree}
     if isinstance(tree, dict):
         return set(tree)
     if isinstance(tree, list):
-        return set().union(*(tree_leaves(x) for x in tree[1:]))
+        return set().union(*(tree_leaves(x) for x in _operands(tree)))
     return set()
+
+
+def tree_slots(tree):
+    """{slot: broadcast} for every vector slot the tree reads: {"bias": "row", "vec0": "col", "vec1": "scalar"}."""
+    if isinstance(tree, dict):
+        (kind, slot), = tree.items()
+        return {slot: kind}
+    if isinstance(tree, list):
+        out = {}
+        for x in _operands(tree):
+            out.update(tree_slots(x))
+        return out
+    return {}
+
+
+def vector_slots(tree):
+    """The vec<i> slots the tree reads, in slot order: the op's `vectors` argument, one tensor each."""
+    slots = tree_slots(tree)
+    return [s for s in VECTOR_SLOTS if s in slots]
 
 
 def check_tree(tree, activations):
@@ -79,8 +114,10 @@ def check_tree(tree, activations):
                              f"{{'row': 'bias'}}, {{'col': 'bias'}}, [activation, x] or [op, x, y]")
         return
     if isinstance(tree, dict):
-        if len(tree) != 1 or next(iter(tree)) not in ("row", "col") or next(iter(tree.values())) != "bias":
-            raise ValueError(f"epilogue tree node {tree!r}: broadcasts are {{'row': 'bias'}} and {{'col': 'bias'}}")
+        (kind, slot), = tree.items() if len(tree) == 1 else ((None, None),)
+        if kind not in BROADCASTS or slot not in ("bias",) + VECTOR_SLOTS or (kind == "scalar" and slot == "bias"):
+            raise ValueError(f"epilogue tree node {tree!r}: broadcasts are {{'row': slot}} and {{'col': slot}} with slot "
+                             f"'bias' or 'vec0'..'vec{MAX_VECTORS - 1}', and {{'scalar': 'vec<i>'}}")
         return
     if not isinstance(tree, list) or not tree or not isinstance(tree[0], str):
         raise ValueError(f"epilogue tree node {tree!r}: use [activation, x] or [op, x, y]")
@@ -89,8 +126,23 @@ def check_tree(tree, activations):
         if len(tree) != 3:
             raise ValueError(f"epilogue tree node {tree!r}: [{head!r}, x, y] takes two operands")
     elif head in activations:
-        if len(tree) != 2:
-            raise ValueError(f"epilogue tree node {tree!r}: an activation takes one operand")
+        if len(tree) not in (2, 3) or len(tree) == 3 and not isinstance(tree[2], dict):
+            raise ValueError(f"epilogue tree node {tree!r}: an activation takes one operand and, when it has params, "
+                             f"an object {{param: number}}")
+        given = tree[2] if len(tree) == 3 else {}
+        wanted = activations[head].get("params") or {}
+        for p, v in given.items():
+            if p not in wanted:
+                raise ValueError(f"epilogue tree node {tree!r}: activation {head!r} has no param {p!r}; its params: "
+                                 f"{', '.join(wanted) or 'none'}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"epilogue tree node {tree!r}: param {p!r} of activation {head!r} is {v!r}, not a number")
+        for p in wanted:
+            if p not in given:
+                raise ValueError(f"epilogue tree node {tree!r}: activation {head!r} needs every param given: {p!r} is "
+                                 f"missing")
+        check_tree(tree[1], activations)
+        return
     else:
         raise ValueError(f"epilogue tree node {tree!r}: {head!r} is neither a binary op ({', '.join(BINARY_OPS)}) "
                          f"nor an activation of the table ({', '.join(sorted(activations))})")
@@ -98,10 +150,13 @@ def check_tree(tree, activations):
         check_tree(x, activations)
 
 
-def apply_activation(x, entry):
-    """The activation's aten op as the table names it: torch.ops.aten.<aten>(x, **kwargs)."""
+def apply_activation(x, entry, params=None):
+    """The activation's aten op as the table names it: torch.ops.aten.<aten>(x, *params in "args" order, **kwargs);
+    a param the node does not give takes the table's default."""
     torch_spec = entry["torch"]
-    return getattr(torch.ops.aten, torch_spec["aten"])(x, **torch_spec.get("kwargs", {}))
+    values = {**(entry.get("params") or {}), **(params or {})}
+    args = [values[name] for name in torch_spec.get("args", [])]
+    return getattr(torch.ops.aten, torch_spec["aten"])(x, *args, **torch_spec.get("kwargs", {}))
 
 
 LINEAR = ["add", ["mul", "alpha", "acc"], {"row": "bias"}]
@@ -109,7 +164,7 @@ LINEAR = ["add", ["mul", "alpha", "acc"], {"row": "bias"}]
 
 def evaluate_epilogue(tree, activations, leaf, linear=None):
     """The tree's value. leaf(name) gives "acc", "alpha", "beta", "C", "residual", "row" and "col" (the bias,
-    shaped to broadcast); None for an absent tensor (C without beta): a product with it is absent, a sum takes the
+    shaped to broadcast), and "row:vec<i>", "col:vec<i>", "scalar:vec<i>" (a vector slot); None for an absent tensor (C without beta): a product with it is absent, a sum takes the
     other operand. A product with the number 1 is its other operand. linear(), when given, computes the subtree
     alpha * acc + bias[N] the way PyTorch runs a Linear (addmm), for baselines."""
     if linear is not None and tree == LINEAR:
@@ -119,7 +174,8 @@ def evaluate_epilogue(tree, activations, leaf, linear=None):
     if isinstance(tree, str):
         return leaf(tree)
     if isinstance(tree, dict):
-        return leaf(next(iter(tree)))
+        (kind, slot), = tree.items()
+        return leaf(kind) if slot == "bias" else leaf(f"{kind}:{slot}")
     if tree[0] in BINARY_OPS:
         x = evaluate_epilogue(tree[1], activations, leaf, linear)
         y = evaluate_epilogue(tree[2], activations, leaf, linear)
@@ -142,13 +198,28 @@ def evaluate_epilogue(tree, activations, leaf, linear=None):
             y = torch.full_like(x, y)
         return BINARY_OPS[tree[0]](x, y)
     x = evaluate_epilogue(tree[1], activations, leaf, linear)
-    return apply_activation(x, activations[tree[0]])
+    if isinstance(x, float):
+        x = torch.tensor(x, dtype=torch.float64)
+    return apply_activation(x, activations[tree[0]], tree[2] if len(tree) == 3 else None)
 
 
-def epilogue_leaves(acc, bias, residual, what):
+def epilogue_leaves(acc, bias, residual, what, vectors=None, rows=None):
     """The tree's leaves for these tensors (residual already shaped like acc): the kernel runs with alpha = 1,
-    beta = 0 and no C. `what` names the op or problem in the error when the tree reads a tensor not passed."""
+    beta = 0 and no C. vectors: {"vec<i>": tensor} of the vector slots, flat (row [N], col [rows of acc], scalar
+    [1]), shaped here to broadcast; rows: the leading dims of the output ([M] or [batch, M]) when acc is None.
+    `what` names the op or problem in the error when the tree reads a tensor not passed."""
     def leaf(name):
+        if ":" in name:  # "row:vec0", "col:vec1", "scalar:vec2"
+            kind, slot = name.split(":")
+            v = (vectors or {}).get(slot)
+            if v is None:
+                raise ValueError(f"{what} reads vector slot {slot}, but none was passed")
+            if kind == "row":
+                return v.reshape(-1)
+            if kind == "scalar":
+                return v.reshape(())
+            lead = tuple(acc.shape[:-1]) if acc is not None else tuple(rows or (v.numel(),))
+            return v.reshape(*lead, 1)
         if name == "acc":
             return acc
         if name in ("alpha", "beta"):
@@ -166,9 +237,14 @@ def epilogue_leaves(acc, bias, residual, what):
 
 
 def _gemm(tree, activations, key):
-    def gemm(a, b, bias, residual):
+    slots = vector_slots(tree)
+
+    def gemm(a, b, bias, residual, vectors=()):
         acc = torch.matmul(a, b)
-        leaf = epilogue_leaves(acc, bias, None if residual is None else residual.reshape(acc.shape), key)
+        if len(vectors) != len(slots):
+            raise ValueError(f"{key} reads {len(slots)} vectors ({', '.join(slots) or 'none'}), got {len(vectors)}")
+        leaf = epilogue_leaves(acc, bias, None if residual is None else residual.reshape(acc.shape), key,
+                               dict(zip(slots, vectors)))
         return evaluate_epilogue(tree, activations, leaf).contiguous()
 
     return gemm
@@ -195,4 +271,4 @@ def reference_op(entry):
         raise ValueError(f"op {entry['op']}: epilogue {tree!r}: {e}") from None
     name = epilogue if isinstance(epilogue, str) else tree_text(tree)
     key = f"gemm epilogue {name}"
-    return SCHEMA, _gemm(tree, activations, key), key
+    return SCHEMA_WITH_VECTORS if vector_slots(tree) else SCHEMA, _gemm(tree, activations, key), key

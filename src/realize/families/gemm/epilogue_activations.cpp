@@ -32,7 +32,14 @@ const std::map<std::string, ActivationEntry>& entries() {
     };
     for (const auto& [name, e] : table_json().items()) {
       ActivationEntry a{name, text(e, "cutlass"), text(e, "cutlass2_output_op"), text(e, "fp32_accurate"),
-                        e.value("torch", nlohmann::json::object())};
+                        e.value("torch", nlohmann::json::object()), text(e, "expr"), {}};
+      const nlohmann::json params = e.value("params", nlohmann::json::object());
+      for (const auto& [p, v] : params.items()) {
+        if (!v.is_number())
+          throw Error(fmt::format("{}: activation '{}': param '{}' needs a number default, got {}",
+                                  (data_dir() / kTableFile).string(), name, p, v.dump()));
+        a.params[p] = v.get<double>();
+      }
       if ((a.cutlass.empty() && text(e, "expr").empty()) || !a.torch.contains("aten"))
         throw Error(fmt::format("{}: activation '{}' needs \"cutlass\" (the functor) or \"expr\", and \"torch\": {{\"aten\": ...}}",
                                 (data_dir() / kTableFile).string(), name));

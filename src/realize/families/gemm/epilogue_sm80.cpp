@@ -60,6 +60,20 @@ std::optional<Sm80Epilogue> match(const EpilogueTree& tree, bool fp32_accurate) 
 }  // namespace
 
 std::optional<std::string> sm80_epilogue_rejection(const EpilogueTree& tree) {
+  // Grown trees (vec<i> slots, run-time scalars, activations without a CUTLASS functor or with params) have no
+  // 2.x LinearCombination* form: they stay PyTorch's on sm80, and the reason names what has none.
+  if (!tree.vector_slots().empty())
+    return fmt::format("epilogue tree {} reads vec<i> slots: CUTLASS 2.x epilogues in FACT take one bias vector; it "
+                       "stays PyTorch's on sm80", tree.text());
+  std::optional<std::string> why;
+  tree.any([&](const EpilogueTree& t) {
+    if (t.kind != EpilogueNodeKind::activation) return false;
+    if (activation_entry(t.name).cutlass.empty() || !t.params.empty())
+      why = fmt::format("epilogue tree {}: activation {} has no CUTLASS functor{} for the 2.x epilogues; it stays "
+                        "PyTorch's on sm80", tree.text(), t.name, t.params.empty() ? "" : " taking params");
+    return why.has_value();
+  });
+  if (why) return why;
   if (match(tree, false)) return std::nullopt;
   return fmt::format("epilogue tree {} has no CUTLASS 2.x form in FACT yet (sm80 renders [act](beta*C + alpha*acc "
                      "[+ bias]) and [act](alpha*acc + bias) + or * residual); it stays PyTorch's on sm80",
@@ -67,6 +81,7 @@ std::optional<std::string> sm80_epilogue_rejection(const EpilogueTree& tree) {
 }
 
 Sm80Epilogue sm80_epilogue(const EpilogueTree& tree, bool fp32_accurate) {
+  if (auto why = sm80_epilogue_rejection(tree)) throw Error(*why);
   if (auto e = match(tree, fp32_accurate)) return *e;
   throw Error(*sm80_epilogue_rejection(tree));
 }

@@ -1,5 +1,8 @@
 #include "realize/families/gemm/epilogue_sm90_evt.h"
 
+#include <cstdint>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -26,11 +29,40 @@ std::vector<const EpilogueTree*> operands(const EpilogueTree& t) {
   return out;
 }
 
+// Cap on a tree's nodes (the contract with discover's growth): the EVT type nests one level per node.
+constexpr int kMaxNodes = 64;
+
+// An activation node computed by a generated functor: CUTLASS has none for it, or it takes params.
+bool generated(const EpilogueTree& t) {
+  return t.kind == Kind::activation && (!t.params.empty() || activation_entry(t.name).cutlass.empty());
+}
+
+// The activation node with its params, without its operand: leaky_relu[negative_slope=0.1].
+std::string activation_key(const EpilogueTree& t) {
+  std::string text = t.text();
+  return text.substr(0, text.size() - t.children[0].text().size() - 2);
+}
+
+// A stable name for the generated functor: FNV-1a of its key, so equal nodes share one struct across kernels.
+std::string generated_name(const EpilogueTree& t) {
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : activation_key(t)) h = (h ^ ch) * 16777619u;
+  return fmt::format("FactAct_{}_{:08x}", t.name, h);
+}
+
 std::string functor(const EpilogueTree& t, bool fp32_accurate) {
   if (is_multiply_add(t)) return "cutlass::homogeneous_multiply_add";
   if (t.kind == Kind::binary) return cutlass_functor(t.op);
+  if (generated(t)) return generated_name(t);
   const ActivationEntry& a = activation_entry(t.name);
   return fp32_accurate && !a.fp32_accurate.empty() ? a.fp32_accurate : a.cutlass;
+}
+
+// The slot a vec<i> leaf reads, as a pointer of the vectors' element type.
+std::string vector_pointer(const EpilogueTree& t) {
+  int i = vector_slot_index(t.name);
+  return i < 0 ? fmt::format("static_cast<const ElementBias*>(a.{})", t.name)
+               : fmt::format("static_cast<const ElementBias*>(a.vectors[{}])", i);
 }
 
 std::string type_of(const EpilogueTree& t, bool fp32_accurate, int depth) {
@@ -42,6 +74,8 @@ std::string type_of(const EpilogueTree& t, bool fp32_accurate, int depth) {
       return "fusion::Sm90RowBroadcast<0, TileShape, ElementBias, ElementCompute, RowStride, kAlignmentBias>";
     case Kind::col_broadcast:
       return "fusion::Sm90ColBroadcast<0, TileShape, ElementBias, ElementCompute, ColStride, kAlignmentBias>";
+    // Read through its pointer in the vectors' (D's) type; Sm90Compute converts it to ElementCompute.
+    case Kind::scalar_vector: return "fusion::Sm90ScalarBroadcast<ElementBias, ScalarStride>";
     case Kind::activation:
     case Kind::binary: break;
   }
@@ -63,9 +97,14 @@ std::string arguments_of(const EpilogueTree& t, int depth) {
       return fmt::format("{{ {{ElementCompute({})}}, {{nullptr}}, {{ScalarStride{{}}}} }}  /* {} */", v, t.text());
     }
     case Kind::row_broadcast:
-      return fmt::format("{{ static_cast<const ElementBias*>(a.{}), ElementBias(0), RowStride{{}} }}", t.name);
+      return fmt::format("{{ {}, ElementBias(0), RowStride{{}} }}", vector_pointer(t));
     case Kind::col_broadcast:
-      return fmt::format("{{ static_cast<const ElementBias*>(a.{}), ElementBias(0), ColStride{{}} }}", t.name);
+      // A vec<i> column vector holds one value per row of every batch ([batch, M]); bias keeps its shared [M].
+      if (vector_slot_index(t.name) >= 0)
+        return fmt::format("{{ {}, ElementBias(0), ColStride{{cute::_1{{}}, cute::_0{{}}, a.m}} }}", vector_pointer(t));
+      return fmt::format("{{ {}, ElementBias(0), ColStride{{}} }}", vector_pointer(t));
+    case Kind::scalar_vector:
+      return fmt::format("{{ {{ElementBias(0)}}, {{{}}}, {{ScalarStride{{}}}} }}  /* {} */", vector_pointer(t), t.text());
     case Kind::activation:
     case Kind::binary: break;
   }
@@ -83,12 +122,21 @@ std::optional<std::string> sm90_evt_rejection(const EpilogueTree& tree) {
   if (tree.reads_source("C") && tree.reads_source("residual"))
     return fmt::format("epilogue tree {} reads C and the residual: both ride in the epilogue's one source load",
                        tree.text());
-  bool row = tree.any([](const EpilogueTree& t) { return t.kind == Kind::row_broadcast; });
-  bool col = tree.any([](const EpilogueTree& t) { return t.kind == Kind::col_broadcast; });
-  if (row && col)
-    return fmt::format("epilogue tree {} reads bias as a row and as a column vector: the kernel has one vector slot",
-                       tree.text());
-  return std::nullopt;
+  if (tree.node_count() > kMaxNodes)
+    return fmt::format("epilogue tree {} has {} nodes: sm90 epilogue visitor trees in FACT take at most {}",
+                       tree.text(), tree.node_count(), kMaxNodes);
+  // One slot is one tensor: read as a row vector, a column vector and a scalar it would need three shapes.
+  std::map<std::string, Kind> slot_kind;
+  std::optional<std::string> why;
+  tree.any([&](const EpilogueTree& t) {
+    if (t.kind != Kind::row_broadcast && t.kind != Kind::col_broadcast && t.kind != Kind::scalar_vector) return false;
+    auto [it, fresh] = slot_kind.emplace(t.name, t.kind);
+    if (!fresh && it->second != t.kind)
+      why = fmt::format("epilogue tree {} reads slot {} as two kinds of broadcast (row, column, scalar): one slot "
+                        "holds one tensor", tree.text(), t.name);
+    return why.has_value();
+  });
+  return why;
 }
 
 std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate) {
@@ -99,6 +147,35 @@ std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate) {
 std::string sm90_evt_arguments(const EpilogueTree& tree) {
   if (auto why = sm90_evt_rejection(tree)) throw Error(*why);
   return arguments_of(tree, 0);
+}
+
+std::string sm90_evt_functors(const EpilogueTree& tree) {
+  std::map<std::string, const EpilogueTree*> nodes;  // by functor name: one struct per distinct node
+  tree.any([&](const EpilogueTree& t) {
+    if (generated(t)) nodes.emplace(generated_name(t), &t);
+    return false;
+  });
+  std::string out;
+  for (const auto& [name, t] : nodes) {
+    const ActivationEntry& a = activation_entry(t->name);
+    if (a.expr.empty())
+      throw Error(fmt::format("activation '{}' has no \"expr\" in data/epilogues/activations.json: the sm90 epilogue "
+                              "needs it to generate the functor of {}", t->name, activation_key(*t)));
+    std::string constants;
+    for (const auto& [p, v] : t->params)
+      constants += fmt::format("    constexpr float {} = static_cast<float>({});\n", p, v);
+    out += fmt::format(
+        "// {}: data/epilogues/activations.json's expr in float (generated by epilogue_sm90_evt.cpp).\n"
+        "struct {}Scalar {{\n"
+        "  FACT_ACT_HOST_DEVICE float operator()(float x) const {{\n"
+        "{}    return {};\n"
+        "  }}\n"
+        "}};\n"
+        "template <class T>\n"
+        "struct {} : fact_act::Elementwise<T, {}Scalar> {{}};\n",
+        activation_key(*t), name, constants, a.expr, name, name);
+  }
+  return out;
 }
 
 }  // namespace fact::realize

@@ -9,13 +9,19 @@
 
 namespace fact::realize {
 
-// Why sm90 cannot run the tree (a leaf as root, C and the residual both read, bias read as row and column),
-// nullopt when it can.
+// Why sm90 cannot run the tree (a leaf as root, C and the residual both read, a slot read as two kinds of
+// broadcast, over 64 nodes), nullopt when it can.
 std::optional<std::string> sm90_evt_rejection(const EpilogueTree& tree);
 // The fusion::Sm90EVT<...> type; fp32_accurate picks FACT's activation functors where the table has them.
 // An add whose first operand is a mul becomes one homogeneous_multiply_add node, as in CUTLASS's own trees.
 std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate);
 // The braced initializer of that type's Arguments, reading FactGemmArgs `a` and the local float `beta`.
+// vec<i> leaves read FactGemmArgs::vectors[i]; a column vector has one value per row of each batch.
 std::string sm90_evt_arguments(const EpilogueTree& tree);
+// The functors that the tree's activations without a CUTLASS functor, or with params, compute with: one
+// template <class T> struct per distinct (activation, params) computing the table's "expr" in float, the params
+// as float constants, named FactAct_<activation>_<hash of its text>. Rendered at global scope after
+// templates/cutlass/fp32_activation.hpp.in (they build on fact_act::Elementwise); "" when the tree needs none.
+std::string sm90_evt_functors(const EpilogueTree& tree);
 
 }  // namespace fact::realize

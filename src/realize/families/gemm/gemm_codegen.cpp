@@ -30,9 +30,13 @@ bool uses_fp32_activation(const GemmConfig& c) {
   return false;
 }
 
-// templates/cutlass/fp32_activation.hpp.in for the kernels whose epilogue uses one of its functors, else nothing.
+// templates/cutlass/fp32_activation.hpp.in for the kernels whose epilogue uses one of its functors, else nothing;
+// then the functors generated from the table's expr (activations without a CUTLASS functor, or with params),
+// which build on its fact_act::Elementwise.
 std::string fp32_activation_source(const GemmConfig& c) {
-  return uses_fp32_activation(c) ? render_template_file("cutlass/fp32_activation.hpp.in", {}) : "";
+  std::string generated = c.api == KernelApi::cutlass3_collective ? sm90_evt_functors(c.epilogue.tree) : "";
+  bool helpers = uses_fp32_activation(c) || !generated.empty();
+  return (helpers ? render_template_file("cutlass/fp32_activation.hpp.in", {}) : "") + generated;
 }
 
 // A large problem with the config's layouts and widest alignments: validity of the config by itself.
@@ -55,6 +59,72 @@ int partial_alignment(const GemmConfig& c) {
 
 // The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
 std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
+
+// The vec<i> slots the tree reads, in slot order, with the broadcast kind of each.
+std::vector<std::pair<int, EpilogueNodeKind>> vector_slot_kinds(const EpilogueTree& tree) {
+  std::vector<std::pair<int, EpilogueNodeKind>> out;
+  for (int i : tree.vector_slots())
+    tree.any([&](const EpilogueTree& t) {
+      bool leaf = t.kind == EpilogueNodeKind::row_broadcast || t.kind == EpilogueNodeKind::col_broadcast ||
+                  t.kind == EpilogueNodeKind::scalar_vector;
+      if (leaf && vector_slot_index(t.name) == i) out.emplace_back(i, t.kind);
+      return leaf && vector_slot_index(t.name) == i;
+    });
+  return out;
+}
+
+// can_implement's checks of the vec<i> slots the tree reads (sm90 templates' vector_checks; "" without any): each
+// set, as a null slot would read as zeros; a row vector aligned for the broadcast's vector loads.
+std::string sm90_vector_checks(const EpilogueTree& tree) {
+  std::string out;
+  for (const auto& [i, kind] : vector_slot_kinds(tree)) {
+    out += fmt::format("  if (!a.vectors[{}]) return FACT_ERR_SHAPE;  // vec{}\n", i, i);
+    if (kind == EpilogueNodeKind::row_broadcast)
+      out += fmt::format("  if (!aligned(a.vectors[{}], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;\n", i);
+  }
+  return out;
+}
+
+// The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
+// reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's schema and
+// code then stay as they were).
+TemplateValues op_vector_values(const GemmConfig& c) {
+  auto slots = vector_slot_kinds(c.epilogue.tree);
+  if (slots.empty())
+    return {{"vectors_param", ""}, {"vectors_arg", ""}, {"vectors_schema", ""}, {"vectors_check", ""},
+            {"vectors_bind", ""}};
+  std::string names, lengths, indices;
+  for (const auto& [i, kind] : slots) {
+    const char* sep = names.empty() ? "" : ", ";
+    const char* k = kind == EpilogueNodeKind::row_broadcast ? "row" : kind == EpilogueNodeKind::col_broadcast ? "col" : "scalar";
+    names += fmt::format("{}vec{} ({})", sep, i, k);
+    lengths += fmt::format("{}{}", sep, kind == EpilogueNodeKind::row_broadcast   ? "n"
+                                        : kind == EpilogueNodeKind::col_broadcast ? "batch * m"
+                                                                                  : "int64_t(1)");
+    indices += fmt::format("{}{}", sep, i);
+  }
+  std::string dtype_out = to_string(c.element_out);
+  std::string check = fmt::format(
+      "  // The epilogue's vec<i> slots {}: row [N], col [batch * M], scalar [1].\n"
+      "  TORCH_CHECK(vectors.size() == {}, op, \": this kernel's epilogue reads {} vectors ({}), got \", vectors.size());\n"
+      "  const int64_t vector_numel[] = {{{}}};\n"
+      "  for (size_t j = 0; j < vectors.size(); ++j) {{\n"
+      "    TORCH_CHECK(vectors[j].dim() == 1 && vectors[j].numel() == vector_numel[j] && vectors[j].is_contiguous() &&\n"
+      "                    vectors[j].scalar_type() == {}, op, \": vectors[\", j, \"] must be a contiguous 1-D {} \"\n"
+      "                \"tensor of \", vector_numel[j], \" values (slots {}); got \", vectors[j].sizes(), \" \",\n"
+      "                vectors[j].scalar_type());\n"
+      "  }}\n",
+      names, slots.size(), slots.size(), names, lengths, torch_scalar_type(c.element_out), dtype_out, names);
+  std::string bind = fmt::format(
+      "  const int vector_slot[] = {{{}}};\n"
+      "  for (size_t j = 0; j < vectors.size(); ++j) {{\n"
+      "    TORCH_CHECK(vectors[j].device() == a.device(), op, \": vectors[\", j, \"] is not on a's device\");\n"
+      "    args.vectors[vector_slot[j]] = vectors[j].data_ptr();\n"
+      "  }}\n",
+      indices);
+  return {{"vectors_param", ", at::TensorList vectors"}, {"vectors_arg", ", vectors"},
+          {"vectors_schema", ", Tensor[] vectors"}, {"vectors_check", check}, {"vectors_bind", bind}};
+}
 
 }  // namespace
 
@@ -104,6 +174,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["epilogue_tree"] = c.epilogue.tree.text();
     v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
     v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
+    v["vector_checks"] = sm90_vector_checks(c.epilogue.tree);
     // Auto: the builder takes whatever shared memory the epilogue leaves.
     v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
@@ -154,7 +225,7 @@ GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
 }
 
 std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
-  return render_template_file(family_template("gemm", "op_template"), {
+  TemplateValues v = {
       {"config_id", c.id()},
       {"summary", c.summary()},
       {"numerics", to_string(c.numerics)},
@@ -167,7 +238,14 @@ std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
       {"a_row_major", boolean(c.layout_a == MatrixLayout::row)},
       {"b_row_major", boolean(c.layout_b == MatrixLayout::row)},
       {"d_row_major", boolean(c.layout_d == MatrixLayout::row)},
-  });
+  };
+  for (auto& [k, val] : op_vector_values(c)) v[k] = val;
+  return render_template_file(family_template("gemm", "op_template"), v);
+}
+
+std::string gemm_op_schema_arguments(const Epilogue& e) {
+  return std::string("(Tensor a, Tensor b, Tensor? bias, Tensor? residual") +
+         (e.tree.vector_slots().empty() ? "" : ", Tensor[] vectors") + ") -> Tensor";
 }
 
 GeneratedSource op_library_source(const std::vector<std::string>& op_fragments) {

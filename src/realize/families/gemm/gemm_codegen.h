@@ -18,8 +18,11 @@ TemplateValues gemm_kernel_values(const GemmConfig& config);
 GeneratedSource generate_gemm_kernel(const GemmConfig& config);
 
 // One C++ file defining fact::gemm_<id>(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor
-// for each config, with CUDA and Meta implementations.
+// (with ", Tensor[] vectors" appended when the epilogue reads vec<i> slots: those slots in slot order, each
+// flattened contiguous) for each config, with CUDA and Meta implementations.
 GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs);
+// The op's schema after its name: "(Tensor a, Tensor b, Tensor? bias, Tensor? residual[, Tensor[] vectors]) -> Tensor".
+std::string gemm_op_schema_arguments(const Epilogue& epilogue);
 // One GEMM op's wrapper code (templates/cutlass/op_wrapper_op.cpp.in), without the file's preamble.
 std::string gemm_op_wrapper_fragment(const GemmConfig& config);
 // The op library's ops.cpp: the preamble of templates/cutlass/op_wrapper.cpp.in (torch includes, kernel_abi.h,

@@ -82,7 +82,7 @@ Epilogue Epilogue::from_json(const nlohmann::json& j) {
 std::string to_string(const Epilogue& e) { return e.key(); }
 Epilogue epilogue_from_string(const std::string& s) { return Epilogue::named(s); }
 
-bool has_bias(const Epilogue& e) { return e.tree.reads_vector(); }
+bool has_bias(const Epilogue& e) { return e.tree.reads_bias(); }
 bool has_residual(const Epilogue& e) { return e.tree.reads_source("residual"); }
 
 nlohmann::json epilogue_reference_json(const Epilogue& e) {

@@ -35,7 +35,7 @@ std::string to_string(const Epilogue& e);  // key()
 // A predefined name ("bias_relu"); throws Error naming the bad text and listing the accepted names.
 Epilogue epilogue_from_string(const std::string& s);
 
-// Whether the kernel reads the bias vector (a row or column broadcast of it).
+// Whether the kernel reads the bias vector (a row or column broadcast of the bias slot; vec<i> slots are not it).
 bool has_bias(const Epilogue& e);
 // Whether the kernel reads a tensor shaped like D through FactGemmArgs::residual (a residual, SwiGLU's U).
 bool has_residual(const Epilogue& e);

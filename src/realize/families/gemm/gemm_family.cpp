@@ -88,7 +88,8 @@ class GemmFamily final : public KernelFamily {
   }
 
   std::string op_schema(const json& config) const override {
-    return op_name(GemmConfig::from_json(config).id()) + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor";
+    GemmConfig c = GemmConfig::from_json(config);
+    return op_name(c.id()) + gemm_op_schema_arguments(c.epilogue);
   }
 
   json manifest_fields(const json& config) const override {
@@ -150,9 +151,18 @@ class GemmFamily final : public KernelFamily {
       residual_expr = batch == 1 ? fmt::format("{}.reshape({}, {}).contiguous()", r, mm, n)
                                  : fmt::format("{}.reshape({}, {}, {}).contiguous()", r, batch, mm, n);
     }
+    // The epilogue's vec<i> slots, in slot order, flattened: module parameters and buffers are read live (a
+    // contiguous tensor's reshape(-1) is a view, never a copy).
+    std::string vectors_expr;
+    for (int i : epilogue.tree.vector_slots()) {
+      std::string slot = fmt::format("vec{}", i);
+      vectors_expr += (vectors_expr.empty() ? "" : ", ") + s.tensor(slot.c_str(), true) + ".reshape(-1)";
+    }
+    if (!vectors_expr.empty()) vectors_expr = ", [" + vectors_expr + "]";
     std::vector<int64_t> produced = batch == 1 ? std::vector<int64_t>{mm, n} : std::vector<int64_t>{batch, mm, n};
     std::string reshape = produced == anchor.shape ? "" : fmt::format(".reshape({})", shape_list(anchor.shape));
-    call.expression = fmt::format("{}({}, {}, {}, {}){}", s.op, a_expr, b_expr, bias_expr, residual_expr, reshape);
+    call.expression = fmt::format("{}({}, {}, {}, {}{}){}", s.op, a_expr, b_expr, bias_expr, residual_expr, vectors_expr,
+                                  reshape);
     return call;
   }
 

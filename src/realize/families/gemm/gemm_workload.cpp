@@ -1,5 +1,8 @@
 #include "realize/families/gemm/gemm_workload.h"
 
+#include <optional>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -41,6 +44,78 @@ Epilogue epilogue_of(const discover::Match& m, bool bias, bool residual) {
   return Epilogue::named(bias ? "bias" : "none");
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// A grown epilogue (the contract with discover's growth, src/discover/match.h): Match.kernel's "epilogue_tree",
+// whose vec<i> slots and residual are bound as operands "vec<i>" / "residual". Checks every tensor the tree reads
+// against the GEMM's output: row vectors have N values, column vectors one per output row (batch * M), scalars
+// one; the residual is shaped like the output; all in the output's dtype.
+Epilogue grown_epilogue(const discover::Match& m, const ir::Graph& g, const std::string& what, int64_t rows,
+                        int64_t n, const ir::Node* bias, const ir::Node* residual) {
+  const nlohmann::json ops = m.kernel.value("operands", nlohmann::json::object());
+  Epilogue e;
+  try {
+    e = Epilogue::of(EpilogueTree::from_json(m.kernel["epilogue_tree"]));
+  } catch (const Error& err) {
+    throw Error(fmt::format("{}: epilogue_tree: {}", what, err.what()));
+  }
+  if (e.tree.reads_source("C") || e.tree.any([](const EpilogueTree& t) { return t.name == "beta"; }))
+    throw Error(fmt::format("{}: epilogue_tree {} reads C or beta; a grown tree starts from the rule's tree with "
+                            "the beta*C term removed", what, e.tree.text()));
+  const ir::TensorMeta& out = g.at(m.anchor).out();
+  auto check_dtype = [&](const ir::TensorMeta& t, const std::string& slot) {
+    if (t.dtype != out.dtype)
+      throw Error(fmt::format("{}: epilogue slot {} is {}, but the GEMM's output is {}; the epilogue reads its "
+                              "tensors in the output's dtype", what, slot, t.dtype, out.dtype));
+  };
+  if (e.tree.reads_bias() != (bias != nullptr))
+    throw Error(fmt::format("{}: epilogue_tree {} {} the bias slot, but the rule {} operand bias", what,
+                            e.tree.text(), e.tree.reads_bias() ? "reads" : "does not read",
+                            bias ? "binds" : "binds no"));
+  if (has_residual(e) != (residual != nullptr))
+    throw Error(fmt::format("{}: epilogue_tree {} {} the residual, but the match {} operand residual", what,
+                            e.tree.text(), has_residual(e) ? "reads" : "does not read", residual ? "binds" : "binds no"));
+  if (residual) {
+    if (residual->out().shape != out.shape)
+      throw Error(fmt::format("{}: epilogue slot residual is shaped {}, not like the output {}", what,
+                              shape_text(residual->out().shape), shape_text(out.shape)));
+    check_dtype(residual->out(), "residual");
+  }
+  std::optional<std::string> why;
+  e.tree.any([&](const EpilogueTree& t) {
+    if (vector_slot_index(t.name) < 0 || (t.kind != EpilogueNodeKind::row_broadcast &&
+                                          t.kind != EpilogueNodeKind::col_broadcast &&
+                                          t.kind != EpilogueNodeKind::scalar_vector))
+      return false;
+    const ir::Node* v = bound_node(m, g, ops.value(t.name, nlohmann::json()));
+    if (!v || v->outputs.empty()) {
+      why = fmt::format("{}: epilogue_tree reads {} but kernel.operands binds no tensor to \"{}\"", what, t.text(),
+                        t.name);
+      return true;
+    }
+    const ir::TensorMeta& vt = v->out();
+    int64_t want = t.kind == EpilogueNodeKind::row_broadcast ? n : t.kind == EpilogueNodeKind::col_broadcast ? rows : 1;
+    bool last_ok = t.kind == EpilogueNodeKind::scalar_vector || vt.rank() == 0 ||
+                   vt.shape.back() == (t.kind == EpilogueNodeKind::row_broadcast ? n : 1);
+    if (vt.numel() != want || !last_ok) {
+      why = fmt::format("{}: epilogue slot {} ({}) is shaped {}; it needs {} value{} ({})", what, t.name, t.text(),
+                        shape_text(vt.shape), want, want == 1 ? "" : "s",
+                        t.kind == EpilogueNodeKind::row_broadcast   ? "one per output column, e.g. [N] or [1, N]"
+                        : t.kind == EpilogueNodeKind::col_broadcast ? "one per output row, shaped [..., rows, 1]"
+                                                                    : "a one-element tensor");
+      return true;
+    }
+    check_dtype(vt, t.name);
+    return false;
+  });
+  if (why) throw Error(*why);
+  return e;
+}
+
 }  // namespace
 
 GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
@@ -76,7 +151,9 @@ GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g
   p.arch = arch;
   p.element_in = input_element(numerics);
   p.element_out = p.element_in;
-  p.epilogue = epilogue_of(m, bias != nullptr, residual != nullptr);
+  p.epilogue = m.kernel.contains("epilogue_tree")
+                   ? grown_epilogue(m, g, what, p.batch * p.m, p.n, bias, residual)
+                   : epilogue_of(m, bias != nullptr, residual != nullptr);
 
   // A: [..., M, K] (leading dims fold into M, or form the batch of a batched GEMM).
   ir::TensorMeta ta = a->out();
