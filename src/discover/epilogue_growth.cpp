@@ -196,8 +196,10 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
     // Scanning in graph order and stopping at the first reader that cannot join keeps every external operand
     // independent of the region: a path from the region to it would pass through such a reader first.
     try {
-      if (auto it = covered_by.find(n.name); it != covered_by.end()) throw NotPointwise("covered by pattern " + it->second);
-      if (!is_listed_pointwise(n)) throw NotPointwise(unlisted_reason(n));
+      auto other = covered_by.find(n.name);
+      std::string covered = other == covered_by.end() ? "" : "pattern " + other->second + " covers it";
+      if (!is_listed_pointwise(n)) throw NotPointwise(unlisted_reason(n) + (covered.empty() ? "" : ", and " + covered));
+      if (!covered.empty()) throw NotPointwise(covered);
       if (n.outputs.size() != 1 || n.outputs[0].shape != out.shape)
         throw NotPointwise(fmt::format("a shape-changing broadcast (output {} vs the GEMM's {})",
                                        n.outputs.empty() ? "none" : shape_text(n.outputs[0].shape), shape_text(out.shape)));
