@@ -371,3 +371,42 @@ TEST(EpilogueGrowth, PlanJsonRoundTripAndRealizeRefusesUntilTreesLand) {
     EXPECT_TRUE(has(e.what(), "epilogue trees from the graph need")) << e.what();
   }
 }
+
+TEST(EpilogueGrowth, TreeCapOf64NodesStopsRecomputedDiamonds) {
+  // x = x + x doubles the tree: 5 -> 11 -> 23 -> 47 nodes; the fourth (95) stops.
+  auto d = linear_graph();
+  std::string prev = "linear";
+  for (int i = 0; i < 4; ++i) {
+    std::string n = "a" + std::to_string(i);
+    d.op(n, "aten.add.Tensor", {ref_to(prev), ref_to(prev)}, {64, 48});
+    prev = n;
+  }
+  d.output(prev);
+  Plan p = plan_of(d);
+  EXPECT_EQ(gemm_entry(p).rule, "gemm");  // not gemm_bias_residual with the GEMM's own value as residual
+  EXPECT_EQ(gemm_entry(p).anchor, "a2");
+  EXPECT_TRUE(has(notes_of(p), "stops at a3 (aten.add.Tensor): the epilogue tree would exceed 64 nodes")) << notes_of(p);
+}
+
+TEST(EpilogueGrowth, ParametersByKwargAndClampForms) {
+  auto d = linear_graph();
+  d.input("lo", {48}, "float32", "parameter");
+  d.op("sp", "aten.softplus.default", {ref_to("linear")}, {64, 48}, "float32", {{"beta", 2}, {"threshold", 10}});
+  d.op("e", "aten.elu.default", {ref_to("sp"), 0.5}, {64, 48});
+  d.op("cm", "aten.clamp_min.default", {ref_to("e"), 0}, {64, 48});
+  d.op("cx", "aten.clamp_max.default", {ref_to("cm"), 6}, {64, 48});
+  d.op("ct", "aten.clamp.Tensor", {ref_to("cx"), ref_to("lo")}, {64, 48});  // a tensor bound is a vector
+  d.op("ad", "aten.add.Scalar", {ref_to("ct"), 1.0}, {64, 48}, "float32", {{"alpha", 3}});
+  d.op("g", "aten.gelu.default", {ref_to("ad"), "none"}, {64, 48});
+  d.output("g");
+  Plan p = plan_of(d);
+  Json t = Json::array({"softplus", kBias, Json::parse(R"({"beta": 2.0, "threshold": 10.0})")});
+  t = Json::array({"elu", t, Json::parse(R"({"alpha": 0.5, "scale": 1.0, "input_scale": 1.0})")});
+  t = Json::array({"max", t, 0.0});
+  t = Json::array({"min", t, 6.0});
+  t = Json::array({"max", t, {{"row", "vec0"}}});
+  t = Json::array({"add", t, Json::array({"mul", 1.0, 3.0})});
+  t = Json::array({"gelu_erf", t});
+  EXPECT_EQ(gemm_entry(p).kernel["epilogue_tree"], t);
+  EXPECT_EQ(gemm_entry(p).inputs.at("$vec0"), "lo");
+}
