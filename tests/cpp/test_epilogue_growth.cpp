@@ -320,6 +320,15 @@ TEST(EpilogueGrowth, DtypeAndShapeChecks) {
   Plan p2 = plan_of(d2);
   EXPECT_FALSE(gemm_entry(p2).kernel.contains("epilogue_tree"));
   EXPECT_TRUE(has(notes_of(p2), "a shape-changing broadcast (output [3, 64, 48] vs the GEMM's [64, 48])")) << notes_of(p2);
+
+  // An add that broadcasts the GEMM's value is no residual add either (gemm_bias_residual's numel check).
+  auto d3 = linear_graph();
+  d3.input("big", {3, 64, 48});
+  d3.op("a", "aten.add.Tensor", {ref_to("linear"), ref_to("big")}, {3, 64, 48});
+  d3.output("a");
+  Plan p3 = plan_of(d3);
+  EXPECT_EQ(gemm_entry(p3).rule, "gemm");
+  EXPECT_EQ(gemm_entry(p3).anchor, "linear");
 }
 
 TEST(EpilogueGrowth, MatmulWithoutBiasAndResidualRuleLeftAlone) {
