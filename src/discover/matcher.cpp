@@ -377,6 +377,18 @@ bool self_contained(const ir::Graph& g, const Rule& rule, const State& s, const 
   return true;
 }
 
+// A kernel operand bound to a node the match itself computes (linear + linear read as bias + residual) would be
+// read before the fused kernel writes it.
+bool operand_is_covered(const Rule& rule, const State& s) {
+  const nlohmann::json ops = rule.kernel.value("operands", nlohmann::json::object());
+  for (const auto& [slot, var] : ops.items()) {
+    if (!var.is_string()) continue;
+    auto it = s.vars.find(var.get<std::string>());
+    if (it != s.vars.end() && std::find(s.covered.begin(), s.covered.end(), it->second) != s.covered.end()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
@@ -397,6 +409,7 @@ std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistr
                   [&](const std::string& a, const std::string& b) { return graph.index_of(a) < graph.index_of(b); });
         std::map<std::string, std::string> exported;
         if (!self_contained(graph, *rule, s, node.name, exported)) continue;
+        if (operand_is_covered(*rule, s)) continue;
         DimEvaluator dims(graph, *rule, arch, s, where);
         if (!dims.constraints_hold()) continue;
         Match m;

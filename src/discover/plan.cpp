@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "discover/epilogue_growth.h"
 #include "discover/matcher.h"
 #include "ir/ir_io.h"
 
@@ -54,7 +55,12 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
     }
   }
   auto kept = resolve_overlaps(std::move(matches), [&](const Match& m) { return costs.at(key(m)).gain_seconds(); });
-  for (auto& m : kept) plan.entries.push_back({m, costs.at(key(m))});
+  grow_gemm_epilogues(kept, plan.graph, &plan.notes);
+  for (auto& m : kept) {
+    // A grown match covers more nodes than the estimate made when it was found.
+    if (m.kernel.contains("epilogue_tree")) costs[key(m)] = estimate_match(m, ctx);
+    plan.entries.push_back({m, costs.at(key(m))});
+  }
   std::stable_sort(plan.entries.begin(), plan.entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
     return a.cost.gain_seconds() > b.cost.gain_seconds();
   });
@@ -212,6 +218,8 @@ std::string format_plan(const Plan& plan) {
                        us(e.cost.gain_seconds()), e.cost.speedup(), ex);
     std::string also;
     for (auto& [id, n] : m.extra_outputs) also += fmt::format("{}{} ({})", also.empty() ? "; also writes " : ", ", n, id);
+    if (m.kernel.contains("epilogue_grown_over"))
+      also += fmt::format("; epilogue grown over {}", fmt::join(m.kernel["epilogue_grown_over"].get<std::vector<std::string>>(), ", "));
     out += fmt::format("    covers {} (anchor {}{})\n", fmt::join(m.nodes, ", "), m.anchor, also);
   }
   if (plan.entries.empty())

@@ -1,0 +1,268 @@
+#include "discover/epilogue_growth.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+#include "discover/pointwise_expr.h"
+
+namespace fact::discover {
+using nlohmann::json;
+namespace {
+
+constexpr const char* kNamedFile = "epilogues/named.json";
+
+const json& named_epilogues() {
+  static const json named = [] {
+    json j = read_json_file(data_dir() / kNamedFile, "named epilogues");
+    if (!j.contains("epilogues") || !j["epilogues"].is_object())
+      throw Error(fmt::format("{}: expected an object \"epilogues\" of name -> tree", (data_dir() / kNamedFile).string()));
+    return j["epilogues"];
+  }();
+  return named;
+}
+
+bool is_binary(const json& t) {
+  static const std::set<std::string> ops = {"add", "sub", "mul", "div", "max", "min"};
+  return t.is_array() && !t.empty() && t[0].is_string() && ops.count(t[0].get<std::string>());
+}
+
+// The operand subtrees of an inner node: two for a binary op, one for an activation (its params are no node).
+std::vector<size_t> child_positions(const json& t) {
+  if (!t.is_array()) return {};
+  return is_binary(t) ? std::vector<size_t>{1, 2} : std::vector<size_t>{1};
+}
+
+int tree_size(const json& t) {
+  int n = 1;
+  for (size_t i : child_positions(t)) n += tree_size(t[i]);
+  return n;
+}
+
+bool is_beta_c(const json& t) { return t == json::array({"mul", "beta", "C"}); }
+
+// Drops the beta * C addend: a grown epilogue never reads C (the contract).
+json without_beta_c(const json& t) {
+  if (!t.is_array()) return t;
+  if (is_binary(t) && t[0] == "add") {
+    if (is_beta_c(t[1])) return without_beta_c(t[2]);
+    if (is_beta_c(t[2])) return without_beta_c(t[1]);
+  }
+  json out = t;
+  for (size_t i : child_positions(t)) out[i] = without_beta_c(t[i]);
+  return out;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// The graph node a kernel operand variable ("$bias") is bound to, "" when unbound.
+std::string bound(const Match& m, const char* operand) {
+  const json ops = m.kernel.value("operands", json::object());
+  if (!ops.contains(operand) || !ops[operand].is_string()) return "";
+  auto it = m.inputs.find(ops[operand].get<std::string>());
+  return it == m.inputs.end() ? "" : it->second;
+}
+
+// Why a node that reads the region cannot join it, when the op table does not list it.
+std::string unlisted_reason(const ir::Node& n) {
+  switch (n.category) {
+    case ir::OpCategory::Reduction:
+    case ir::OpCategory::Softmax:
+    case ir::OpCategory::Normalization: return "a reduction (row-wise kernel)";
+    case ir::OpCategory::View: return "a view/reshape";
+    case ir::OpCategory::Gemm:
+    case ir::OpCategory::Attention: return "a matrix product";
+    default: return "not a pointwise op of data/ir/pointwise_ops.json";
+  }
+}
+
+// Temporary leaves name the graph tensor ("@p_scale"); finish() numbers the slots the kept tree reads.
+json external_leaf(const ir::Graph& g, const json& ref, const ir::TensorMeta& out, const std::string& bias_node) {
+  const std::string& name = ir::ref_name(ref);
+  if (ref.contains("index") && ref["index"] != 0) throw NotPointwise(fmt::format("it reads output {} of '{}'", ref["index"].dump(), name));
+  const ir::Node& n = g.at(name);
+  if (n.outputs.empty()) throw NotPointwise(fmt::format("its operand '{}' is not a tensor", name));
+  const ir::TensorMeta& t = n.outputs[0];
+  if (t.dtype != out.dtype)
+    throw NotPointwise(fmt::format("its operand '{}' is {}, not the output's {}", name, t.dtype, out.dtype));
+  if (!t.is_contiguous()) throw NotPointwise(fmt::format("its operand '{}' is not contiguous", name));
+  if (t.rank() > out.rank()) throw NotPointwise(fmt::format("its operand '{}' {} has more dims than the output", name, shape_text(t.shape)));
+  if (t.numel() == 1) return {{"scalar", "@" + name}};
+  // Right-aligned against the output, missing leading dims read as 1.
+  std::vector<int64_t> s(out.rank() - t.rank(), 1);
+  s.insert(s.end(), t.shape.begin(), t.shape.end());
+  if (s == out.shape) return {{"residual", "@" + name}};
+  int64_t r = out.rank();
+  bool row = s[r - 1] == out.shape[r - 1] && std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; });
+  if (row) return name == bias_node ? json{{"row", "bias"}} : json{{"row", "@" + name}};
+  bool col = r >= 2 && s[r - 1] == 1 && std::equal(s.begin(), s.end() - 1, out.shape.begin());
+  if (col) return {{"col", "@" + name}};
+  throw NotPointwise(fmt::format("its operand '{}' {} broadcasts over the output {} as neither a row, a column, a "
+                                 "scalar nor a residual", name, shape_text(t.shape), shape_text(out.shape)));
+}
+
+// Graph tensors read by temporary leaves, by kind ("row", "col", "scalar" -> vectors; "residual").
+void collect_tensors(const json& t, std::vector<std::string>& vectors, std::vector<std::string>& residuals) {
+  if (t.is_object()) {
+    for (const auto& [kind, v] : t.items()) {
+      std::string s = v.get<std::string>();
+      if (s.empty() || s[0] != '@') continue;
+      auto& list = kind == "residual" ? residuals : vectors;
+      if (std::find(list.begin(), list.end(), s.substr(1)) == list.end()) list.push_back(s.substr(1));
+    }
+  }
+  for (size_t i : child_positions(t)) collect_tensors(t[i], vectors, residuals);
+}
+
+json with_slots(const json& t, const std::map<std::string, std::string>& slot) {
+  if (t.is_object() && t.size() == 1) {
+    auto [kind, v] = *t.items().begin();
+    std::string s = v.get<std::string>();
+    if (!s.empty() && s[0] == '@') return kind == "residual" ? json("residual") : json{{kind, slot.at(s.substr(1))}};
+    return t;
+  }
+  json out = t;
+  for (size_t i : child_positions(t)) out[i] = with_slots(t[i], slot);
+  return out;
+}
+
+struct Growth {
+  std::set<std::string> region;       // covered nodes
+  std::map<std::string, json> tree;   // region value -> its expression
+  std::vector<std::string> grown;     // nodes taken over, graph order
+  std::string live_out;
+};
+
+int count_live_outs(const ir::Graph& g, const std::set<std::string>& region, std::string* last) {
+  int n = 0;
+  for (const auto& name : region) {
+    const auto& users = g.users(name);
+    if (std::any_of(users.begin(), users.end(), [&](const std::string& u) { return !region.count(u); })) {
+      ++n;
+      *last = name;
+    }
+  }
+  return n;
+}
+
+// The kept growth as the match's new fields (the contract in epilogue_growth.h).
+void finish(Match& m, const ir::Graph& g, const Growth& kept) {
+  const json& tree = kept.tree.at(kept.live_out);
+  std::vector<std::string> vectors, residuals;
+  collect_tensors(tree, vectors, residuals);
+  std::map<std::string, std::string> slot;
+  json& operands = m.kernel["operands"];
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    std::string s = fmt::format("vec{}", i);
+    slot[vectors[i]] = s;
+    operands[s] = "$" + s;
+    m.inputs["$" + s] = vectors[i];
+  }
+  if (!residuals.empty()) {
+    operands["residual"] = "$residual";
+    m.inputs["$residual"] = residuals.front();
+  }
+  m.kernel["epilogue_tree"] = with_slots(tree, slot);
+  m.kernel["epilogue_grown_over"] = kept.grown;
+  m.nodes.assign(kept.region.begin(), kept.region.end());
+  std::sort(m.nodes.begin(), m.nodes.end(), [&](const auto& a, const auto& b) { return g.index_of(a) < g.index_of(b); });
+  m.anchor = kept.live_out;
+  m.dtype = g.at(kept.live_out).out().dtype;
+}
+
+// Grows one match; returns the plan note ("" when there is nothing to say).
+std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::string>& covered_by) {
+  json start = starting_epilogue_tree(m);
+  if (start.is_null()) return "";
+  const ir::TensorMeta& out = g.at(m.anchor).out();
+  const std::string bias_node = bound(m, "bias");
+  Growth state;
+  state.region.insert(m.nodes.begin(), m.nodes.end());
+  state.tree[m.anchor] = start;
+  state.live_out = m.anchor;
+  Growth kept = state;
+  std::string stop_node, stop_reason;
+
+  for (size_t i = g.index_of(m.anchor) + 1; i < g.nodes.size() && stop_node.empty(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.kind != ir::NodeKind::Op) continue;
+    auto refs = ir::referenced_names(n);
+    if (std::none_of(refs.begin(), refs.end(), [&](const std::string& r) { return state.region.count(r); })) continue;
+    // Scanning in graph order and stopping at the first reader that cannot join keeps every external operand
+    // independent of the region: a path from the region to it would pass through such a reader first.
+    try {
+      auto other = covered_by.find(n.name);
+      std::string covered = other == covered_by.end() ? "" : "pattern " + other->second + " covers it";
+      if (!is_listed_pointwise(n)) throw NotPointwise(unlisted_reason(n) + (covered.empty() ? "" : ", and " + covered));
+      if (!covered.empty()) throw NotPointwise(covered);
+      if (n.outputs.size() != 1 || n.outputs[0].shape != out.shape)
+        throw NotPointwise(fmt::format("a shape-changing broadcast (output {} vs the GEMM's {})",
+                                       n.outputs.empty() ? "none" : shape_text(n.outputs[0].shape), shape_text(out.shape)));
+      if (n.outputs[0].dtype != out.dtype)
+        throw NotPointwise(fmt::format("its output is {}, not the GEMM's {}", n.outputs[0].dtype, out.dtype));
+      json t = pointwise_tree(n, [&](const json& ref) -> json {
+        const std::string& r = ir::ref_name(ref);
+        if (state.region.count(r)) return state.tree.at(r);  // a value used twice appears twice (recomputed)
+        return external_leaf(g, ref, out, bias_node);
+      });
+      if (tree_size(t) > kMaxEpilogueTreeNodes)
+        throw NotPointwise(fmt::format("the epilogue tree would exceed {} nodes", kMaxEpilogueTreeNodes));
+      std::vector<std::string> vectors, residuals;
+      collect_tensors(t, vectors, residuals);
+      if (static_cast<int>(vectors.size()) > kMaxEpilogueVectors)
+        throw NotPointwise(fmt::format("more than {} vector operands", kMaxEpilogueVectors));
+      if (residuals.size() > 1) throw NotPointwise("a second residual tensor");
+      state.region.insert(n.name);
+      state.tree[n.name] = std::move(t);
+      state.grown.push_back(n.name);
+      if (count_live_outs(g, state.region, &state.live_out) == 1) kept = state;
+    } catch (const NotPointwise& e) {
+      stop_node = n.name;
+      stop_reason = fmt::format("stops at {} ({}): {}", n.name, n.op, e.what());
+    }
+  }
+  if (!kept.grown.empty()) finish(m, g, kept);
+
+  const ir::Node* stop = stop_node.empty() ? nullptr : &g.at(stop_node);
+  // A GEMM whose value goes straight into a view or another matrix product (attention heads, an MLP's next
+  // layer) ends where it should: not worth a note.
+  bool boundary = stop && (stop->category == ir::OpCategory::View || stop->category == ir::OpCategory::Gemm ||
+                           stop->category == ir::OpCategory::Attention || stop->op == "getitem");
+  if (!stop || (kept.grown.empty() && boundary)) return "";
+  std::string what = kept.grown.empty() ? "epilogue not grown"
+                                        : fmt::format("epilogue grown over {} ({} op{})", fmt::join(kept.grown, ", "),
+                                                      kept.grown.size(), kept.grown.size() == 1 ? "" : "s");
+  return fmt::format("{} at {}: {}; {}", m.rule, m.nodes.front(), what, stop_reason);
+}
+
+}  // namespace
+
+json starting_epilogue_tree(const Match& m) {
+  const json& k = m.kernel;
+  if (m.family != "gemm" || k.contains("epilogue_tree") || !m.extra_outputs.empty()) return nullptr;
+  std::string act = k.value("activation", "");
+  // SwiGLU reads the up projection and the residual rule its residual in the residual slot: not grown.
+  if (act == "silu_mul" || !bound(m, "residual").empty()) return nullptr;
+  json t = without_beta_c(named_epilogues().at(bound(m, "bias").empty() ? "none" : "bias"));
+  return act.empty() ? t : activation_tree(act, std::move(t));
+}
+
+void grow_gemm_epilogues(std::vector<Match>& matches, const ir::Graph& graph, std::vector<std::string>* notes) {
+  std::map<std::string, std::string> covered_by;  // node -> rule of the match covering it
+  for (const auto& m : matches)
+    for (const auto& n : m.nodes) covered_by[n] = m.rule;
+  for (auto& m : matches) {
+    std::map<std::string, std::string> others = covered_by;
+    for (const auto& n : m.nodes) others.erase(n);
+    std::string note = grow(m, graph, others);
+    for (const auto& n : m.nodes) covered_by[n] = m.rule;
+    if (!note.empty() && notes) notes->push_back(std::move(note));
+  }
+}
+
+}  // namespace fact::discover
