@@ -355,7 +355,7 @@ TEST(EpilogueGrowth, MatmulWithoutBiasAndResidualRuleLeftAlone) {
   EXPECT_EQ(m2.anchor, "add");
 }
 
-TEST(EpilogueGrowth, PlanJsonRoundTripAndRealizeRefusesUntilTreesLand) {
+TEST(EpilogueGrowth, PlanJsonRoundTripAndRealizesAsTheGrownTree) {
   auto d = linear_graph();
   d.input("scale", {48}, "float32", "parameter");
   d.op("mul", "aten.mul.Tensor", {ref_to("linear"), ref_to("scale")}, {64, 48});
@@ -373,12 +373,11 @@ TEST(EpilogueGrowth, PlanJsonRoundTripAndRealizeRefusesUntilTreesLand) {
   EXPECT_EQ(b.anchor, "t");
   EXPECT_EQ(fact::discover::to_json(back)["patterns"], doc["patterns"]);
 
-  try {
-    fact::realize::gemm_problem_from_match(a, p.graph, fact::Numerics::x3tf32, fact::Arch::sm90);
-    FAIL() << "a grown match must not realize as the rule's epilogue";
-  } catch (const fact::Error& e) {
-    EXPECT_TRUE(has(e.what(), "epilogue trees from the graph need")) << e.what();
-  }
+  // The GEMM family builds exactly the grown tree (never the rule's own epilogue), reading the scale as vec0.
+  auto problem = fact::realize::gemm_problem_from_match(b, back.graph, fact::Numerics::x3tf32, fact::Arch::sm90);
+  EXPECT_EQ(problem.epilogue.tree.to_json(), b.kernel["epilogue_tree"]);
+  EXPECT_TRUE(has(problem.epilogue.key(), "tanh(")) << problem.epilogue.key();
+  EXPECT_TRUE(has(problem.epilogue.key(), "row(vec0)")) << problem.epilogue.key();
 }
 
 TEST(EpilogueGrowth, TreeCapOf64NodesStopsRecomputedDiamonds) {
