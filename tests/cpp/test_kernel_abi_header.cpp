@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "agent/kernel_refiner.h"
-#include "agent/rowwise_fragment.h"
+#include "discover/rowwise_fragment.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "kernel_abi.h"  // rendered by `fact ops abi-header` (tests/cpp/CMakeLists.txt)
@@ -100,7 +100,7 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
   EXPECT_TRUE(contains(text, "#define FACT_ROWWISE_MAX_INPUTS 4\ntypedef struct FactRowwiseArgs {"));
   EXPECT_TRUE(contains(text, "  const void* inputs[FACT_ROWWISE_MAX_INPUTS];"));
   EXPECT_TRUE(contains(text, "} FactRowwiseArgs;"));
-  EXPECT_EQ(fact::agent::kRowwiseMaxInputs, FACT_ROWWISE_MAX_INPUTS);
+  EXPECT_EQ(fact::discover::kRowwiseMaxInputs, FACT_ROWWISE_MAX_INPUTS);
 }
 
 // Sizes of ABI version 1's structs on LP64 as the hand-written header had them (every offset is checked against
