@@ -1,0 +1,40 @@
+"""Generated row-wise problems (discover's rowwise_generated entries) on CPU: the case's shapes and the
+float64 fragment replay against PyTorch's own ops."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fact.agent.fragment_replay import replay  # noqa: E402
+from fact.realize.rowwise_case import parse_problem  # noqa: E402
+
+
+def _node(name, op, args, shape):
+    return {"name": name, "op": op, "args": args, "kwargs": {}, "outputs": [{"shape": shape, "dtype": "float32"}]}
+
+
+def _lse_fragment(rows=6, cols=10):
+    # logsumexp -> mish -> mul, one value per row (KernelBench level2/22's tail).
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "m2", "rows": rows, "cols": cols,
+            "dtype": "float32", "full_shape": [rows, cols], "trailing_dims": 1,
+            "inputs": [{"name": "x", "shape": [rows, cols], "broadcast": False}],
+            "nodes": [_node("lse", "aten.logsumexp.default", [{"ref": "x"}, [1], True], [rows, 1]),
+                      _node("mi", "aten.mish.default", [{"ref": "lse"}], [rows, 1]),
+                      _node("m2", "aten.mul.Tensor", [{"ref": "lse"}, {"ref": "mi"}], [rows, 1])]}
+
+
+def test_generated_problem_parses_and_shapes_per_row_outputs():
+    f = _lse_fragment()
+    p = parse_problem({"entry": "", "generated": True, "rows": 6, "cols": 10, "dtype": "float32",
+                       "numerics": "fp32", "fragment": f})
+    assert p.generated and p.output_per_row() and p.out_elements() == 6
+    odd = parse_problem({**p.to_json(), "rows": 37})
+    assert odd.input_shape(f["inputs"][0]) == (37, 10)
+    with pytest.raises(Exception, match="entry"):
+        parse_problem({"entry": "", "rows": 6, "cols": 10, "dtype": "float32", "numerics": "fp32", "fragment": f})
+
+
+def test_fragment_replay_equals_pytorch_on_cpu():
+    x = torch.randn(6, 10, dtype=torch.float64)
+    lse = torch.logsumexp(x, 1, keepdim=True)
+    want = lse * torch.nn.functional.mish(lse)
+    assert torch.allclose(replay(_lse_fragment(), [x]), want)
