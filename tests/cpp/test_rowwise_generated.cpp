@@ -134,7 +134,25 @@ void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::stri
   expect_kernel_compiles(Arch::sm90, text, name, it->text());
 }
 
+TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
+  GraphDoc one;
+  one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
+  auto relu = discover::lower_row_program(generated(plan_of(one))->match.kernel["fragment"]);
+  auto c = realize::rowwise_kernel_configs(relu, realize::family_data("rowwise").at("space")).at(0);
+  EXPECT_EQ(c.vec, 8);  // 16 bytes of bf16
+  std::string text = realize::render_rowwise_kernel(relu, c, "t", "");
+  EXPECT_NE(text.find("a->cols < 1"), std::string::npos);          // any row length
+  EXPECT_NE(text.find("one thread each"), std::string::npos);       // the scalar tail
+  auto chain = discover::lower_row_program(generated(plan_of(pointwise_chain()))->match.kernel["fragment"]);
+  std::string bt = realize::render_rowwise_kernel(chain, c, "t", "");
+  EXPECT_NE(bt.find("a->cols != 100"), std::string::npos);  // the broadcast row fixes the length
+  EXPECT_NE(bt.find("i % a.cols"), std::string::npos);
+}
+
 TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm90) {
+  GraphDoc one;
+  one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
+  expect_generated_compiles(one, false, "rowwise_relu_bf16");
   expect_generated_compiles(pointwise_chain(), false, "rowwise_flat");
   expect_generated_compiles(softmax_after_pointwise(1000), true, "rowwise_softmax_one_pass");
   expect_generated_compiles(softmax_after_pointwise(1000), false, "rowwise_softmax_two_pass");

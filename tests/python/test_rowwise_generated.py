@@ -38,3 +38,32 @@ def test_fragment_replay_equals_pytorch_on_cpu():
     lse = torch.logsumexp(x, 1, keepdim=True)
     want = lse * torch.nn.functional.mish(lse)
     assert torch.allclose(replay(_lse_fragment(), [x]), want)
+
+
+def _gelu_chain(rows=8, cols=64):
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "g", "rows": rows, "cols": cols,
+            "dtype": "float32", "full_shape": [2, rows // 2, cols], "trailing_dims": 1,
+            "inputs": [{"name": "x", "shape": [2, rows // 2, cols], "broadcast": False}],
+            "nodes": [_node("m", "aten.mul.Tensor", [{"ref": "x"}, 0.5], [2, rows // 2, cols]),
+                      _node("g", "aten.gelu.default", [{"ref": "m"}], [2, rows // 2, cols])]}
+
+
+def test_case_inputs_reference_and_variants_on_cpu():
+    from fact.realize.rowwise_case import ODD_COLS, ODD_ROWS, RowwiseCase
+    lse = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": 6, "cols": 10, "dtype": "float32",
+                                     "numerics": "fp32", "fragment": _lse_fragment()}))
+    inp = lse.make_inputs("cpu")
+    assert tuple(inp.outputs["out"][0].shape) == (6, 1)  # one value per row
+    assert tuple(lse.reference(inp)["out"].shape) == (6, 1)
+    assert [v.rows for v in lse.verify_variants()] == [ODD_ROWS]  # a reduction's row length is fixed
+
+    flat = RowwiseCase(parse_problem({"entry": "", "generated": True, "any_cols": True, "rows": 8, "cols": 64,
+                                      "dtype": "float32", "numerics": "fp32", "fragment": _gelu_chain()}))
+    odd = flat.verify_variants()[-1]
+    assert (odd.rows, odd.cols) == (ODD_ROWS, ODD_COLS) and odd.rows * odd.cols % 2 == 1
+    v = RowwiseCase(odd)
+    vin = v.make_inputs("cpu")
+    assert tuple(vin.inputs[0].shape) == (1, ODD_ROWS, ODD_COLS)  # rank kept: the fragment's dims still apply
+    ref = v.reference(vin)["out"]
+    want = torch.nn.functional.gelu(vin.inputs[0].double() * 0.5).reshape(ODD_ROWS, ODD_COLS)
+    assert torch.allclose(ref, want)

@@ -18,7 +18,8 @@ from .problem_fields import ProblemError, check_keys, integer
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
 DTYPES = tuple(TOLERANCE)
-PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment", "generated")
+ODD_COLS = 33  # verify variant of a flat pointwise kernel: with ODD_ROWS, an odd element count (scalar tail)
+PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment", "generated", "any_cols")
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,15 @@ class RowwiseProblem:
     numerics: str
     fragment: dict
     generated: bool = False
+    any_cols: bool = False  # a flat pointwise kernel: takes any row length
 
     def to_json(self) -> dict:
         d = {"entry": self.entry, "rows": self.rows, "cols": self.cols, "dtype": self.dtype,
              "numerics": self.numerics, "fragment": self.fragment}
         if self.generated:
             d["generated"] = True
+        if self.any_cols:
+            d["any_cols"] = True
         return d
 
     def input_shape(self, spec: dict) -> tuple:
@@ -43,12 +47,16 @@ class RowwiseProblem:
         folded into the first (rank kept, so the fragment's dims still name the same axes)."""
         if spec.get("broadcast"):
             return tuple(spec["shape"])
-        full = self.fragment.get("full_shape") or [self.fragment["rows"], self.cols]
+        full = list(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
         k = self.fragment.get("trailing_dims", 1)
         lead = len(full) - k
-        return tuple([1] * (lead - 1) + [self.rows] + list(full[lead:]))
+        if self.any_cols:  # one trailing dim: the row length may differ from the fragment's
+            full[-1] = self.cols
+        return tuple([1] * (lead - 1) + [self.rows] + full[lead:])
 
     def output_per_row(self) -> bool:
+        if self.any_cols:
+            return False
         out = next(n for n in self.fragment["nodes"] if n["name"] == self.fragment["output"])
         shape = out["outputs"][0]["shape"]
         n = 1
@@ -80,11 +88,15 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
     inputs = f.get("inputs")
     if not isinstance(inputs, list) or not 1 <= len(inputs) <= FACT_ROWWISE_MAX_INPUTS:
         raise ProblemError(f"{where}.fragment.inputs: 1 to {FACT_ROWWISE_MAX_INPUTS} inputs, got {inputs!r}")
-    if f.get("cols") != obj["cols"] or f.get("dtype") != obj["dtype"]:
+    any_cols = obj.get("any_cols", False)
+    if not isinstance(any_cols, bool):
+        raise ProblemError(f"{where}.any_cols: expected true or false")
+    if (f.get("cols") != obj["cols"] and not any_cols) or f.get("dtype") != obj["dtype"]:
         raise ProblemError(f"{where}.fragment: its cols/dtype ({f.get('cols')}, {f.get('dtype')}) differ from the "
                            f"problem's ({obj['cols']}, {obj['dtype']})")
     return RowwiseProblem(entry=obj["entry"], rows=obj["rows"], cols=obj["cols"], dtype=obj["dtype"],
-                          numerics=numerics, fragment=f, generated=generated)
+                          numerics=numerics, fragment=f, generated=generated,
+                          any_cols=any_cols)
 
 
 @dataclass
@@ -148,8 +160,13 @@ class RowwiseCase(MeasureCase):
                  lambda inp: {"out": replay(p.fragment, inp.inputs).reshape(p.rows, -1)})]
 
     def verify_variants(self) -> list:
-        """The same row length at an odd row count: rows past the end are neither read nor written."""
-        return [] if self.problem.rows == ODD_ROWS else [replace(self.problem, rows=ODD_ROWS)]
+        """The same row length at an odd row count: rows past the end are neither read nor written; a flat
+        pointwise kernel also at an odd element count."""
+        p = self.problem
+        out = [] if p.rows == ODD_ROWS else [replace(p, rows=ODD_ROWS)]
+        if p.any_cols and p.cols != ODD_COLS:
+            out.append(replace(p, rows=ODD_ROWS, cols=ODD_COLS))  # odd element count: the flat kernel's scalar tail
+        return out
 
 
 Case = RowwiseCase

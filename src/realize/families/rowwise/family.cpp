@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "discover/row_program.h"
 #include "discover/user_registry.h"
@@ -187,9 +189,14 @@ class RowwiseFamily final : public KernelFamily {
   }
 
   json measure_problem(const json& p) const override {
-    if (generated(p))
+    if (generated(p)) {
+      // A pointwise chain without a broadcast row runs as one flat array of any length: the verifier also
+      // tries an odd element count (the kernel's scalar tail).
+      bool flat = discover::lower_row_program(p.at("fragment")).reductions() == 0 &&
+                  std::none_of(p.at("broadcast").begin(), p.at("broadcast").end(), [](const json& b) { return b.get<bool>(); });
       return {{"entry", ""}, {"generated", true}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
-              {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}};
+              {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}, {"any_cols", flat}};
+    }
     return {{"entry", p.at("entry")}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
             {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}};
   }

@@ -64,25 +64,40 @@ struct KernelWriter {
       line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, col, i, suffix));
   }
 
+  // A flat kernel without a broadcast row takes any row length (the verifier runs odd element counts).
+  bool any_cols() const {
+    return std::none_of(p.inputs.begin(), p.inputs.end(), [](auto k) { return k == discover::RowInputKind::row_broadcast; });
+  }
+
+  // One access of V elements at flat index i: loads, the element statements, the store.
+  void flat_access(const std::string& ind, const std::string& v) {
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line(ind, fmt::format("float l{0}[{2}];\n{3}load<{2}>(in{0}, {1}, l{0});", i,
+                            p.inputs[i] == discover::RowInputKind::row_broadcast ? "i % a.cols" : "i", v, ind));
+    line(ind, fmt::format("float y[{}];", v));
+    line(ind, "#pragma unroll");
+    line(ind, fmt::format("for (int e = 0; e < {}; ++e) {{", v));
+    element_body(ind + "  ", 0, "[e]");
+    line(ind + "  ", fmt::format("y[e] = {};", p.output));
+    line(ind, "}");
+    line(ind, fmt::format("store<{}>(out, i, y);", v));
+  }
+
   void flat() {
     line("", "template <int V>");
     line("", "__global__ void __launch_bounds__(kThreads) flat_kernel(const FactRowwiseArgs a) {");
     for (size_t i = 0; i < p.inputs.size(); ++i)
       line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]);", i));
     line("  ", "Element* out = static_cast<Element*>(a.output);");
-    line("  ", "const int64_t chunks = a.rows * kCols / V;");
+    line("  ", "const int64_t n = a.rows * a.cols, chunks = n / V;");
     line("  ", "for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * kThreads) {");
     line("    ", "const int64_t i = c * V;");
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      line("    ", fmt::format("float l{0}[V];\n    load<V>(in{0}, {1}, l{0});", i,
-                              p.inputs[i] == discover::RowInputKind::row_broadcast ? "i % kCols" : "i"));
-    line("    ", "float y[V];");
-    line("    ", "#pragma unroll");
-    line("    ", "for (int e = 0; e < V; ++e) {");
-    element_body("      ", 0, "[e]");
-    line("      ", fmt::format("y[e] = {};", p.output));
-    line("    ", "}");
-    line("    ", "store<V>(out, i, y);");
+    flat_access("    ", "V");
+    line("  ", "}");
+    line("  ", "// The last n % V elements (fewer than a vector): one thread each.");
+    line("  ", "if (blockIdx.x == 0 && threadIdx.x < n - chunks * V) {");
+    line("    ", "const int64_t i = chunks * V + threadIdx.x;");
+    flat_access("    ", "1");
     line("  ", "}");
     line("", "}");
   }
@@ -182,7 +197,7 @@ std::string launch_text(const RowProgram& p) {
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   // Enough CTAs to fill every SM twice over at full occupancy; each thread strides over the rest.
-  const int64_t n = a->rows * kCols, cap = int64_t(sms > 0 ? sms : 132) * (2048 / kThreads) * 2;
+  const int64_t n = a->rows * a->cols, cap = int64_t(sms > 0 ? sms : 132) * (2048 / kThreads) * 2;
   auto grid = [&](int v) { int64_t b = (n / v + kThreads - 1) / kThreads; return dim3(unsigned(b < cap ? b : cap)); };
   if (aligned) flat_kernel<kVec><<<grid(kVec), kThreads, 0, stream>>>(*a);
   else flat_kernel<1><<<grid(1), kThreads, 0, stream>>>(*a);)";
@@ -267,11 +282,14 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"vec", std::to_string(c.vec)},
                                {"warp_per_row", c.warp_per_row ? "true" : "false"},
                                {"cols", std::to_string(p.cols)},
+                               {"cols_refused", p.reductions() == 0 && w.any_cols() ? "a->cols < 1"
+                                                                                    : fmt::format("a->cols != {}", p.cols)},
                                {"fp32_activation", render_template_file("cutlass/fp32_activation.hpp.in", {})},
                                {"kernel", w.out},
                                {"num_inputs", std::to_string(p.inputs.size())},
                                {"broadcast", broadcast},
-                               {"output_row_stride", p.output_per_row ? "1" : std::to_string(p.cols)},
+                               {"output_row_stride", p.output_per_row ? "1" : "a->cols"},
+                               {"whole_vectors", p.reductions() == 0 && w.any_cols() ? "true" : "a->cols % kVec == 0"},
                                {"launch", launch_text(p)},
                                {"describe", describe.dump()}});
 }
