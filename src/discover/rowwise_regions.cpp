@@ -76,20 +76,53 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
     if (n.kind == ir::NodeKind::Op && !covered.count(n.name) && n.outputs.size() == 1 && row_program_reads(n.op))
       free.insert(n.name);
   std::vector<PlanEntry> added;
+  auto try_group = [&](const std::vector<std::string>& group) {
+    RowwiseFragment f = make_rowwise_fragment(g, group, covered);
+    json fragment = fragment_to_json(g, f);
+    RowProgram p = lower_row_program(fragment);  // refuses what the generator cannot write, naming why
+    added.push_back(entry_for(plan, f, fragment, ctx));
+    for (const auto& in : f.inputs) {
+      auto it = owner.find(in);
+      if (p.reductions() > 0 && it != owner.end() && it->second->match.family == "gemm")
+        plan.notes.push_back(fmt::format("reduction after gemm at {}: generated row-wise kernel reading its output "
+                                         "once (a CTA of the GEMM does not own whole rows of N={})", in, f.cols));
+    }
+  };
   for (const auto& group : components(g, free)) {
     try {
-      RowwiseFragment f = make_rowwise_fragment(g, group, covered);
-      json fragment = fragment_to_json(g, f);
-      RowProgram p = lower_row_program(fragment);  // refuses what the generator cannot write, naming why
-      added.push_back(entry_for(plan, f, fragment, ctx));
-      for (const auto& in : f.inputs) {
-        auto it = owner.find(in);
-        if (p.reductions() > 0 && it != owner.end() && it->second->match.family == "gemm")
-          plan.notes.push_back(fmt::format("reduction after gemm at {}: generated row-wise kernel reading its output "
-                                           "once (a CTA of the GEMM does not own whole rows of N={})", in, f.cols));
-      }
+      try_group(group);
+      continue;
     } catch (const Error& e) {
-      plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(group, ", "), e.what()));
+      if (group.size() == 1) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", group[0], e.what()));
+        continue;
+      }
+    }
+    // The region as a whole cannot be generated: leave out the nodes that cannot be generated alone (a
+    // reduction over a leading dim, an input shaped neither like the rows nor one row) and try what is left.
+    std::set<std::string> rest(group.begin(), group.end());
+    for (const auto& n : group) {
+      try {
+        lower_row_program(fragment_to_json(g, make_rowwise_fragment(g, {n}, covered)));
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("{} left to PyTorch: {}", n, e.what()));
+        rest.erase(n);
+      }
+    }
+    bool split = rest.size() < group.size();
+    for (const auto& part : components(g, split ? rest : std::set<std::string>{})) {
+      try {
+        try_group(part);
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(part, ", "), e.what()));
+      }
+    }
+    if (!split) {
+      try {
+        try_group(group);
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(group, ", "), e.what()));
+      }
     }
   }
   for (auto& e : added) plan.entries.push_back(std::move(e));

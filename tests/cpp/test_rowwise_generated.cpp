@@ -90,6 +90,22 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonTrailingOnesAreRefused) 
   EXPECT_TRUE(noted(pb, "not the trailing ones")) << fmt::format("{}", fmt::join(pb.notes, "\n"));
 }
 
+TEST(RowwiseGenerated, ARegionSplitsAroundANodeThatCannotBeGenerated) {
+  // exp -> sum over dim 1 (not trailing) -> relu: the sum stays PyTorch's, exp and relu are generated apart.
+  GraphDoc d;
+  d.input("x", {8, 16, 32});
+  d.op("e", "aten.exp.default", {ref_to("x")}, {8, 16, 32});
+  d.op("s", "aten.sum.dim_IntList", {ref_to("e"), Json::array({1}), true}, {8, 1, 32});
+  d.op("r", "aten.relu.default", {ref_to("s")}, {8, 1, 32}).output("r");
+  auto p = plan_of(d);
+  std::vector<std::string> anchors;
+  for (const auto& e : p.entries)
+    if (e.match.rule == discover::kGeneratedRowwiseRule) anchors.push_back(e.match.anchor);
+  std::sort(anchors.begin(), anchors.end());
+  EXPECT_EQ(anchors, (std::vector<std::string>{"e", "r"}));
+  EXPECT_TRUE(noted(p, "s left to PyTorch")) << fmt::format("{}", fmt::join(p.notes, "\n"));
+}
+
 TEST(RowwiseGenerated, SingleOpsSharedIntermediatesAndMixedDtypes) {
   GraphDoc one;
   one.input("x", {4, 8}).op("r", "aten.relu.default", {ref_to("x")}, {4, 8}).output("r");
