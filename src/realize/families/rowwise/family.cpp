@@ -56,7 +56,9 @@ std::string config_id_of(const json& c) {
   if (!generated(c)) return "rowwise_" + field(c, "entry", "rowwise config").get<std::string>();
   json f = field(c, "fragment", "rowwise config");
   f.erase("rows");
-  for (auto& n : f["nodes"]) n.erase("outputs");  // shapes carry the row count; dtype and cols are in the key
+  f.erase("full_shape");  // shapes carry the row count; dtype, cols and trailing dims are in the key
+  for (auto& n : f["nodes"]) n.erase("outputs");
+  for (auto& i : f["inputs"]) i.erase("shape");
   return config_hash_id("rowwise_g", {{"fragment", f}, {"cols", c.at("cols")}, {"dtype", c.at("dtype")},
                                       {"kernel", c.at("kernel")}, {"arch", c.at("arch")}});
 }
