@@ -67,3 +67,28 @@ def test_case_inputs_reference_and_variants_on_cpu():
     ref = v.reference(vin)["out"]
     want = torch.nn.functional.gelu(vin.inputs[0].double() * 0.5).reshape(ODD_ROWS, ODD_COLS)
     assert torch.allclose(ref, want)
+
+
+KERNELBENCH = __import__("pathlib").Path("/work/shared/kernelbench")
+FACT_BIN = __import__("pathlib").Path(__file__).resolve().parents[2] / "build" / "fact"
+
+
+@pytest.mark.parametrize("problem,anchor,reduction_after_gemm", [
+    ("level1/19_ReLU.py", "relu", False), ("level1/23_Softmax.py", "softmax", False),
+    ("level1/88_MinGPTNewGelu.py", "mul_3", False), ("level2/99_Matmul_GELU_Softmax.py", "softmax", True)])
+def test_fact_discover_shows_generated_rowwise_entries(problem, anchor, reduction_after_gemm, tmp_path):
+    import json
+    import subprocess
+    if not (KERNELBENCH / problem).is_file():
+        pytest.skip(f"KernelBench not at {KERNELBENCH}")
+    if not FACT_BIN.is_file():
+        pytest.skip(f"fact binary not built at {FACT_BIN}")
+    plan_path = tmp_path / "plan.json"
+    r = subprocess.run([str(FACT_BIN), "discover", str(KERNELBENCH / problem), "--json", str(plan_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    plan = json.loads(plan_path.read_text())
+    gen = [p for p in plan["patterns"] if p["rule"] == "rowwise_generated"]
+    assert [p["anchor"] for p in gen] == [anchor]
+    assert gen[0]["kernel"]["kind"] == "ir" and gen[0]["kernel"]["fragment"]["format"] == "fact-rowwise-fragment"
+    assert any("reduction after gemm" in n for n in plan["notes"]) == reduction_after_gemm
