@@ -11,13 +11,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/rowwise_fragment.h"
+#include "discover/rowwise_fragment.h"
 #include "discover/cost_model.h"
 #include "discover/example_index.h"
 #include "discover/plan.h"
 #include "discover/user_registry.h"
 
 namespace fact::agent {
+
+// The row-wise fragment lives in discover (the generated row-wise pass finds them too); the agent reads it here.
+using discover::RowwiseFragment;
+using discover::fragment_rule;
+using discover::fragment_to_json;
+using discover::kRowwiseMaxInputs;
+using discover::make_rowwise_fragment;
+using discover::rowwise_candidates;
 
 // One version of a generated kernel.
 struct KernelCandidate {

@@ -1,6 +1,9 @@
-// The built-in planner: no network, no generated code. It takes discover's ranked plan as it is and names
-// what stays with PyTorch, so `fact optimize` without --agent llm runs exactly the stages it always ran.
+// The built-in planner: no network. It takes discover's ranked plan as it is (row-wise regions no rule covers
+// are already entries there, realized by kernels generated from the IR) and names what stays with PyTorch.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "agent/agent.h"
 
@@ -15,12 +18,23 @@ class BuiltinPlanner : public Agent {
     r.agent = "builtin";
     const discover::Plan& plan = tools.plan();
     for (const auto& e : plan.entries) {
+      if (e.match.rule == discover::kGeneratedRowwiseRule) {
+        std::vector<std::string> ops;
+        for (const auto& n : e.match.nodes) ops.push_back(plan.graph.at(n).op);
+        r.lines.push_back(fmt::format("generated row-wise kernel for {} ({} ops: {}), estimated gain {:.1f} us",
+                                      e.match.anchor, ops.size(), fmt::join(ops, ", "), e.cost.gain_seconds() * 1e6));
+        continue;
+      }
       bool from_registry = e.match.kernel.value("kind", "") == "generated";
       if (from_registry) r.reused.push_back(e.match.rule);
       r.lines.push_back(fmt::format("plan: {} at {} ({}), estimated gain {:.1f} us", e.match.rule, e.match.anchor,
                                     from_registry ? "registry pattern" : "built-in rule", e.cost.gain_seconds() * 1e6));
     }
     for (const auto& f : rowwise_candidates(plan)) {
+      bool generated = std::any_of(plan.entries.begin(), plan.entries.end(), [&](const discover::PlanEntry& e) {
+        return e.match.rule == discover::kGeneratedRowwiseRule && e.match.anchor == f.output;
+      });
+      if (generated) continue;
       auto cost = tools.estimate_cost(f);
       r.lines.push_back(fmt::format("left to PyTorch: row-wise chain {} ({} nodes, estimated {:.1f} -> {:.1f} us fused); "
                                     "no rule covers it; `--agent llm` can generate and verify a kernel for it",

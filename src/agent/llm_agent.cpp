@@ -113,7 +113,8 @@ class LlmAgent : public Agent {
     const discover::Plan& plan = tools.plan();
     const json tool = load_tool("propose_patterns");
     std::set<std::string> covered;
-    for (const auto& e : plan.entries) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
+    for (const auto& e : plan.entries)  // a generated row-wise kernel is one the agent may replace
+      if (e.match.rule != discover::kGeneratedRowwiseRule) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
     std::set<std::string> rule_names;
     std::string rules_text;
     for (auto& n : tools.list_rules()) {

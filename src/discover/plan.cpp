@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "discover/epilogue_growth.h"
 #include "discover/matcher.h"
+#include "discover/rowwise_regions.h"
 #include "ir/ir_io.h"
 
 namespace fact::discover {
@@ -61,6 +62,7 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
     if (m.kernel.contains("epilogue_tree")) costs[key(m)] = estimate_match(m, ctx);
     plan.entries.push_back({m, costs.at(key(m))});
   }
+  add_generated_rowwise_entries(plan, ctx);  // what no rule took: generated row-wise kernels (rowwise_regions.h)
   std::stable_sort(plan.entries.begin(), plan.entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
     return a.cost.gain_seconds() > b.cost.gain_seconds();
   });

@@ -68,8 +68,11 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
       auto problem = family->problem_from_match(m, plan.graph, numerics, arch);
       row["family"] = family->name();
       row["problem"] = problem;
+      json shown = problem;  // a generated row-wise problem carries its whole fragment: name its ops instead
+      if (shown.contains("fragment") && shown["fragment"].contains("nodes"))
+        shown["fragment"] = fmt::format("{} IR nodes", shown["fragment"]["nodes"].size());
       log << fmt::format("[{}/{}] {} at {}: {} {}\n", i, plan.entries.size(), m.rule, m.anchor, family->name(),
-                               problem.dump());
+                               shown.dump());
       auto outcome = realize::tune_family(*family, m.rule, problem, db, to);
       row.update(outcome.to_json());
       log << fmt::format("  -> {}: FACT {} ms, {} {} ms{}\n", outcome.status, ms(outcome.fact_ms),

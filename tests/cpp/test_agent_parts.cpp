@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "agent/reply_schema.h"
-#include "agent/rowwise_fragment.h"
+#include "discover/rowwise_fragment.h"
 #include "core/error.h"
 #include "discover/matcher.h"
 #include "discover/user_registry.h"
@@ -51,14 +51,14 @@ TEST(AgentReplySchema, AcceptsToolCallsAndFencedJsonRejectsWithReasons) {
 TEST(AgentRowwiseFragment, FindsTheChainChecksProposalsAndWritesAMatchingRule) {
   auto g = swish_graph();
   std::vector<std::string> chain = {"sigmoid", "mul", "mul_1", "abs_1", "amax", "add", "div"};
-  auto f = agent::make_rowwise_fragment(g, chain, {});
+  auto f = discover::make_rowwise_fragment(g, chain, {});
   EXPECT_EQ(f.output, "div");
   EXPECT_EQ(f.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(f.rows, 16384);
   EXPECT_EQ(f.cols, 4096);
   auto err = [&](std::vector<std::string> nodes, std::set<std::string> covered = {}) {
     try {
-      agent::make_rowwise_fragment(g, nodes, covered);
+      discover::make_rowwise_fragment(g, nodes, covered);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -70,7 +70,7 @@ TEST(AgentRowwiseFragment, FindsTheChainChecksProposalsAndWritesAMatchingRule) {
   EXPECT_NE(err({"x"}).find("not an op"), std::string::npos);
   EXPECT_NE(err(chain, {"amax"}).find("already covered"), std::string::npos);
 
-  json rule = agent::fragment_rule(g, f, "swish_absmax_rows", "sm90", "test");
+  json rule = discover::fragment_rule(g, f, "swish_absmax_rows", "sm90", "test");
   discover::PatternRegistry reg;
   reg.add(discover::parse_rule(rule, "generated rule"));
   auto matches = discover::find_all_matches(g, reg, ops(), ArchSpec::builtin("sm90"));
@@ -92,8 +92,8 @@ TEST(AgentUserRegistry, AddsOnlyVerifiedEntriesListsShowsExportsAndFeedsDiscover
   discover::UserRegistry reg(root);
   EXPECT_TRUE(reg.list().empty());
   auto g = swish_graph();
-  auto f = agent::make_rowwise_fragment(g, {"sigmoid", "mul", "mul_1", "abs_1", "amax", "add", "div"}, {});
-  json rule = agent::fragment_rule(g, f, "swish_absmax_rows", "sm90", "test");
+  auto f = discover::make_rowwise_fragment(g, {"sigmoid", "mul", "mul_1", "abs_1", "amax", "add", "div"}, {});
+  json rule = discover::fragment_rule(g, f, "swish_absmax_rows", "sm90", "test");
   json record = {{"arch", "sm90"}, {"dtype", "float32"}, {"numerics", "3xtf32"},
                  {"kernel", {{"source_file", "kernel.cu"}}}, {"verification", {{"passed", false}}}};
   EXPECT_THROW(reg.add(rule, record, "src"), Error);

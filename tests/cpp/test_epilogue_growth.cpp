@@ -137,7 +137,12 @@ TEST(EpilogueGrowth, SharedIntermediateStopsGrowth) {
   EXPECT_EQ(m2.anchor, "mul");
   EXPECT_EQ(m2.nodes, (std::vector<std::string>{"linear", "mul"}));
   EXPECT_EQ(m2.kernel["epilogue_tree"], Json::array({"mul", kBias, 3.0}));
-  EXPECT_EQ(p2.uncovered_ops, (std::map<std::string, int>{{"aten.relu.default", 1}}));
+  // relu is not the GEMM's: the generated row-wise pass takes it on its own.
+  bool relu_generated = false;
+  for (const auto& e : p2.entries)
+    relu_generated |= e.match.rule == "rowwise_generated" && e.match.nodes == std::vector<std::string>{"relu"};
+  EXPECT_TRUE(relu_generated);
+  EXPECT_TRUE(p2.uncovered_ops.empty());
 }
 
 TEST(EpilogueGrowth, DiamondsRecompute) {

@@ -71,22 +71,23 @@ TEST(Plan, UncoveredOpsAreListedWithoutViews) {
   // eq builds the mask and contiguous copies the attention output: no rule covers them.
   EXPECT_EQ(plan.uncovered_ops, (std::map<std::string, int>{{"aten.contiguous.default", 1}, {"aten.eq.Scalar", 1}}));
 
-  // A graph no rule matches: every non-view op is left to PyTorch, counted per op.
+  // A graph no rule matches (and no generated row-wise kernel takes: eq makes booleans): every non-view op
+  // is left to PyTorch, counted per op.
   GraphDoc d;
   d.input("x", {8, 8});
-  d.op("r", "aten.relu.default", {ref_to("x")}, {8, 8});
+  d.op("r", "aten.eq.Scalar", {ref_to("x"), 0}, {8, 8});
   d.op("v", "aten.view.default", {ref_to("r"), Json::array({64})}, {64});
-  d.op("r2", "aten.relu.default", {ref_to("v")}, {64});
+  d.op("r2", "aten.eq.Scalar", {ref_to("v"), 1}, {64});
   d.output("r2");
   auto g = d.graph();
   auto p = fact::discover::make_plan(g, fact::discover::PatternRegistry::builtin(), ops(),
                                      fact::ArchSpec::builtin("sm90"), fact::Numerics::x3tf32);
   EXPECT_TRUE(p.entries.empty());
-  EXPECT_EQ(p.uncovered_ops, (std::map<std::string, int>{{"aten.relu.default", 2}}));
+  EXPECT_EQ(p.uncovered_ops, (std::map<std::string, int>{{"aten.eq.Scalar", 2}}));
   EXPECT_DOUBLE_EQ(p.seconds_planned, p.seconds_now);
   std::string table = fact::discover::format_plan(p);
   EXPECT_TRUE(has(table, "no pattern of the registry matched")) << table;
-  EXPECT_TRUE(has(table, "aten.relu.default x2")) << table;
+  EXPECT_TRUE(has(table, "aten.eq.Scalar x2")) << table;
 }
 
 TEST(Plan, JsonRoundTrip) {

@@ -1,4 +1,5 @@
-"""The rowwise family's measurement case: a registered row-wise kernel (FactRowwiseArgs ABI) against the
+"""The rowwise family's measurement case: a row-wise kernel generated from the IR ("generated": true) or a
+registered one (FactRowwiseArgs ABI) against the
 fragment it stands for (fact-rowwise-fragment JSON from its registry record), replayed with PyTorch's ATen
 ops in float64 as the reference and in the kernel's dtype as the baseline (PyTorch's own ops, one launch
 each, as the module ran them). A [cols] input (broadcast) is one row shared by every row (row stride 0).
@@ -17,7 +18,8 @@ from .problem_fields import ProblemError, check_keys, integer
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
 DTYPES = tuple(TOLERANCE)
-PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment")
+ODD_COLS = 33  # verify variant of a flat pointwise kernel: with ODD_ROWS, an odd element count (scalar tail)
+PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment", "generated", "any_cols")
 
 
 @dataclass(frozen=True)
@@ -28,10 +30,42 @@ class RowwiseProblem:
     dtype: str
     numerics: str
     fragment: dict
+    generated: bool = False
+    any_cols: bool = False  # a flat pointwise kernel: takes any row length
 
     def to_json(self) -> dict:
-        return {"entry": self.entry, "rows": self.rows, "cols": self.cols, "dtype": self.dtype,
-                "numerics": self.numerics, "fragment": self.fragment}
+        d = {"entry": self.entry, "rows": self.rows, "cols": self.cols, "dtype": self.dtype,
+             "numerics": self.numerics, "fragment": self.fragment}
+        if self.generated:
+            d["generated"] = True
+        if self.any_cols:
+            d["any_cols"] = True
+        return d
+
+    def input_shape(self, spec: dict) -> tuple:
+        """An input's shape at this row count: broadcast rows as recorded, full ones with their leading dims
+        folded into the first (rank kept, so the fragment's dims still name the same axes)."""
+        if spec.get("broadcast"):
+            return tuple(spec["shape"])
+        full = list(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
+        k = self.fragment.get("trailing_dims", 1)
+        lead = len(full) - k
+        if self.any_cols:  # one trailing dim: the row length may differ from the fragment's
+            full[-1] = self.cols
+        return tuple([1] * (lead - 1) + [self.rows] + full[lead:])
+
+    def output_per_row(self) -> bool:
+        if self.any_cols:
+            return False
+        out = next(n for n in self.fragment["nodes"] if n["name"] == self.fragment["output"])
+        shape = out["outputs"][0]["shape"]
+        n = 1
+        for d in shape:
+            n *= d
+        return n == self.fragment["rows"] and n != self.fragment["rows"] * self.cols
+
+    def out_elements(self) -> int:
+        return self.rows if self.output_per_row() else self.rows * self.cols
 
 
 def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
@@ -40,7 +74,10 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
         integer(obj, key, where)
     if obj.get("dtype") not in DTYPES:
         raise ProblemError(f"{where}.dtype: {obj.get('dtype')!r} is not one of {', '.join(DTYPES)}")
-    if not isinstance(obj.get("entry"), str) or not obj["entry"]:
+    generated = obj.get("generated", False)
+    if not isinstance(generated, bool):
+        raise ProblemError(f"{where}.generated: expected true or false")
+    if not isinstance(obj.get("entry"), str) or (not obj["entry"] and not generated):
         raise ProblemError(f"{where}.entry: the registry entry's name is required")
     numerics = obj.get("numerics")
     if numerics not in verify.BASE_TOLERANCE:
@@ -51,11 +88,15 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
     inputs = f.get("inputs")
     if not isinstance(inputs, list) or not 1 <= len(inputs) <= FACT_ROWWISE_MAX_INPUTS:
         raise ProblemError(f"{where}.fragment.inputs: 1 to {FACT_ROWWISE_MAX_INPUTS} inputs, got {inputs!r}")
-    if f.get("cols") != obj["cols"] or f.get("dtype") != obj["dtype"]:
+    any_cols = obj.get("any_cols", False)
+    if not isinstance(any_cols, bool):
+        raise ProblemError(f"{where}.any_cols: expected true or false")
+    if (f.get("cols") != obj["cols"] and not any_cols) or f.get("dtype") != obj["dtype"]:
         raise ProblemError(f"{where}.fragment: its cols/dtype ({f.get('cols')}, {f.get('dtype')}) differ from the "
                            f"problem's ({obj['cols']}, {obj['dtype']})")
     return RowwiseProblem(entry=obj["entry"], rows=obj["rows"], cols=obj["cols"], dtype=obj["dtype"],
-                          numerics=numerics, fragment=f)
+                          numerics=numerics, fragment=f, generated=generated,
+                          any_cols=any_cols)
 
 
 @dataclass
@@ -77,17 +118,19 @@ class RowwiseCase(MeasureCase):
 
     def bytes_per_set(self) -> int:
         p = self.problem
-        return bytes_moved(p.fragment, p.rows, verify.torch_dtype(p.dtype).itemsize)
+        n = bytes_moved(p.fragment, p.rows, verify.torch_dtype(p.dtype).itemsize)
+        # bytes_moved counts a full output; a per-row one writes one value per row.
+        return n - (p.rows * p.cols - p.out_elements()) * verify.torch_dtype(p.dtype).itemsize
 
     def make_inputs(self, device, generator=None) -> RowwiseInputs:
         import torch
         p = self.problem
         dt = verify.torch_dtype(p.dtype)
-        ins = [torch.randn(*((p.cols,) if b else (p.rows, p.cols)), device=device, generator=generator).to(dt)
-               for b in self._broadcast()]
-        g, n = verify.GUARD_ELEMENTS, p.rows * p.cols
+        ins = [torch.randn(*p.input_shape(s), device=device, generator=generator).to(dt)
+               for s in p.fragment["inputs"]]
+        g, n = verify.GUARD_ELEMENTS, p.out_elements()
         buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
-        return RowwiseInputs(ins, {"out": (buf[g:g + n].view(p.rows, p.cols), buf)})
+        return RowwiseInputs(ins, {"out": (buf[g:g + n].view(p.rows, n // p.rows), buf)})
 
     def input_tensors(self, inp: RowwiseInputs) -> list:
         return list(inp.inputs)
@@ -100,25 +143,30 @@ class RowwiseCase(MeasureCase):
             a.inputs[i] = t.data_ptr()
             a.input_row_stride[i] = 0 if b else p.cols
         a.output = inp.outputs["out"][0].data_ptr()
-        a.output_row_stride = p.cols
+        a.output_row_stride = 1 if p.output_per_row() else p.cols
         a.stream = stream_ptr
         return a
 
     def reference(self, inp: RowwiseInputs) -> dict:
         """The fragment in float64 on the same (rounded) inputs."""
         p = self.problem
-        return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, p.cols)}
+        return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, -1)}
 
     def baselines(self) -> list:
         """PyTorch's ops of the fragment, in the kernel's dtype, one launch each (as the module runs them)."""
         p = self.problem
         ops = len(p.fragment["nodes"])
         return [(f"torch ops of the fragment ({ops} ops)",
-                 lambda inp: {"out": replay(p.fragment, inp.inputs).reshape(p.rows, p.cols)})]
+                 lambda inp: {"out": replay(p.fragment, inp.inputs).reshape(p.rows, -1)})]
 
     def verify_variants(self) -> list:
-        """The same row length at an odd row count: rows past the end are neither read nor written."""
-        return [] if self.problem.rows == ODD_ROWS else [replace(self.problem, rows=ODD_ROWS)]
+        """The same row length at an odd row count: rows past the end are neither read nor written; a flat
+        pointwise kernel also at an odd element count."""
+        p = self.problem
+        out = [] if p.rows == ODD_ROWS else [replace(p, rows=ODD_ROWS)]
+        if p.any_cols and p.cols != ODD_COLS:
+            out.append(replace(p, rows=ODD_ROWS, cols=ODD_COLS))  # odd element count: the flat kernel's scalar tail
+        return out
 
 
 Case = RowwiseCase

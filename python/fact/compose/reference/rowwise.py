@@ -12,8 +12,8 @@ def _rowwise(fragment):
             raise ValueError(f"row-wise op takes {len(broadcast)} inputs, got {len(inputs)}")
         full = next(t for t, b in zip(inputs, broadcast) if not b)
         y = replay(fragment, [t.double() for t in inputs])
-        # As the op: a contiguous tensor shaped like the first full input.
-        return y.reshape(full.shape).to(full.dtype).contiguous()
+        # As the op: a contiguous tensor shaped like the first full input, or one value per row.
+        return y.to(full.dtype).contiguous() if y.numel() != full.numel() else y.reshape(full.shape).to(full.dtype).contiguous()
 
     return rowwise
 
@@ -26,4 +26,4 @@ def reference_op(entry):
         raise ValueError(f"op {entry['op']}: the rowwise config carries no fragment to replay")
     params = ", ".join(f"Tensor in{i}" for i in range(len(fragment["inputs"])))
     return (f"({params}) -> Tensor", _rowwise(fragment),
-            f"rowwise {config.get('entry')} {config.get('source_hash')}")
+            f"rowwise {config.get('entry') or 'generated'} {config.get('source_hash') or config.get('kernel')}")

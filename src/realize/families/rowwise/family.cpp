@@ -1,4 +1,6 @@
-// The rowwise family behind the KernelFamily seam. Its one candidate per match is the registered kernel
+// The rowwise family behind the KernelFamily seam. A match of discover's generated row-wise pass (kernel kind
+// "ir") carries its fragment: the kernel is generated from the IR (rowwise_codegen.h) and tuned over the
+// family's config space. For a registry pattern, the one candidate per match is the registered kernel
 // itself (the agent already searched the configs): the match's registry entry gives the kernel source and
 // the fragment it was verified on, a generated shim exports it under the family ABI (can_implement refuses
 // other row lengths), and the measure worker verifies it again against the fragment replayed in float64.
@@ -6,8 +8,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "discover/row_program.h"
 #include "discover/user_registry.h"
+#include "realize/families/rowwise/rowwise_codegen.h"
 #include "realize/candidate_tuner.h"
 #include "realize/family_codegen.h"
 #include "realize/template_renderer.h"
@@ -42,7 +48,20 @@ std::vector<bool> broadcast_of(const json& c) {
   return out;
 }
 
-std::string config_id_of(const json& c) { return "rowwise_" + field(c, "entry", "rowwise config").get<std::string>(); }
+bool generated(const json& j) { return j.value("generated", false); }
+
+// Generated configs are named by what the kernel depends on (not the row count): the fragment's program,
+// cols, dtype and the launch shape.
+std::string config_id_of(const json& c) {
+  if (!generated(c)) return "rowwise_" + field(c, "entry", "rowwise config").get<std::string>();
+  json f = field(c, "fragment", "rowwise config");
+  f.erase("rows");
+  f.erase("full_shape");  // shapes carry the row count; dtype, cols and trailing dims are in the key
+  for (auto& n : f["nodes"]) n.erase("outputs");
+  for (auto& i : f["inputs"]) i.erase("shape");
+  return config_hash_id("rowwise_g", {{"fragment", f}, {"cols", c.at("cols")}, {"dtype", c.at("dtype")},
+                                      {"kernel", c.at("kernel")}, {"arch", c.at("arch")}});
+}
 
 class RowwiseFamily final : public KernelFamily {
  public:
@@ -50,6 +69,7 @@ class RowwiseFamily final : public KernelFamily {
 
   json problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) const override {
     std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+    if (m.kernel.value("kind", "") == "ir") return generated_problem(m, g, numerics, arch, where);
     std::string name = m.kernel.value("registry_entry", std::string());
     if (name.empty()) throw Error(where + ": the rule's kernel block names no registry_entry");
     auto entry = discover::UserRegistry::open_default().get(name);
@@ -98,6 +118,12 @@ class RowwiseFamily final : public KernelFamily {
   }
 
   WorkloadKey workload_key(const std::string& pattern, const json& p) const override {
+    if (generated(p)) {
+      json f = p.at("fragment");
+      json shape = {{"program", config_hash_id("", f)}, {"rows", p.at("rows")}, {"cols", p.at("cols")}};
+      return make_workload_key(pattern, shape, p.at("dtype").get<std::string>(), "row", p.at("numerics").get<std::string>(),
+                               p.at("arch").get<std::string>());
+    }
     json shape = {{"entry", p.at("entry")}, {"source_hash", p.at("source_hash")}, {"rows", p.at("rows")},
                   {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}};
     return make_workload_key(pattern, shape, p.at("dtype").get<std::string>(), "row", p.at("numerics").get<std::string>(),
@@ -106,6 +132,23 @@ class RowwiseFamily final : public KernelFamily {
 
   CandidateSet candidates(const json& p, int top_n) const override {
     if (top_n < 1) return {};
+    if (generated(p)) {
+      auto program = discover::lower_row_program(p.at("fragment"));
+      auto configs = rowwise_kernel_configs(program, field(family_data("rowwise"), "space", "data/families/rowwise.json"));
+      CandidateSet set;
+      set.space = fmt::format("rowwise (generated from the IR, {} reductions): {} configs, top {}", program.reductions(),
+                              configs.size(), top_n);
+      for (const auto& k : configs) {
+        if (static_cast<int>(set.ranked.size()) >= top_n) break;
+        json config = {{"generated", true}, {"fragment", p.at("fragment")}, {"cols", p.at("cols")},
+                       {"broadcast", p.at("broadcast")}, {"dtype", p.at("dtype")}, {"arch", p.at("arch")},
+                       {"output_per_row", p.at("output_per_row")}, {"keepdim", p.at("keepdim")},
+                       {"trailing_dims", p.at("trailing_dims")}, {"kernel", k.to_json()}};
+        set.ranked.push_back(candidate_from_config(config));
+      }
+      if (set.ranked.empty()) throw Error("rowwise: no config of data/families/rowwise.json's space takes this row");
+      return set;
+    }
     json config = {{"entry", p.at("entry")}, {"kernel_id", p.at("kernel_id")}, {"source_hash", p.at("source_hash")},
                    {"cols", p.at("cols")}, {"broadcast", p.at("broadcast")}, {"dtype", p.at("dtype")},
                    {"arch", p.at("arch")}, {"fragment", p.at("fragment")}};
@@ -113,6 +156,19 @@ class RowwiseFamily final : public KernelFamily {
   }
 
   FamilyCandidate candidate_from_config(const json& c) const override {
+    if (generated(c)) {
+      auto program = discover::lower_row_program(field(c, "fragment", "rowwise config"));
+      auto k = RowwiseKernelConfig::from_json(field(c, "kernel", "rowwise config"));
+      FamilyCandidate fc;
+      fc.config_id = config_id_of(c);
+      fc.config = c;
+      fc.summary = summary(c);
+      fc.arch = arch_from_string(field(c, "arch", "rowwise config").get<std::string>());
+      fc.kernel.config_id = fc.config_id;
+      fc.kernel.template_name = family_template("rowwise", "generated_kernel_template");
+      fc.kernel.text = render_rowwise_kernel(program, k, fc.config_id, fc.summary);
+      return fc;
+    }
     auto entry = entry_for(c);
     const std::string id = config_id_of(c);
     const auto broadcast = broadcast_of(c);
@@ -135,6 +191,14 @@ class RowwiseFamily final : public KernelFamily {
   }
 
   json measure_problem(const json& p) const override {
+    if (generated(p)) {
+      // A pointwise chain without a broadcast row runs as one flat array of any length: the verifier also
+      // tries an odd element count (the kernel's scalar tail).
+      bool flat = discover::lower_row_program(p.at("fragment")).reductions() == 0 &&
+                  std::none_of(p.at("broadcast").begin(), p.at("broadcast").end(), [](const json& b) { return b.get<bool>(); });
+      return {{"entry", ""}, {"generated", true}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
+              {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}, {"any_cols", flat}};
+    }
     return {{"entry", p.at("entry")}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
             {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}};
   }
@@ -149,6 +213,22 @@ class RowwiseFamily final : public KernelFamily {
       flags += fmt::format("{}{}", i ? ", " : "", broadcast[i] ? "true" : "false");
     }
     Element e = element_from_string(field(c, "dtype", "rowwise config").get<std::string>());
+    if (generated(c))
+      return render_family_template("rowwise", "generated_op_template", id,
+                                    {{"config_id", id},
+                                     {"summary", summary(c)},
+                                     {"torch_dtype", torch_scalar_type(e)},
+                                     {"dtype", to_string(e)},
+                                     {"cols", std::to_string(c.at("cols").get<int64_t>())},
+                                     {"trailing_dims", std::to_string(c.at("trailing_dims").get<int>())},
+                                     {"output_per_row", c.at("output_per_row").get<bool>() ? "true" : "false"},
+                                     {"keepdim", c.at("keepdim").get<bool>() ? "true" : "false"},
+                                     {"num_inputs", std::to_string(broadcast.size())},
+                                     {"broadcast", flags},
+                                     {"params", params},
+                                     {"args", args},
+                                     {"schema", op_schema(c)}})
+          .text;
     return render_family_template("rowwise", "op_template", id,
                                   {{"config_id", id},
                                    {"summary", summary(c)},
@@ -183,6 +263,37 @@ class RowwiseFamily final : public KernelFamily {
   }
 
  private:
+  // A region of discover's generated row-wise pass: the fragment rides in the match's kernel block.
+  static json generated_problem(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch,
+                                const std::string& where) {
+    json fragment = field(m.kernel, "fragment", where + ": the kernel block");
+    auto program = discover::lower_row_program(fragment);  // refuses, naming the node, what cannot be generated
+    json broadcast = json::array();
+    bool full = false;
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      bool b = program.inputs[i] == discover::RowInputKind::row_broadcast;
+      full |= !b;
+      broadcast.push_back(b);
+      if (!match_operand_bound(m, i)) throw Error(fmt::format("{}: the match binds no tensor for $in{}", where, i));
+    }
+    if (!full) throw Error(where + ": every input is a shared row; the op takes its row count from a full input");
+    if (static_cast<int>(program.inputs.size()) > kMaxInputs)
+      throw Error(fmt::format("{}: {} inputs; the ABI takes at most {}", where, program.inputs.size(), kMaxInputs));
+    const auto& out_shape = g.at(m.anchor).out().shape;
+    const auto full_shape = fragment.value("full_shape", std::vector<int64_t>{program.rows, program.cols});
+    return {{"generated", true},
+            {"rows", program.rows},
+            {"cols", program.cols},
+            {"broadcast", broadcast},
+            {"dtype", program.dtype},
+            {"numerics", to_string(numerics)},
+            {"arch", to_string(arch)},
+            {"output_per_row", program.output_per_row},
+            {"keepdim", program.output_per_row && out_shape.size() == full_shape.size()},
+            {"trailing_dims", fragment.value("trailing_dims", 1)},
+            {"fragment", fragment}};
+  }
+
   static bool match_operand_bound(const discover::Match& m, size_t i) {
     const json ops = m.kernel.value("operands", json::object());
     std::string key = fmt::format("in{}", i);
@@ -192,6 +303,10 @@ class RowwiseFamily final : public KernelFamily {
   }
 
   static std::string summary(const json& c) {
+    if (generated(c))
+      return fmt::format("generated row-wise kernel ({} ops, {} inputs, cols {}, {}; {})", c.at("fragment").at("nodes").size(),
+                         c.at("broadcast").size(), c.at("cols").get<int64_t>(), c.at("dtype").get<std::string>(),
+                         RowwiseKernelConfig::from_json(c.at("kernel")).text());
     return fmt::format("registered row-wise kernel {} ({} inputs, cols {}, {})", c.at("entry").get<std::string>(),
                        c.at("broadcast").size(), c.at("cols").get<int64_t>(), c.at("dtype").get<std::string>());
   }

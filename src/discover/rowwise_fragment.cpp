@@ -1,4 +1,4 @@
-#include "agent/rowwise_fragment.h"
+#include "discover/rowwise_fragment.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,10 @@
 #include <map>
 
 #include "core/error.h"
+#include "discover/plan.h"
+#include "discover/row_program.h"
 
-namespace fact::agent {
+namespace fact::discover {
 using nlohmann::json;
 
 namespace {
@@ -66,38 +68,62 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   }
   if (f.output.empty()) throw Error("no node of the fragment is used outside it, so it computes nothing the graph needs");
   const ir::TensorMeta& out = graph.at(f.output).out();
-  if (out.rank() < 1 || out.shape.back() < 1) throw Error(fmt::format("output '{}' has no last dimension", f.output));
   if (out.dtype != "float32" && out.dtype != "bfloat16" && out.dtype != "float16")
     throw Error(fmt::format("output '{}' is {}; row-wise kernels take float32, bfloat16 or float16", f.output, out.dtype));
-  f.cols = out.shape.back();
-  f.rows = out.numel() / f.cols;
   f.dtype = out.dtype;
-  auto per_row = [&](const ir::TensorMeta& t) {
-    return t.rank() == out.rank() && t.shape.back() == 1 && t.numel() == f.rows;
-  };
-  std::set<std::string> seen_inputs;
+  // The full tensor: the largest value the fragment reads or makes; its trailing dims that the reductions
+  // fold make a row (all reductions must fold the same ones).
+  std::vector<std::string> outside;
+  for (const auto& name : f.nodes)
+    for (const auto& r : ir::referenced_names(graph.at(name)))
+      if (!inside.count(r) && !graph.at(r).outputs.empty() &&
+          std::find(outside.begin(), outside.end(), r) == outside.end())
+        outside.push_back(r);
+  const ir::TensorMeta* full = &out;
+  for (const auto& v : outside)
+    if (graph.at(v).out().numel() > full->numel()) full = &graph.at(v).out();
+  for (const auto& name : f.nodes)
+    if (graph.at(name).out().numel() > full->numel()) full = &graph.at(name).out();
+  f.full_shape = full->shape;
+  const int rank = static_cast<int>(f.full_shape.size());
+  if (rank < 1 || f.full_shape.back() < 1) throw Error(fmt::format("the fragment's values have no last dimension"));
+  int trailing = 0;
   for (const auto& name : f.nodes) {
     const ir::Node& n = graph.at(name);
-    const ir::TensorMeta& t = n.out();
-    if (t.shape != out.shape && !per_row(t))
+    int k = row_reduction_trailing_dims(name, n.op, n.args, n.kwargs, rank);
+    if (k == 0) continue;
+    if (trailing && k != trailing)
+      throw Error(fmt::format("node '{}' reduces the last {} dims, another node the last {}; one row per kernel", name, k, trailing));
+    trailing = k;
+  }
+  f.trailing_dims = trailing ? trailing : 1;
+  std::vector<int64_t> lead(f.full_shape.begin(), f.full_shape.end() - f.trailing_dims);
+  std::vector<int64_t> trail(f.full_shape.end() - f.trailing_dims, f.full_shape.end());
+  f.cols = 1;
+  for (auto d : trail) f.cols *= d;
+  f.rows = full->numel() / f.cols;
+  std::vector<int64_t> keep = lead;
+  keep.insert(keep.end(), trail.size(), 1);
+  auto per_row = [&](const std::vector<int64_t>& s) { return s == keep || s == lead; };
+  for (const auto& name : f.nodes) {
+    const ir::TensorMeta& t = graph.at(name).out();
+    if (t.shape != f.full_shape && !per_row(t.shape))
       throw Error(fmt::format("node '{}' has shape [{}]; inside a row-wise fragment every value is [{}] or one per row",
-                              name, fmt::join(t.shape, ","), fmt::join(out.shape, ",")));
-    for (const auto& r : ir::referenced_names(n)) {
-      if (inside.count(r) || seen_inputs.count(r)) continue;
-      const ir::Node& src = graph.at(r);
-      if (src.outputs.empty()) continue;
-      const ir::TensorMeta& in = src.out();
-      bool like_out = in.shape == out.shape;
-      bool row = in.rank() == 1 && in.shape[0] == f.cols;
-      if (!like_out && !row)
-        throw Error(fmt::format("input '{}' of node '{}' has shape [{}]; outside inputs must be [{}] or [{}]", r, name,
-                                fmt::join(in.shape, ","), fmt::join(out.shape, ","), f.cols));
-      if (in.dtype != f.dtype)
-        throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
-      seen_inputs.insert(r);
-      f.inputs.push_back(r);
-      f.broadcast.push_back(row && !like_out);
-    }
+                              name, fmt::join(t.shape, ","), fmt::join(f.full_shape, ",")));
+    if (t.dtype != f.dtype)
+      throw Error(fmt::format("node '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", name, t.dtype, f.dtype));
+  }
+  for (const auto& r : outside) {
+    const ir::TensorMeta& in = graph.at(r).out();
+    bool like_full = in.shape == f.full_shape;
+    bool row = in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols);
+    if (!like_full && !row)
+      throw Error(fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or [{}]", r,
+                              fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(trail, ",")));
+    if (in.dtype != f.dtype)
+      throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
+    f.inputs.push_back(r);
+    f.broadcast.push_back(row && !like_full);
   }
   if (f.inputs.empty()) throw Error("the fragment reads no tensor from outside");
   if (static_cast<int>(f.inputs.size()) > kRowwiseMaxInputs)
@@ -119,7 +145,8 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
 
 std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
   std::set<std::string> covered;
-  for (const auto& e : plan.entries) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
+  for (const auto& e : plan.entries)
+    if (e.match.rule != kGeneratedRowwiseRule) covered.insert(e.match.nodes.begin(), e.match.nodes.end());
   std::set<std::string> free;
   for (const auto& n : plan.graph.nodes) {
     if (n.kind == ir::NodeKind::Op && rowwise_category(n.category) && !covered.count(n.name)) free.insert(n.name);
@@ -210,7 +237,8 @@ json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
   for (size_t i = 0; i < f.inputs.size(); ++i)
     inputs.push_back({{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}});
   return {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},
-          {"output", f.output}, {"rows", f.rows}, {"cols", f.cols}, {"dtype", f.dtype}};
+          {"output", f.output}, {"rows", f.rows}, {"cols", f.cols}, {"dtype", f.dtype},
+          {"full_shape", f.full_shape}, {"trailing_dims", f.trailing_dims}};
 }
 
-}  // namespace fact::agent
+}  // namespace fact::discover

@@ -1,8 +1,10 @@
 #pragma once
-// A row-wise op chain no rule covers: a connected set of elementwise / last-dim reduction nodes with one
-// value leaving it, every tensor in it shaped like the output ([..., cols]) or one value per row
-// ([..., 1]), and its outside inputs either like the output or one row ([cols], broadcast). Such a chain
-// is what a generated kernel with the FactRowwiseArgs ABI (kernel_abi.h, data/families/rowwise.json) can realize.
+// A row-wise op chain no rule covers: a connected set of elementwise / trailing-dim reduction nodes with one
+// value leaving it, every tensor in it shaped like the full tensor ([..., cols], cols the product of the
+// trailing dims its reductions fold, the last dim without one) or one value per row ([..., 1] keepdim or
+// [...]), and its outside inputs either full or one row ([cols] / the trailing dims, broadcast). Such a chain
+// is what a kernel with the FactRowwiseArgs ABI (kernel_abi.h, data/families/rowwise.json) can realize: one
+// the agent registered or one generated from the IR (row_program.h).
 #include <cstdint>
 #include <set>
 #include <string>
@@ -10,10 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "discover/plan.h"
 #include "ir/graph.h"
 
-namespace fact::agent {
+namespace fact::discover {
+
+struct Plan;
 
 struct RowwiseFragment {
   std::vector<std::string> nodes;    // graph order
@@ -22,6 +25,8 @@ struct RowwiseFragment {
   std::vector<bool> broadcast;       // parallel to inputs: true for a [cols] row shared by every row
   int64_t rows = 0, cols = 0;
   std::string dtype;                 // of the output
+  std::vector<int64_t> full_shape;   // the full tensor's shape (rows x cols elements)
+  int trailing_dims = 1;             // how many trailing dims of full_shape make a row
 };
 
 inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in data/families/rowwise.json (a test checks)
@@ -33,7 +38,11 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
 
 // The plan's uncovered op nodes grouped into maximal connected row-wise candidates (those that pass
 // make_rowwise_fragment), in graph order.
-std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan);
+// Nodes covered by a generated row-wise entry (rule kGeneratedRowwiseRule) count as free: the agent may
+// replace a generated kernel with one it writes.
+std::vector<RowwiseFragment> rowwise_candidates(const Plan& plan);
+
+inline constexpr const char* kGeneratedRowwiseRule = "rowwise_generated";
 
 // The fragment as a rule in data/rules format (docs/rule-format.md): the nodes become the pattern,
 // outside values become $in0.., literals stay literals; family "rowwise", kernel.registry_entry = name.
@@ -43,4 +52,4 @@ nlohmann::json fragment_rule(const ir::Graph& graph, const RowwiseFragment& f, c
 // What the verification harness replays in float64: the fragment's IR nodes, inputs, shapes.
 nlohmann::json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f);
 
-}  // namespace fact::agent
+}  // namespace fact::discover

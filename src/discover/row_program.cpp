@@ -1,0 +1,314 @@
+#include "discover/row_program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/paths.h"
+
+namespace fact::discover {
+using nlohmann::json;
+
+namespace {
+
+const json& table(const char* file, const char* key) {
+  static std::map<std::string, json> cache;
+  auto it = cache.find(file);
+  if (it == cache.end()) {
+    json j = read_json_file(data_dir() / file, file);
+    if (!j.contains(key) || !j[key].is_object()) throw Error(fmt::format("{}: expected an object \"{}\"", file, key));
+    it = cache.emplace(file, std::move(j)).first;
+  }
+  return it->second.at(key);
+}
+const json& pointwise_ops() { return table("ir/pointwise_ops.json", "ops"); }
+const json& row_reductions() { return table("ir/row_reductions.json", "ops"); }
+const json& activations() { return table("epilogues/activations.json", "activations"); }
+
+bool is_ref(const json& a) { return a.is_object() && a.contains("ref"); }
+
+// A float literal C++ and CUDA read exactly (9 significant digits round-trip a float).
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "(-__int_as_float(0x7f800000))";
+  return fmt::format("{:.9e}f", v);
+}
+
+// An argument by position, else kwarg, else absent (null).
+json arg_at(const json& node, int index, const std::string& kwarg) {
+  const json& args = node.at("args");
+  if (index >= 0 && index < static_cast<int>(args.size())) return args[index];
+  const json kw = node.value("kwargs", json::object());
+  if (!kwarg.empty() && kw.contains(kwarg)) return kw[kwarg];
+  return nullptr;
+}
+
+// {"arg": i, "kwarg": k, "default": v} or a bare index.
+json read_spec(const json& node, const json& spec, const json& fallback = nullptr) {
+  if (spec.is_number_integer()) return arg_at(node, spec.get<int>(), "");
+  json v = arg_at(node, spec.value("arg", -1), spec.value("kwarg", ""));
+  return v.is_null() ? spec.value("default", fallback) : v;
+}
+
+std::vector<int64_t> shape_of(const json& node) { return node.at("outputs").at(0).at("shape").get<std::vector<int64_t>>(); }
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string cident(size_t i) { return fmt::format("v{}", i); }
+
+struct Lowering {
+  const json& fragment;
+  RowProgram p;
+  std::map<std::string, std::string> var;   // fragment value -> C var
+  std::map<std::string, bool> per_row;      // C var -> per row
+  std::vector<int64_t> full_shape;
+  int trailing = 1;                         // dims folded into cols
+  size_t next = 0;
+
+  std::string fresh() { return cident(next++); }
+
+  std::string add(RowStatement s) {
+    per_row[s.var] = s.per_row;
+    if (s.kind == RowStatement::Kind::reduce && s.reduce == "maxsumexp") {
+      per_row[s.var + "_m"] = per_row[s.var + "_s"] = true;
+    }
+    p.statements.push_back(s);
+    return s.var;
+  }
+  std::string expr(const std::string& e, bool row) {
+    RowStatement s;
+    s.var = fresh();
+    s.expr = e;
+    s.per_row = row;
+    return add(s);
+  }
+  std::string reduce(const std::string& op, const std::string& operand) {
+    RowStatement s;
+    s.kind = RowStatement::Kind::reduce;
+    s.var = fresh();
+    s.reduce = op;
+    s.operand = operand;
+    s.per_row = true;
+    return add(s);
+  }
+
+  // The C expression of an operand (a value of the fragment or a number).
+  std::string operand(const std::string& node, const json& a, bool* row = nullptr) {
+    if (is_ref(a)) {
+      const std::string& r = a["ref"].get_ref<const std::string&>();
+      auto it = var.find(r);
+      if (it == var.end()) throw Error(fmt::format("node '{}' reads '{}', which is neither inside the fragment nor an input", node, r));
+      if (row) *row = per_row.at(it->second);
+      return it->second;
+    }
+    if (row) *row = true;
+    if (a.is_number() || a.is_boolean()) return float_literal(a.get<double>());
+    if (a.is_object() && a.contains("float")) {
+      const json& f = a["float"];
+      return float_literal(f.is_string() ? std::stod(f.get<std::string>()) : f.get<double>());
+    }
+    throw Error(fmt::format("node '{}': argument {} is not a tensor or a number", node, a.dump()));
+  }
+
+  std::string activation(const std::string& node_name, const json& node, const std::string& name, const json& params,
+                         const std::string& x) {
+    if (!activations().contains(name)) throw Error(fmt::format("node '{}': activation '{}' is not in data/epilogues/activations.json", node_name, name));
+    const json& a = activations()[name];
+    std::string decl = fmt::format("const float x = {};", x);
+    const json table_params = a.value("params", json::object());
+    for (const auto& [param, dflt] : table_params.items()) {
+      json v = params.contains(param) ? arg_at(node, params[param].get<int>(), param) : json(nullptr);
+      if (v.is_null()) v = dflt;
+      decl += fmt::format(" const float {} = {};", param, operand(node_name, v));
+    }
+    // A lambda keeps the table's names (x and the params) local to this one expression.
+    return fmt::format("[&] {{ {} return {}; }}()", decl, a.at("expr").get<std::string>());
+  }
+
+  void pointwise(const json& node, const json& form) {
+    const std::string name = node.at("name");
+    bool row = true;
+    auto opnd = [&](int i) {
+      bool r = true;
+      std::string e = operand(name, arg_at(node, i, ""), &r);
+      row = row && r;
+      return e;
+    };
+    std::string e;
+    if (form.contains("activation")) {
+      std::string x = opnd(0);
+      e = activation(name, node, form["activation"], form.value("params", json::object()), x);
+    } else if (form.contains("activation_by")) {
+      const json& by = form["activation_by"];
+      json v = read_spec(node, by);
+      std::string key = v.is_string() ? v.get<std::string>() : v.dump();
+      if (!by.at("values").contains(key)) throw Error(fmt::format("node '{}': {} = {} has no activation", name, by.value("kwarg", ""), key));
+      std::string x = opnd(0);
+      e = activation(name, node, by["values"][key], json::object(), x);
+    } else if (form.contains("binary")) {
+      std::string a = opnd(0), b = opnd(1);
+      if (form.contains("scale")) {
+        json s = read_spec(node, form["scale"], 1);
+        if (!(s.is_number() && s.get<double>() == 1.0)) b = fmt::format("({} * {})", operand(name, s), b);
+      }
+      if (form.value("swap", false)) std::swap(a, b);
+      static const std::map<std::string, std::string> fmts = {{"add", "({} + {})"}, {"sub", "({} - {})"}, {"mul", "({} * {})"},
+                                                              {"div", "({} / {})"}, {"max", "fmaxf({}, {})"}, {"min", "fminf({}, {})"}};
+      e = fmt::format(fmt::runtime(fmts.at(form["binary"].get<std::string>())), a, b);
+    } else if (form.contains("clamp")) {
+      e = opnd(0);
+      const json& c = form["clamp"];
+      if (c.contains("min")) if (json lo = arg_at(node, c["min"].get<int>(), "min"); !lo.is_null()) {
+        bool r = true;
+        e = fmt::format("fmaxf({}, {})", e, operand(name, lo, &r));
+        row = row && r;
+      }
+      if (c.contains("max")) if (json hi = arg_at(node, c["max"].get<int>(), "max"); !hi.is_null()) {
+        bool r = true;
+        e = fmt::format("fminf({}, {})", e, operand(name, hi, &r));
+        row = row && r;
+      }
+    } else if (form.contains("identity_if")) {
+      const json& c = form["identity_if"];
+      if (read_spec(node, c) != c.at("equals")) throw Error(fmt::format("node '{}' ({}) is not pointwise here (training mode)", name, node.at("op").get<std::string>()));
+      e = opnd(0);
+    } else if (form.value("identity", false)) {
+      e = opnd(0);
+    } else {
+      throw Error(fmt::format("node '{}' ({}) reads over dim 1, not along rows; it stays PyTorch's", name, node.at("op").get<std::string>()));
+    }
+    bool node_row = is_per_row(node);
+    if (!node_row && row) e = e;  // a per-row expression used per element is still one value per row
+    var[name] = expr(e, node_row);
+  }
+
+  bool is_per_row(const json& node) const { return numel(shape_of(node)) == p.rows && numel(shape_of(node)) != p.rows * p.cols; }
+
+  void reduction(const json& node, const json& form) {
+    const std::string name = node.at("name");
+    const std::string f = form.at("form");
+    bool row = false;
+    std::string x = operand(name, arg_at(node, 0, "self"), &row);
+    if (row) throw Error(fmt::format("node '{}' reduces a value that is already one per row", name));
+    int k = row_reduction_trailing_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()),
+                                        static_cast<int>(full_shape.size()));
+    if (k != trailing)
+      throw Error(fmt::format("node '{}' reduces the last {} dims; the fragment's rows are the last {}", name, k, trailing));
+    const std::string cols = float_literal(static_cast<double>(p.cols));
+    if (f == "sum") var[name] = reduce("sum", x);
+    else if (f == "mean") var[name] = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
+    else if (f == "max" || f == "min") var[name] = reduce(f, x);
+    else if (f == "logsumexp" || f == "softmax" || f == "log_softmax") {
+      std::string r = reduce("maxsumexp", x);
+      // An all -inf row has max -inf: exp(x - max) would be NaN; PyTorch gives -inf (logsumexp) or NaN (softmax).
+      if (f == "logsumexp") var[name] = expr(fmt::format("{0}_m + logf({0}_s)", r), true);
+      else if (f == "softmax") var[name] = expr(fmt::format("expf({1} - {0}_m) / {0}_s", r, x), false);
+      else var[name] = expr(fmt::format("{1} - {0}_m - logf({0}_s)", r, x), false);
+    } else if (f == "layer_norm") {
+      std::string mean = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
+      std::string d = expr(fmt::format("{} - {}", x, mean), false);
+      std::string sq = expr(fmt::format("{0} * {0}", d), false);
+      json eps = read_spec(node, form.at("eps"));
+      std::string rstd = expr(fmt::format("rsqrtf({} / {} + {})", reduce("sum", sq), cols, operand(name, eps)), true);
+      std::string y = fmt::format("{} * {}", d, rstd);
+      for (const char* key : {"weight", "bias"}) {
+        json t = arg_at(node, form.at(key).get<int>(), key);
+        if (t.is_null()) continue;
+        y = fmt::format(fmt::runtime(std::string(key) == "weight" ? "({}) * {}" : "({}) + {}"), y, operand(name, t));
+      }
+      var[name] = expr(y, false);
+    } else {
+      throw Error(fmt::format("node '{}': data/ir/row_reductions.json form '{}' has no lowering", name, f));
+    }
+  }
+};
+
+}  // namespace
+
+int RowProgram::reductions() const {
+  return static_cast<int>(std::count_if(statements.begin(), statements.end(),
+                                        [](const RowStatement& s) { return s.kind == RowStatement::Kind::reduce; }));
+}
+
+bool row_program_reads(const std::string& op) { return pointwise_ops().contains(op) || row_reductions().contains(op); }
+
+int row_reduction_trailing_dims(const std::string& node, const std::string& op, const json& args, const json& kwargs,
+                                int rank) {
+  if (!row_reductions().contains(op)) return 0;
+  const json& form = row_reductions()[op];
+  json n = {{"name", node}, {"args", args}, {"kwargs", kwargs}};
+  std::vector<int64_t> dims;
+  if (form.contains("dims")) {
+    json d = read_spec(n, form["dims"]);
+    if (d.is_null() || (d.is_array() && d.empty())) {
+      for (int i = 0; i < rank; ++i) dims.push_back(i);
+    } else if (d.is_array()) {
+      dims = d.get<std::vector<int64_t>>();
+    } else {
+      dims = {d.get<int64_t>()};
+    }
+  } else if (form.contains("dim")) {
+    dims = {read_spec(n, form["dim"]).get<int64_t>()};
+  } else if (form.contains("normalized_shape")) {
+    int64_t k = static_cast<int64_t>(read_spec(n, form["normalized_shape"]).size());
+    for (int64_t i = rank - k; i < rank; ++i) dims.push_back(i);
+  }
+  std::set<int64_t> s;
+  for (auto d : dims) s.insert(d < 0 ? d + rank : d);
+  int k = static_cast<int>(s.size());
+  if (k == 0 || *s.begin() != rank - k || *s.rbegin() != rank - 1)
+    throw Error(fmt::format("node '{}' ({}) reduces dims [{}] of a rank-{} tensor, not the trailing ones; a row-wise "
+                            "kernel reduces along rows only", node, op, fmt::join(dims, ","), rank));
+  if (k == rank && rank > 1)
+    throw Error(fmt::format("node '{}' ({}) reduces the whole tensor to one value; a row-wise kernel needs rows", node, op));
+  return k;
+}
+
+RowProgram lower_row_program(const json& fragment) {
+  if (!fragment.is_object() || fragment.value("format", "") != "fact-rowwise-fragment")
+    throw Error("not a fact-rowwise-fragment object");
+  Lowering L{fragment, {}, {}, {}, {}};
+  RowProgram& p = L.p;
+  p.rows = fragment.at("rows");
+  p.cols = fragment.at("cols");
+  p.dtype = fragment.at("dtype");
+  L.full_shape = fragment.value("full_shape", std::vector<int64_t>{p.rows, p.cols});
+  L.trailing = fragment.value("trailing_dims", 1);
+  int i = 0;
+  for (const auto& in : fragment.at("inputs")) {
+    RowStatement s;
+    s.kind = RowStatement::Kind::load;
+    s.var = L.fresh();
+    s.input = i++;
+    p.inputs.push_back(in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
+    L.var[in.at("name").get<std::string>()] = L.add(s);
+  }
+  for (const auto& node : fragment.at("nodes")) {
+    const std::string op = node.at("op");
+    p.ops.push_back(op);
+    const std::string name = node.at("name");
+    if (node.at("outputs").size() != 1) throw Error(fmt::format("node '{}' ({}) has several results", name, op));
+    if (node["outputs"][0].value("dtype", "") != p.dtype)
+      throw Error(fmt::format("node '{}' is {}, the fragment {}; mixed dtypes are not generated", name,
+                              node["outputs"][0].value("dtype", ""), p.dtype));
+    if (pointwise_ops().contains(op)) L.pointwise(node, pointwise_ops()[op]);
+    else if (row_reductions().contains(op)) L.reduction(node, row_reductions()[op]);
+    else throw Error(fmt::format("node '{}' ({}) is in neither data/ir/pointwise_ops.json nor data/ir/row_reductions.json", name, op));
+  }
+  const std::string out = fragment.at("output");
+  if (!L.var.count(out)) throw Error(fmt::format("the fragment's output '{}' is not one of its nodes", out));
+  p.output = L.var.at(out);
+  p.output_per_row = L.per_row.at(p.output);
+  return p;
+}
+
+}  // namespace fact::discover

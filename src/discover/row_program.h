@@ -1,0 +1,51 @@
+#pragma once
+// A row-wise fragment (fact-rowwise-fragment JSON, rowwise_fragment.h) lowered to the statements a generated
+// kernel runs: loads of its inputs, float expressions (data/ir/pointwise_ops.json read through the
+// activations' "expr" of data/epilogues/activations.json) and reductions over the row (data/ir/row_reductions.json).
+// Every value is either one per element of the [rows, cols] row block ("full") or one per row.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fact::discover {
+
+struct RowStatement {
+  enum class Kind { load, expr, reduce };
+  Kind kind = Kind::expr;
+  std::string var;      // C identifier of the value (reduce maxsumexp: var_m and var_s)
+  bool per_row = false; // one value per row (else per element)
+  int input = -1;       // load: the fragment input it reads
+  std::string expr;     // expr: C++ float expression over earlier vars
+  std::string reduce;   // reduce: "sum", "max", "min" or "maxsumexp" (online max and sum of exp(x - max))
+  std::string operand;  // reduce: the per-element var reduced
+};
+
+enum class RowInputKind { full, row_broadcast };  // [rows, cols] or one [cols] row shared by every row
+
+struct RowProgram {
+  std::vector<RowStatement> statements;  // in evaluation order
+  std::vector<RowInputKind> inputs;
+  std::string output;                    // the var written
+  bool output_per_row = false;
+  int64_t rows = 0, cols = 0;
+  std::string dtype;
+  std::vector<std::string> ops;          // the fragment's aten ops, graph order (for reports)
+  int reductions() const;
+};
+
+// Lowers the fragment; throws Error naming the node and why it cannot be generated (a reduction not over
+// the trailing dims, an op no table reads, a mixed dtype, ...).
+RowProgram lower_row_program(const nlohmann::json& fragment);
+
+// How many trailing dims of a rank-`rank` input a row reduction node folds into the row (1 for softmax over
+// the last dim), 0 when the op is not a row reduction of data/ir/row_reductions.json; throws Error naming
+// the node when it reduces dims that are not trailing.
+int row_reduction_trailing_dims(const std::string& node, const std::string& op, const nlohmann::json& args,
+                                const nlohmann::json& kwargs, int rank);
+
+// Whether an op is one the lowering reads (pointwise table or row reductions).
+bool row_program_reads(const std::string& op);
+
+}  // namespace fact::discover

@@ -1,0 +1,131 @@
+#include "discover/rowwise_regions.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+
+#include "core/error.h"
+#include "discover/plan.h"
+#include "discover/row_program.h"
+#include "discover/rowwise_fragment.h"
+
+namespace fact::discover {
+using nlohmann::json;
+
+namespace {
+
+// Connected groups of `free` nodes, each in graph order.
+std::vector<std::vector<std::string>> components(const ir::Graph& g, const std::set<std::string>& free) {
+  std::vector<std::vector<std::string>> out;
+  std::set<std::string> done;
+  for (const auto& n : g.nodes) {
+    if (!free.count(n.name) || done.count(n.name)) continue;
+    std::set<std::string> group;
+    std::vector<std::string> stack = {n.name};
+    done.insert(n.name);
+    while (!stack.empty()) {
+      std::string cur = stack.back();
+      stack.pop_back();
+      group.insert(cur);
+      std::vector<std::string> next = ir::referenced_names(g.at(cur));
+      for (const auto& u : g.users(cur)) next.push_back(u);
+      for (const auto& m : next)
+        if (free.count(m) && done.insert(m).second) stack.push_back(m);
+    }
+    std::vector<std::string> ordered;
+    for (const auto& m : g.nodes)
+      if (group.count(m.name)) ordered.push_back(m.name);
+    out.push_back(ordered);
+  }
+  return out;
+}
+
+PlanEntry entry_for(const Plan& plan, const RowwiseFragment& f, const json& fragment, const CostContext& ctx) {
+  Match m;
+  m.rule = kGeneratedRowwiseRule;
+  m.family = "rowwise";
+  m.anchor = f.output;
+  m.nodes = f.nodes;
+  m.dtype = f.dtype;
+  m.dims = {{"rows", f.rows}, {"cols", f.cols}};
+  json operands = json::object();
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    m.inputs[fmt::format("$in{}", i)] = f.inputs[i];
+    operands[fmt::format("in{}", i)] = fmt::format("$in{}", i);
+  }
+  m.kernel = {{"family", "rowwise"}, {"kind", "ir"}, {"fragment", fragment}, {"operands", operands}};
+  (void)plan;
+  return {m, estimate_match(m, ctx)};
+}
+
+}  // namespace
+
+void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
+  if (!plan.graph.replay_blocker.empty()) return;
+  const ir::Graph& g = plan.graph;
+  std::set<std::string> covered;
+  std::map<std::string, const PlanEntry*> owner;
+  for (const auto& e : plan.entries)
+    for (const auto& n : e.match.nodes) {
+      covered.insert(n);
+      owner[n] = &e;
+    }
+  std::set<std::string> free;
+  for (const auto& n : g.nodes)
+    if (n.kind == ir::NodeKind::Op && !covered.count(n.name) && n.outputs.size() == 1 && row_program_reads(n.op))
+      free.insert(n.name);
+  std::vector<PlanEntry> added;
+  auto try_group = [&](const std::vector<std::string>& group) {
+    RowwiseFragment f = make_rowwise_fragment(g, group, covered);
+    json fragment = fragment_to_json(g, f);
+    RowProgram p = lower_row_program(fragment);  // refuses what the generator cannot write, naming why
+    added.push_back(entry_for(plan, f, fragment, ctx));
+    for (const auto& in : f.inputs) {
+      auto it = owner.find(in);
+      if (p.reductions() > 0 && it != owner.end() && it->second->match.family == "gemm")
+        plan.notes.push_back(fmt::format("reduction after gemm at {}: generated row-wise kernel reading its output "
+                                         "once (a CTA of the GEMM does not own whole rows of N={})", in, f.cols));
+    }
+  };
+  for (const auto& group : components(g, free)) {
+    try {
+      try_group(group);
+      continue;
+    } catch (const Error& e) {
+      if (group.size() == 1) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", group[0], e.what()));
+        continue;
+      }
+    }
+    // The region as a whole cannot be generated: leave out the nodes that cannot be generated alone (a
+    // reduction over a leading dim, an input shaped neither like the rows nor one row) and try what is left.
+    std::set<std::string> rest(group.begin(), group.end());
+    for (const auto& n : group) {
+      try {
+        lower_row_program(fragment_to_json(g, make_rowwise_fragment(g, {n}, covered)));
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("{} left to PyTorch: {}", n, e.what()));
+        rest.erase(n);
+      }
+    }
+    bool split = rest.size() < group.size();
+    for (const auto& part : components(g, split ? rest : std::set<std::string>{})) {
+      try {
+        try_group(part);
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(part, ", "), e.what()));
+      }
+    }
+    if (!split) {
+      try {
+        try_group(group);
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(group, ", "), e.what()));
+      }
+    }
+  }
+  for (auto& e : added) plan.entries.push_back(std::move(e));
+}
+
+}  // namespace fact::discover

@@ -1,0 +1,297 @@
+#include "realize/families/rowwise/rowwise_codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "core/error.h"
+#include "realize/template_renderer.h"
+
+namespace fact::realize {
+using discover::RowProgram;
+using discover::RowStatement;
+using nlohmann::json;
+
+namespace {
+
+int element_bytes(const std::string& dtype) { return dtype == "float32" ? 4 : 2; }
+const char* element_type(const std::string& dtype) {
+  return dtype == "float32" ? "float" : dtype == "bfloat16" ? "__nv_bfloat16" : "__half";
+}
+
+// The reduction level of every var: how many reductions (in sequence) its value needs.
+std::map<std::string, int> levels(const RowProgram& p) {
+  static const std::regex ident(R"(\bv\d+(_m|_s)?\b)");
+  std::map<std::string, int> lv;
+  for (const auto& s : p.statements) {
+    if (s.kind == RowStatement::Kind::load) {
+      lv[s.var] = 0;
+    } else if (s.kind == RowStatement::Kind::reduce) {
+      int l = lv.at(s.operand) + 1;
+      lv[s.var] = lv[s.var + "_m"] = lv[s.var + "_s"] = l;
+    } else {
+      int l = 0;
+      for (std::sregex_iterator it(s.expr.begin(), s.expr.end(), ident), end; it != end; ++it) l = std::max(l, lv.at(it->str()));
+      lv[s.var] = l;
+    }
+  }
+  return lv;
+}
+
+struct KernelWriter {
+  const RowProgram& p;
+  const RowwiseKernelConfig& c;
+  std::map<std::string, int> lv;
+  std::string out;
+
+  void line(const std::string& indent, const std::string& s) { out += indent + s + "\n"; }
+
+  // The per-element statements of level <= max_level, reading loaded element e of item k.
+  void element_body(const std::string& ind, int max_level, const std::string& load_index) {
+    for (const auto& s : p.statements) {
+      if (s.per_row || lv.at(s.var) > max_level) continue;
+      if (s.kind == RowStatement::Kind::load) line(ind, fmt::format("const float {} = l{}{};", s.var, s.input, load_index));
+      else if (s.kind == RowStatement::Kind::expr) line(ind, fmt::format("const float {} = {};", s.var, s.expr));
+    }
+  }
+  // Loads of every input for one access of V elements at column `col` (row pointers in_i).
+  void loads(const std::string& ind, const std::string& suffix, const std::string& col) {
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, col, i, suffix));
+  }
+
+  // A flat kernel without a broadcast row takes any row length (the verifier runs odd element counts).
+  bool any_cols() const {
+    return std::none_of(p.inputs.begin(), p.inputs.end(), [](auto k) { return k == discover::RowInputKind::row_broadcast; });
+  }
+
+  // One access of V elements at flat index i: loads, the element statements, the store.
+  void flat_access(const std::string& ind, const std::string& v) {
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line(ind, fmt::format("float l{0}[{2}];\n{3}load<{2}>(in{0}, {1}, l{0});", i,
+                            p.inputs[i] == discover::RowInputKind::row_broadcast ? "i % a.cols" : "i", v, ind));
+    line(ind, fmt::format("float y[{}];", v));
+    line(ind, "#pragma unroll");
+    line(ind, fmt::format("for (int e = 0; e < {}; ++e) {{", v));
+    element_body(ind + "  ", 0, "[e]");
+    line(ind + "  ", fmt::format("y[e] = {};", p.output));
+    line(ind, "}");
+    line(ind, fmt::format("store<{}>(out, i, y);", v));
+  }
+
+  void flat() {
+    line("", "template <int V>");
+    line("", "__global__ void __launch_bounds__(kThreads) flat_kernel(const FactRowwiseArgs a) {");
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]);", i));
+    line("  ", "Element* out = static_cast<Element*>(a.output);");
+    line("  ", "const int64_t n = a.rows * a.cols, chunks = n / V;");
+    line("  ", "for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * kThreads) {");
+    line("    ", "const int64_t i = c * V;");
+    flat_access("    ", "V");
+    line("  ", "}");
+    line("  ", "// The last n % V elements (fewer than a vector): one thread each.");
+    line("  ", "if (blockIdx.x == 0 && threadIdx.x < n - chunks * V) {");
+    line("    ", "const int64_t i = chunks * V + threadIdx.x;");
+    flat_access("    ", "1");
+    line("  ", "}");
+    line("", "}");
+  }
+
+  // One sweep over the row: per element, the statements up to `level`, then `body` (accumulate or store).
+  void sweep(int level, const std::vector<std::string>& body_lines, bool store) {
+    if (c.one_pass) {
+      line("  ", "#pragma unroll");
+      line("  ", "for (int k = 0; k < kItems; ++k) {");
+      line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
+      line("    ", "if (col0 >= kCols) continue;");
+    } else {
+      line("  ", "for (int64_t col0 = int64_t(lane) * V; col0 < kCols; col0 += int64_t(kLanes) * V) {");
+      for (size_t i = 0; i < p.inputs.size(); ++i) line("    ", fmt::format("float l{}[V];", i));
+      loads("    ", "", "col0");
+    }
+    if (store) line("    ", "float y[V];");
+    line("    ", "#pragma unroll");
+    line("    ", "for (int e = 0; e < V; ++e) {");
+    element_body("      ", level, c.one_pass ? "[k][e]" : "[e]");
+    for (const auto& b : body_lines) line("      ", b);
+    line("    ", "}");
+    if (store) line("    ", "store<V>(out, col0, y);");
+    line("  ", "}");
+  }
+
+  void row_values(int level) {
+    for (const auto& s : p.statements)
+      if (s.kind == RowStatement::Kind::expr && s.per_row && lv.at(s.var) == level)
+        line("  ", fmt::format("const float {} = {};", s.var, s.expr));
+  }
+
+  void rows() {
+    int max_level = 0;
+    for (const auto& [v, l] : lv) max_level = std::max(max_level, l);
+    line("", "template <int V>");
+    line("", "__global__ void __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
+    line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
+    line("  ", "const int lane = kWarpPerRow ? int(threadIdx.x % 32) : int(threadIdx.x);");
+    line("  ", "__shared__ float smem_f[32];");
+    line("  ", "__shared__ MaxSumExp smem_ms[32];");
+    line("  ", "if (row >= a.rows) return;  // uniform over the CTA (or, a warp per row, over the warp)");
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i));
+    line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+    if (c.one_pass) {
+      line("  ", "constexpr int kItems = int((kCols + kLanes * V - 1) / (kLanes * V));");
+      for (size_t i = 0; i < p.inputs.size(); ++i) line("  ", fmt::format("float l{}[kItems][V];", i));
+      line("  ", "#pragma unroll");
+      line("  ", "for (int k = 0; k < kItems; ++k) {");
+      line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        line("    ", fmt::format("if (col0 < kCols) load<V>(in{0}, col0, l{0}[k]); else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i));
+      line("  ", "}");
+    }
+    row_values(0);
+    for (int level = 0; level < max_level; ++level) {
+      std::vector<std::string> acc;
+      std::vector<const RowStatement*> reds;
+      for (const auto& s : p.statements)
+        if (s.kind == RowStatement::Kind::reduce && lv.at(s.var) == level + 1) reds.push_back(&s);
+      for (const auto* r : reds) {
+        if (r->reduce == "maxsumexp") {
+          line("  ", fmt::format("MaxSumExp a_{}{{-INFINITY, 0.0f}};", r->var));
+          acc.push_back(fmt::format("add_exp(a_{}, {});", r->var, r->operand));
+        } else {
+          const char* init = r->reduce == "sum" ? "0.0f" : r->reduce == "max" ? "-INFINITY" : "INFINITY";
+          line("  ", fmt::format("float a_{} = {};", r->var, init));
+          acc.push_back(r->reduce == "sum" ? fmt::format("a_{0} += {1};", r->var, r->operand)
+                                           : fmt::format("a_{0} = {2}(a_{0}, {1});", r->var, r->operand, r->reduce == "max" ? "fmaxf" : "fminf"));
+        }
+      }
+      if (!reds.empty()) sweep(level, acc, false);
+      for (const auto* r : reds) {
+        if (r->reduce == "maxsumexp") {
+          line("  ", fmt::format("const MaxSumExp r_{0} = row_reduce(a_{0}, OpMaxSumExp{{}}, smem_ms);", r->var));
+          line("  ", fmt::format("const float {0}_m = r_{0}.m, {0}_s = r_{0}.s;", r->var));
+        } else {
+          const char* op = r->reduce == "sum" ? "OpSum" : r->reduce == "max" ? "OpMax" : "OpMin";
+          line("  ", fmt::format("const float {0} = row_reduce(a_{0}, {1}{{}}, smem_f);", r->var, op));
+        }
+      }
+      row_values(level + 1);
+    }
+    if (p.output_per_row) {
+      line("  ", fmt::format("if (lane == 0) out[0] = from_float<Element>({});", p.output));
+    } else {
+      sweep(max_level, {fmt::format("y[e] = {};", p.output)}, true);
+    }
+    line("", "}");
+  }
+};
+
+std::string launch_text(const RowProgram& p) {
+  if (p.reductions() == 0)
+    return R"(  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  // Enough CTAs to fill every SM twice over at full occupancy; each thread strides over the rest.
+  const int64_t n = a->rows * a->cols, cap = int64_t(sms > 0 ? sms : 132) * (2048 / kThreads) * 2;
+  auto grid = [&](int v) { int64_t b = (n / v + kThreads - 1) / kThreads; return dim3(unsigned(b < cap ? b : cap)); };
+  if (aligned) flat_kernel<kVec><<<grid(kVec), kThreads, 0, stream>>>(*a);
+  else flat_kernel<1><<<grid(1), kThreads, 0, stream>>>(*a);)";
+  return R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / 32 : 1;
+  const dim3 grid(unsigned((a->rows + rows_per_cta - 1) / rows_per_cta));
+  if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
+  else row_kernel<1><<<grid, kThreads, 0, stream>>>(*a);)";
+}
+
+}  // namespace
+
+json RowwiseKernelConfig::to_json() const {
+  return {{"threads", threads}, {"vec", vec}, {"warp_per_row", warp_per_row}, {"one_pass", one_pass}};
+}
+
+RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
+  RowwiseKernelConfig c;
+  c.threads = j.at("threads");
+  c.vec = j.at("vec");
+  c.warp_per_row = j.at("warp_per_row");
+  c.one_pass = j.at("one_pass");
+  if (c.threads % 32 || c.threads < 32 || c.threads > 1024 || c.vec < 1 || c.vec > 8)
+    throw Error(fmt::format("row-wise config {}: threads must be a multiple of 32 up to 1024, vec 1 to 8", j.dump()));
+  return c;
+}
+
+std::string RowwiseKernelConfig::text() const {
+  return fmt::format("{} threads, vec {}{}{}", threads, vec, warp_per_row ? ", a warp per row" : "",
+                     one_pass ? ", one pass (row in registers)" : "");
+}
+
+std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space) {
+  const int vmax = 16 / element_bytes(p.dtype);
+  const int max_regs = space.value("max_row_elements_per_thread", 32);
+  std::vector<std::pair<double, RowwiseKernelConfig>> scored;
+  for (int threads : space.at("threads").get<std::vector<int>>()) {
+    for (int vec : {vmax, 1}) {
+      if (p.reductions() == 0) {
+        // Flat: 256 threads with 16-byte accesses is the copy kernel's shape.
+        double score = std::abs(std::log2(threads / 256.0)) + (vec == vmax ? 0 : 10);
+        scored.push_back({score, {threads, vec, false, false}});
+        continue;
+      }
+      for (bool wpr : {false, true}) {
+        if (wpr && threads > 256) continue;  // a warp per row: small CTAs keep the grid wide
+        int lanes = wpr ? 32 : threads;
+        int64_t per_thread = (p.cols + lanes - 1) / lanes;
+        for (bool one : {true, false}) {
+          if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > max_regs) continue;
+          double score = (one ? 0 : 20) + (vec == vmax ? 0 : 10) +
+                         std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 8.0)) + (wpr && p.cols > 1024 ? 50 : 0);
+          scored.push_back({score, {threads, vec, wpr, one}});
+        }
+      }
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<RowwiseKernelConfig> out;
+  for (auto& [s, c] : scored) out.push_back(c);
+  return out;
+}
+
+std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig& c, const std::string& config_id,
+                                  const std::string& summary) {
+  KernelWriter w{p, c, levels(p), {}};
+  if (p.reductions() == 0) {
+    if (p.output_per_row) throw Error("a row-wise program without reductions has no per-row output");
+    w.flat();
+  } else {
+    w.rows();
+  }
+  std::string broadcast;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    broadcast += fmt::format("{}{}", i ? ", " : "", p.inputs[i] == discover::RowInputKind::row_broadcast ? "true" : "false");
+  json describe = c.to_json();
+  describe["ops"] = p.ops;
+  return render_template_file("rowwise/generated_kernel.cu.in",
+                              {{"config_id", config_id},
+                               {"summary", summary},
+                               {"element", element_type(p.dtype)},
+                               {"threads", std::to_string(c.threads)},
+                               {"vec", std::to_string(c.vec)},
+                               {"warp_per_row", c.warp_per_row ? "true" : "false"},
+                               {"cols", std::to_string(p.cols)},
+                               {"cols_refused", p.reductions() == 0 && w.any_cols() ? "a->cols < 1"
+                                                                                    : fmt::format("a->cols != {}", p.cols)},
+                               {"fp32_activation", render_template_file("cutlass/fp32_activation.hpp.in", {})},
+                               {"kernel", w.out},
+                               {"num_inputs", std::to_string(p.inputs.size())},
+                               {"broadcast", broadcast},
+                               {"output_row_stride", p.output_per_row ? "1" : "a->cols"},
+                               {"whole_vectors", p.reductions() == 0 && w.any_cols() ? "true" : "a->cols % kVec == 0"},
+                               {"launch", launch_text(p)},
+                               {"describe", describe.dump()}});
+}
+
+}  // namespace fact::realize

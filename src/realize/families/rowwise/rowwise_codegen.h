@@ -1,0 +1,32 @@
+#pragma once
+// CUDA for a row program (discover/row_program.h), rendered into templates/rowwise/generated_kernel.cu.in:
+// (a) no reduction: a flat grid-stride kernel over all elements, 16-byte accesses; (b) with reductions: a CTA
+// (or, short rows, a warp) per row, one pass with the row in registers when it fits, else one pass over
+// global memory per reduction level (softmax's max and sum are one online level) and one to write.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "discover/row_program.h"
+
+namespace fact::realize {
+
+struct RowwiseKernelConfig {
+  int threads = 256;          // per CTA
+  int vec = 4;                // elements per access (16 bytes at most)
+  bool warp_per_row = false;  // rows with reductions: a warp per row instead of a CTA
+  bool one_pass = false;      // rows with reductions: the row held in registers
+  nlohmann::json to_json() const;
+  static RowwiseKernelConfig from_json(const nlohmann::json& j);
+  std::string text() const;
+};
+
+// The configs of data/families/rowwise.json's space that can run the program, likely best first.
+std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const discover::RowProgram& p, const nlohmann::json& space);
+
+// The kernel source exporting fact_<config_id>_{can_implement,run,describe} (FactRowwiseArgs ABI).
+std::string render_rowwise_kernel(const discover::RowProgram& p, const RowwiseKernelConfig& c,
+                                  const std::string& config_id, const std::string& summary);
+
+}  // namespace fact::realize

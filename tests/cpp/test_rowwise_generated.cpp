@@ -1,0 +1,177 @@
+// Discover's generated row-wise pass (rowwise_regions.h), the row program lowering and the kernel generator.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/arch_spec.h"
+#include "core/error.h"
+#include "discover/plan.h"
+#include "discover/row_program.h"
+#include "discover/rowwise_fragment.h"
+#include "family_nvcc_check.h"
+#include "ir_test_graphs.h"
+#include "realize/families/rowwise/rowwise_codegen.h"
+#include "realize/kernel_family.h"
+
+namespace {
+using namespace fact;
+using fact::test::GraphDoc;
+using fact::test::ref_to;
+using fact::test::Json;
+
+discover::Plan plan_of(const GraphDoc& d) {
+  return discover::make_plan(d.graph(), discover::PatternRegistry::builtin(), ir::OpTable::builtin(),
+                             ArchSpec::builtin("sm90"), Numerics::x3tf32);
+}
+
+const discover::PlanEntry* generated(const discover::Plan& p) {
+  for (const auto& e : p.entries)
+    if (e.match.rule == discover::kGeneratedRowwiseRule) return &e;
+  return nullptr;
+}
+
+bool noted(const discover::Plan& p, const std::string& text) {
+  for (const auto& n : p.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+GraphDoc pointwise_chain() {
+  GraphDoc d;
+  d.input("x", {64, 100}).input("b", {100});
+  d.op("m", "aten.mul.Tensor", {ref_to("x"), 0.5}, {64, 100});
+  d.op("a", "aten.add.Tensor", {ref_to("m"), ref_to("b")}, {64, 100});
+  d.op("g", "aten.gelu.default", {ref_to("a")}, {64, 100}).output("g");
+  return d;
+}
+
+GraphDoc softmax_after_pointwise(int64_t cols) {
+  GraphDoc d;
+  d.input("x", {33, cols});
+  d.op("t", "aten.tanh.default", {ref_to("x")}, {33, cols});
+  d.op("s", "aten.softmax.int", {ref_to("t"), -1}, {33, cols}).output("s");
+  return d;
+}
+
+TEST(RowwiseGenerated, PointwiseChainIsOneEntryWithABroadcastInput) {
+  auto p = plan_of(pointwise_chain());
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"m", "a", "g"}));
+  EXPECT_EQ(e->match.inputs.at("$in0"), "x");
+  EXPECT_EQ(e->match.inputs.at("$in1"), "b");
+  EXPECT_EQ(e->match.kernel["kind"], "ir");
+  EXPECT_GT(e->cost.gain_seconds(), 0);  // two intermediates no longer written and read
+  auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  EXPECT_EQ(prog.reductions(), 0);
+  EXPECT_EQ(prog.inputs[1], discover::RowInputKind::row_broadcast);
+}
+
+TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonTrailingOnesAreRefused) {
+  GraphDoc d;
+  d.input("x", {8, 16, 32});
+  d.op("e", "aten.exp.default", {ref_to("x")}, {8, 16, 32});
+  d.op("s", "aten.sum.dim_IntList", {ref_to("e"), Json::array({-1}), false}, {8, 16});
+  d.op("l", "aten.log.default", {ref_to("s")}, {8, 16}).output("l");
+  auto p = plan_of(d);
+  ASSERT_NE(generated(p), nullptr);
+  auto prog = discover::lower_row_program(generated(p)->match.kernel["fragment"]);
+  EXPECT_TRUE(prog.output_per_row);
+  EXPECT_EQ(prog.rows, 128);
+  EXPECT_EQ(prog.cols, 32);
+
+  GraphDoc bad;
+  bad.input("x", {8, 16, 32});
+  bad.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({1}), true}, {8, 1, 32}).output("s");
+  auto pb = plan_of(bad);
+  EXPECT_EQ(generated(pb), nullptr);
+  EXPECT_TRUE(noted(pb, "not the trailing ones")) << fmt::format("{}", fmt::join(pb.notes, "\n"));
+}
+
+TEST(RowwiseGenerated, ARegionSplitsAroundANodeThatCannotBeGenerated) {
+  // exp -> sum over dim 1 (not trailing) -> relu: the sum stays PyTorch's, exp and relu are generated apart.
+  GraphDoc d;
+  d.input("x", {8, 16, 32});
+  d.op("e", "aten.exp.default", {ref_to("x")}, {8, 16, 32});
+  d.op("s", "aten.sum.dim_IntList", {ref_to("e"), Json::array({1}), true}, {8, 1, 32});
+  d.op("r", "aten.relu.default", {ref_to("s")}, {8, 1, 32}).output("r");
+  auto p = plan_of(d);
+  std::vector<std::string> anchors;
+  for (const auto& e : p.entries)
+    if (e.match.rule == discover::kGeneratedRowwiseRule) anchors.push_back(e.match.anchor);
+  std::sort(anchors.begin(), anchors.end());
+  EXPECT_EQ(anchors, (std::vector<std::string>{"e", "r"}));
+  EXPECT_TRUE(noted(p, "s left to PyTorch")) << fmt::format("{}", fmt::join(p.notes, "\n"));
+}
+
+TEST(RowwiseGenerated, SingleOpsSharedIntermediatesAndMixedDtypes) {
+  GraphDoc one;
+  one.input("x", {4, 8}).op("r", "aten.relu.default", {ref_to("x")}, {4, 8}).output("r");
+  ASSERT_NE(generated(plan_of(one)), nullptr);
+
+  // t is read by both s and the graph's output: two values leave the region, which stays PyTorch's.
+  GraphDoc shared;
+  shared.input("x", {4, 8});
+  shared.op("t", "aten.tanh.default", {ref_to("x")}, {4, 8});
+  shared.op("s", "aten.sigmoid.default", {ref_to("t")}, {4, 8});
+  shared.op("o", "aten.add.Tensor", {ref_to("s"), ref_to("t")}, {4, 8});
+  shared.op("u", "aten.neg.default", {ref_to("t")}, {4, 8}).output("o").output("u");
+  auto ps = plan_of(shared);
+  EXPECT_EQ(generated(ps), nullptr);
+  EXPECT_TRUE(noted(ps, "one output")) << fmt::format("{}", fmt::join(ps.notes, "\n"));
+
+  GraphDoc mixed;
+  mixed.input("x", {4, 8}).input("y", {4, 8}, "bfloat16");
+  mixed.op("a", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, {4, 8}).output("a");
+  auto pm = plan_of(mixed);
+  EXPECT_EQ(generated(pm), nullptr);
+  EXPECT_TRUE(noted(pm, "mixed dtypes")) << fmt::format("{}", fmt::join(pm.notes, "\n"));
+}
+
+TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
+  auto space = realize::family_data("rowwise").at("space");
+  auto shortp = discover::lower_row_program(generated(plan_of(softmax_after_pointwise(1000)))->match.kernel["fragment"]);
+  auto cs = realize::rowwise_kernel_configs(shortp, space);
+  ASSERT_FALSE(cs.empty());
+  EXPECT_TRUE(cs[0].one_pass);
+  EXPECT_EQ(cs[0].vec, 4);
+  auto longp = discover::lower_row_program(generated(plan_of(softmax_after_pointwise(100000)))->match.kernel["fragment"]);
+  for (const auto& c : realize::rowwise_kernel_configs(longp, space)) EXPECT_FALSE(c.one_pass) << c.text();
+}
+
+void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::string& name) {
+  auto prog = discover::lower_row_program(generated(plan_of(d))->match.kernel["fragment"]);
+  auto cs = realize::rowwise_kernel_configs(prog, realize::family_data("rowwise").at("space"));
+  auto it = std::find_if(cs.begin(), cs.end(), [&](const auto& c) { return c.one_pass == one_pass; });
+  ASSERT_NE(it, cs.end());
+  std::string text = realize::render_rowwise_kernel(prog, *it, "rowwise_test_" + name, it->text());
+  expect_kernel_compiles(Arch::sm90, text, name, it->text());
+}
+
+TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
+  GraphDoc one;
+  one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
+  auto relu = discover::lower_row_program(generated(plan_of(one))->match.kernel["fragment"]);
+  auto c = realize::rowwise_kernel_configs(relu, realize::family_data("rowwise").at("space")).at(0);
+  EXPECT_EQ(c.vec, 8);  // 16 bytes of bf16
+  std::string text = realize::render_rowwise_kernel(relu, c, "t", "");
+  EXPECT_NE(text.find("a->cols < 1"), std::string::npos);          // any row length
+  EXPECT_NE(text.find("one thread each"), std::string::npos);       // the scalar tail
+  auto chain = discover::lower_row_program(generated(plan_of(pointwise_chain()))->match.kernel["fragment"]);
+  std::string bt = realize::render_rowwise_kernel(chain, c, "t", "");
+  EXPECT_NE(bt.find("a->cols != 100"), std::string::npos);  // the broadcast row fixes the length
+  EXPECT_NE(bt.find("i % a.cols"), std::string::npos);
+}
+
+TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm90) {
+  GraphDoc one;
+  one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
+  expect_generated_compiles(one, false, "rowwise_relu_bf16");
+  expect_generated_compiles(pointwise_chain(), false, "rowwise_flat");
+  expect_generated_compiles(softmax_after_pointwise(1000), true, "rowwise_softmax_one_pass");
+  expect_generated_compiles(softmax_after_pointwise(1000), false, "rowwise_softmax_two_pass");
+}
+
+}  // namespace

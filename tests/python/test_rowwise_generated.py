@@ -1,0 +1,94 @@
+"""Generated row-wise problems (discover's rowwise_generated entries) on CPU: the case's shapes and the
+float64 fragment replay against PyTorch's own ops."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fact.agent.fragment_replay import replay  # noqa: E402
+from fact.realize.rowwise_case import parse_problem  # noqa: E402
+
+
+def _node(name, op, args, shape):
+    return {"name": name, "op": op, "args": args, "kwargs": {}, "outputs": [{"shape": shape, "dtype": "float32"}]}
+
+
+def _lse_fragment(rows=6, cols=10):
+    # logsumexp -> mish -> mul, one value per row (KernelBench level2/22's tail).
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "m2", "rows": rows, "cols": cols,
+            "dtype": "float32", "full_shape": [rows, cols], "trailing_dims": 1,
+            "inputs": [{"name": "x", "shape": [rows, cols], "broadcast": False}],
+            "nodes": [_node("lse", "aten.logsumexp.default", [{"ref": "x"}, [1], True], [rows, 1]),
+                      _node("mi", "aten.mish.default", [{"ref": "lse"}], [rows, 1]),
+                      _node("m2", "aten.mul.Tensor", [{"ref": "lse"}, {"ref": "mi"}], [rows, 1])]}
+
+
+def test_generated_problem_parses_and_shapes_per_row_outputs():
+    f = _lse_fragment()
+    p = parse_problem({"entry": "", "generated": True, "rows": 6, "cols": 10, "dtype": "float32",
+                       "numerics": "fp32", "fragment": f})
+    assert p.generated and p.output_per_row() and p.out_elements() == 6
+    odd = parse_problem({**p.to_json(), "rows": 37})
+    assert odd.input_shape(f["inputs"][0]) == (37, 10)
+    with pytest.raises(Exception, match="entry"):
+        parse_problem({"entry": "", "rows": 6, "cols": 10, "dtype": "float32", "numerics": "fp32", "fragment": f})
+
+
+def test_fragment_replay_equals_pytorch_on_cpu():
+    x = torch.randn(6, 10, dtype=torch.float64)
+    lse = torch.logsumexp(x, 1, keepdim=True)
+    want = lse * torch.nn.functional.mish(lse)
+    assert torch.allclose(replay(_lse_fragment(), [x]), want)
+
+
+def _gelu_chain(rows=8, cols=64):
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "g", "rows": rows, "cols": cols,
+            "dtype": "float32", "full_shape": [2, rows // 2, cols], "trailing_dims": 1,
+            "inputs": [{"name": "x", "shape": [2, rows // 2, cols], "broadcast": False}],
+            "nodes": [_node("m", "aten.mul.Tensor", [{"ref": "x"}, 0.5], [2, rows // 2, cols]),
+                      _node("g", "aten.gelu.default", [{"ref": "m"}], [2, rows // 2, cols])]}
+
+
+def test_case_inputs_reference_and_variants_on_cpu():
+    from fact.realize.rowwise_case import ODD_COLS, ODD_ROWS, RowwiseCase
+    lse = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": 6, "cols": 10, "dtype": "float32",
+                                     "numerics": "fp32", "fragment": _lse_fragment()}))
+    inp = lse.make_inputs("cpu")
+    assert tuple(inp.outputs["out"][0].shape) == (6, 1)  # one value per row
+    assert tuple(lse.reference(inp)["out"].shape) == (6, 1)
+    assert [v.rows for v in lse.verify_variants()] == [ODD_ROWS]  # a reduction's row length is fixed
+
+    flat = RowwiseCase(parse_problem({"entry": "", "generated": True, "any_cols": True, "rows": 8, "cols": 64,
+                                      "dtype": "float32", "numerics": "fp32", "fragment": _gelu_chain()}))
+    odd = flat.verify_variants()[-1]
+    assert (odd.rows, odd.cols) == (ODD_ROWS, ODD_COLS) and odd.rows * odd.cols % 2 == 1
+    v = RowwiseCase(odd)
+    vin = v.make_inputs("cpu")
+    assert tuple(vin.inputs[0].shape) == (1, ODD_ROWS, ODD_COLS)  # rank kept: the fragment's dims still apply
+    ref = v.reference(vin)["out"]
+    want = torch.nn.functional.gelu(vin.inputs[0].double() * 0.5).reshape(ODD_ROWS, ODD_COLS)
+    assert torch.allclose(ref, want)
+
+
+KERNELBENCH = __import__("pathlib").Path("/work/shared/kernelbench")
+FACT_BIN = __import__("pathlib").Path(__file__).resolve().parents[2] / "build" / "fact"
+
+
+@pytest.mark.parametrize("problem,anchor,reduction_after_gemm", [
+    ("level1/19_ReLU.py", "relu", False), ("level1/23_Softmax.py", "softmax", False),
+    ("level1/88_MinGPTNewGelu.py", "mul_3", False), ("level2/99_Matmul_GELU_Softmax.py", "softmax", True)])
+def test_fact_discover_shows_generated_rowwise_entries(problem, anchor, reduction_after_gemm, tmp_path):
+    import json
+    import subprocess
+    if not (KERNELBENCH / problem).is_file():
+        pytest.skip(f"KernelBench not at {KERNELBENCH}")
+    if not FACT_BIN.is_file():
+        pytest.skip(f"fact binary not built at {FACT_BIN}")
+    plan_path = tmp_path / "plan.json"
+    r = subprocess.run([str(FACT_BIN), "discover", str(KERNELBENCH / problem), "--json", str(plan_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    plan = json.loads(plan_path.read_text())
+    gen = [p for p in plan["patterns"] if p["rule"] == "rowwise_generated"]
+    assert [p["anchor"] for p in gen] == [anchor]
+    assert gen[0]["kernel"]["kind"] == "ir" and gen[0]["kernel"]["fragment"]["format"] == "fact-rowwise-fragment"
+    assert any("reduction after gemm" in n for n in plan["notes"]) == reduction_after_gemm
