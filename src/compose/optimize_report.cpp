@@ -73,6 +73,15 @@ json e2e_summary(const json& first_run, const json& final_run, const std::string
   return e2e;
 }
 
+int work_ops(const ir::Graph& graph, const std::vector<std::string>& nodes) {
+  int n = 0;
+  for (const auto& name : nodes) {
+    const ir::Node* node = graph.find(name);
+    n += node && node->kind == ir::NodeKind::Op && node->category != ir::OpCategory::View ? 1 : 0;
+  }
+  return n;
+}
+
 json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts) {
   json rows = json::array();
   for (const auto& v : verdicts) {
@@ -81,7 +90,7 @@ json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>&
     json row = {{"rule", m.rule},
                 {"anchor", m.anchor},
                 {"family", m.family},
-                {"ops", m.nodes.size()},
+                {"ops", work_ops(plan.graph, m.nodes)},
                 {"accepted", v.accepted},
                 {"op", v.accepted ? json(v.op_name) : json(nullptr)},
                 {"fact_ms", number_or_null(r, "fact_ms")},

@@ -19,6 +19,8 @@ nlohmann::json e2e_summary(const nlohmann::json& first_run, const nlohmann::json
                            const std::string& fallback_reason);
 
 // One row per plan entry: rule, anchor, accepted, why, fact_ms, pytorch_ms, numerics, rel_err, op.
+// Op nodes among `nodes` that run work (views left out): a pattern's share of the report's "graph_ops".
+int work_ops(const ir::Graph& graph, const std::vector<std::string>& nodes);
 nlohmann::json pattern_rows(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts);
 
 // report.md's one line of report.json's "process" block (Python and `fact` starts, kernel compiles, seconds).

@@ -240,10 +240,9 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
   auto plan_value = discover::plan_from_json(read_json_file(run.plan, "plan file"), run.plan.string(), ir::OpTable::builtin());
   report["patterns"] = compose::pattern_rows(plan_value, compose::pattern_verdicts(plan_value, tune_json, "tune report"));
   // The denominator of "ops covered": op nodes that run work (views and free reshapes left out).
-  int graph_ops = 0;
-  for (const auto& n : plan_value.graph.nodes)
-    graph_ops += n.kind == ir::NodeKind::Op && n.category != ir::OpCategory::View ? 1 : 0;
-  report["graph_ops"] = graph_ops;
+  std::vector<std::string> all;
+  for (const auto& n : plan_value.graph.nodes) all.push_back(n.name);
+  report["graph_ops"] = compose::work_ops(plan_value.graph, all);
   report["steps"] = run.steps;
   write_file_atomic(run.dir / "report.json", report.dump(1) + "\n");
 
