@@ -64,7 +64,7 @@ def cell(v, fmt="{:.3g}"):
 def markdown(doc: dict) -> str:
     md = [f"# Generic fusion benchmark ({doc['device']}, {doc['date']}, commit {doc['commit']})", "",
           f"Problems: {doc['selection']}. Numerics: default = {doc['numerics']['default']}; tf32 = "
-          f"{doc['numerics']['tf32']}.", "", "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
+          f"{doc['numerics']['tf32']}.", *(["", doc["note"], ""] if doc.get("note") else [""]), "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
           "|---|---|---|---|---|---|"]
     for k, s in doc["summary"].items():
         md.append(f"| {k} | {s['measured']} | {s['correct']} | {cell(s['geomean'], '{:.2f}x')} | {s['count']} | "
@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--tf32", help="suite.json of the tf32 run")
     ap.add_argument("--device", required=True)
     ap.add_argument("--commit", default=None, help="the binary's commit (default: this checkout's)")
+    ap.add_argument("--note", default="", help="how the suites were run (calls, settings, what is missing)")
     ap.add_argument("-o", "--output", required=True, help="path without extension")
     a = ap.parse_args()
     suites = {"default": json.loads(Path(a.default).read_text())}
@@ -100,6 +101,7 @@ def main() -> None:
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
     doc = build(suites, a.device, commit)
+    doc["note"] = a.note
     Path(a.output + ".json").write_text(json.dumps(doc, indent=1) + "\n")
     Path(a.output + ".md").write_text(markdown(doc))
     print(markdown(doc).split("## Per problem")[0])
