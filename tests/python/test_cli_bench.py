@@ -56,7 +56,7 @@ def test_cpu_suite_runs_resumes_and_reports_not_measured(tmp_path):
     doc = json.loads(report.read_text())
     doc.pop("needs_gpu", None)
     doc["e2e"] = {"correct": True, "eager_ms": 2.0, "composed_ms": 1.0, "numerics": "fp32"}
-    doc["patterns"] = [{"rule": "gemm", "accepted": True}, {"rule": "softmax", "accepted": False}]
+    doc["patterns"] = [{"rule": "gemm", "accepted": True, "ops": 3}, {"rule": "softmax", "accepted": False, "ops": 1}]
     report.write_text(json.dumps(doc))
     before = json.loads((out / "suite.json").read_text())
     before["jobs"] = 3
@@ -66,7 +66,8 @@ def test_cpu_suite_runs_resumes_and_reports_not_measured(tmp_path):
     (p,) = json.loads((out / "suite.json").read_text())["problems"]
     assert p["status"] == "correct" and p["fact_patterns"] == 1 and p["speedup_eager"] == 2.0
     md = (out / "suite.md").read_text()
-    assert "3 worker(s)" in md and "| level1/tiny_mlp | correct | 1 |" in md
+    assert p["fact_ops"] == 3 and p["graph_ops"] == doc["graph_ops"] > 3, "ops of the accepted pattern / the graph's"
+    assert "3 worker(s)" in md and f"| level1/tiny_mlp | correct | 1 (3/{doc['graph_ops']}) |" in md
 
 
 def test_the_problem_set_is_found_and_reported_without_running(tmp_path):

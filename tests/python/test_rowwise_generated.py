@@ -92,3 +92,42 @@ def test_fact_discover_shows_generated_rowwise_entries(problem, anchor, reductio
     assert [p["anchor"] for p in gen] == [anchor]
     assert gen[0]["kernel"]["kind"] == "ir" and gen[0]["kernel"]["fragment"]["format"] == "fact-rowwise-fragment"
     assert any("reduction after gemm" in n for n in plan["notes"]) == reduction_after_gemm
+
+
+def test_reference_in_row_slices_equals_one_replay(monkeypatch):
+    """A large problem's float64 reference is replayed over slices of rows; the result is the one replay's."""
+    import torch
+
+    from fact.realize import rowwise_case
+    frag = {"format": "fact-rowwise-fragment", "version": 1, "output": "sm", "rows": 10, "cols": 6, "dtype": "float32",
+            "full_shape": [10, 6], "trailing_dims": 1,
+            "inputs": [{"name": "x", "shape": [10, 6], "broadcast": False}, {"name": "w", "shape": [6], "broadcast": True}],
+            "nodes": [{"name": "m", "op": "aten.mul.Tensor", "args": [{"ref": "x"}, {"ref": "w"}], "kwargs": {},
+                       "outputs": [{"shape": [10, 6], "dtype": "float32"}]},
+                      {"name": "sm", "op": "aten._softmax.default", "args": [{"ref": "m"}, -1, False], "kwargs": {},
+                       "outputs": [{"shape": [10, 6], "dtype": "float32"}]}]}
+    case = rowwise_case.RowwiseCase.__new__(rowwise_case.RowwiseCase)
+    case.problem = rowwise_case.RowwiseProblem(entry="", rows=10, cols=6, dtype="float32", numerics="fp32", fragment=frag)
+    inp = rowwise_case.RowwiseInputs([torch.randn(10, 6), torch.randn(6)], {})
+    whole = case.reference(inp)["out"]
+    monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", 18)  # 3 rows per slice, the last slice 1 row
+    sliced = case.reference(inp)["out"]
+    assert torch.equal(whole, sliced)
+    assert torch.allclose(whole, torch.softmax(inp.inputs[0].double() * inp.inputs[1].double(), -1))
+
+
+def test_compare_in_chunks_finds_the_worst_element(monkeypatch):
+    import torch
+
+    from fact.realize import verify
+    monkeypatch.setattr(verify, "COMPARE_CHUNK", 7)
+    ref = torch.randn(5, 9, dtype=torch.float64)
+    out = ref.float().clone()
+    assert verify.compare(out, ref, 1e-6).passed
+    out[3, 4] += 1.0
+    bad = verify.compare(out, ref, 1e-6)
+    assert not bad.passed and "at [3, 4]" in bad.message
+    out[3, 4] = float("nan")
+    assert "not written (still NaN), first at [3, 4]" in verify.compare(out, ref, 1e-6).message
+    out[3, 4] = float("inf")
+    assert "+-inf" in verify.compare(out, ref, 1e-6).message

@@ -17,6 +17,7 @@ from .measure_case import MeasureCase
 from .problem_fields import ProblemError, check_keys, integer
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
+REFERENCE_CHUNK = 1 << 26  # elements per float64 replay slice of a large problem (512 MB per tensor it makes)
 DTYPES = tuple(TOLERANCE)
 ODD_COLS = 33  # verify variant of a flat pointwise kernel: with ODD_ROWS, an odd element count (scalar tail)
 PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment", "generated", "any_cols")
@@ -148,9 +149,24 @@ class RowwiseCase(MeasureCase):
         return a
 
     def reference(self, inp: RowwiseInputs) -> dict:
-        """The fragment in float64 on the same (rounded) inputs."""
+        """The fragment in float64 on the same (rounded) inputs; over slices of the leading dim when the float64
+        copies of a multi-GB problem would not fit (each row's values depend on that row alone)."""
+        import torch
         p = self.problem
-        return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, -1)}
+        broadcast = self._broadcast()
+        full = [t for t, b in zip(inp.inputs, broadcast) if not b]
+        lead = full[0].shape[0] if full and full[0].dim() > 0 else 1
+        reduced = int(p.fragment.get("trailing_dims", 1))
+        step = max(1, REFERENCE_CHUNK // max(1, full[0].numel() // lead)) if full else lead
+        if step >= lead or full[0].dim() <= reduced:  # small, or dim 0 is reduced: one replay
+            return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, -1)}
+        out = None
+        for s in range(0, lead, step):
+            part = replay(p.fragment, [t.double() if b else t[s:s + step].double() for t, b in zip(inp.inputs, broadcast)])
+            if out is None:
+                out = torch.empty((lead, *part.shape[1:]), dtype=part.dtype, device=part.device)
+            out[s:s + step] = part
+        return {"out": out.reshape(p.rows, -1)}
 
     def baselines(self) -> list:
         """PyTorch's ops of the fragment, in the kernel's dtype, one launch each (as the module runs them)."""

@@ -61,6 +61,9 @@ class Check:
     message: str | None
 
 
+COMPARE_CHUNK = 1 << 25  # elements per chunk of compare(): 256 MB per float64 temporary
+
+
 def compare(out, ref, tol: float, d_buffer=None) -> Check:
     """Checks `out` (any float dtype, shaped like `ref`) against the float64 reference."""
     import torch
@@ -71,26 +74,43 @@ def compare(out, ref, tol: float, d_buffer=None) -> Check:
         if touched:
             return Check(False, None, None, None,
                          f"wrote outside D: {touched} of {2 * g} guard elements next to D changed")
-    o = out.double()
-    unwritten = int(torch.isnan(o).sum())
+    # In chunks of the flattened tensors: float64 temporaries of a multi-GB output would not fit beside it.
+    o_flat, r_flat = out.reshape(-1), ref.reshape(-1)
+    unwritten = nonfinite = 0
+    first_nan = None
+    diff_sq = ref_sq = 0.0
+    max_abs, max_at, peak = -1.0, 0, 0.0
+    for start in range(0, o_flat.numel(), COMPARE_CHUNK):
+        o = o_flat[start:start + COMPARE_CHUNK].double()
+        r = r_flat[start:start + COMPARE_CHUNK]
+        nan = torch.isnan(o)
+        n = int(nan.sum())
+        if n and first_nan is None:
+            first_nan = start + int(torch.nonzero(nan)[0])
+        unwritten += n
+        nonfinite += int((~torch.isfinite(o)).sum()) - n
+        if unwritten:
+            continue
+        diff = (o - r).abs_()
+        diff_sq += float(torch.dot(diff, diff))
+        ref_sq += float(torch.dot(r, r))
+        m = float(diff.max()) if diff.numel() else 0.0
+        if m > max_abs:
+            max_abs, max_at = m, start + int(diff.argmax())
+        peak = max(peak, float(r.abs().max()) if r.numel() else 0.0)
+    index = lambda flat: list(map(int, torch.unravel_index(torch.tensor(flat), tuple(out.shape))))  # noqa: E731
     if unwritten:
-        first = torch.nonzero(torch.isnan(o))[0].tolist()
         return Check(False, None, None, None,
-                     f"{unwritten} of {o.numel()} output elements not written (still NaN), first at {first}")
-    nonfinite = int((~torch.isfinite(o)).sum())
+                     f"{unwritten} of {out.numel()} output elements not written (still NaN), first at {index(first_nan)}")
     if nonfinite:
         return Check(False, None, None, None, f"{nonfinite} output elements are +-inf")
-    diff = o - ref
-    ref_norm = float(torch.linalg.vector_norm(ref))
-    rel = float(torch.linalg.vector_norm(diff)) / max(ref_norm, 1e-300)
-    max_abs = float(diff.abs().max())
-    peak = float(ref.abs().max())
+    max_abs = max(max_abs, 0.0)
+    rel = diff_sq ** 0.5 / max(ref_sq ** 0.5, 1e-300)
     vs_peak = max_abs / max(peak, 1e-300)
     if rel > tol or vs_peak > tol:
-        worst = torch.nonzero(diff.abs() == max_abs)[0].tolist()
         return Check(False, rel, max_abs, vs_peak,
                      f"error over tolerance {tol:.3g}: rel_err {rel:.3g}, max_abs_err {max_abs:.3g} "
-                     f"(max|err|/max|ref| {vs_peak:.3g}) at {worst}")
+                     f"(max|err|/max|ref| {vs_peak:.3g}) at {index(max_at)}")
     return Check(True, rel, max_abs, vs_peak, None)
 
 
