@@ -41,6 +41,14 @@ bool is_binary_name(const std::string& s) {
 
 std::string number_text(double v) { return fmt::format("{}", v); }
 
+// A node of `kind` naming `name` (a scalar, source or slot), without children.
+EpilogueTree named_node(EpilogueNodeKind kind, const std::string& name) {
+  EpilogueTree t;
+  t.kind = kind;
+  t.name = name;
+  return t;
+}
+
 std::vector<std::string> param_names(const ActivationEntry& a) {
   std::vector<std::string> out;
   for (const auto& [p, v] : a.params) out.push_back(p);
@@ -63,10 +71,7 @@ EpilogueTree EpilogueTree::scalar(const std::string& name) {
   if (name != "alpha" && name != "beta")
     throw Error(fmt::format("epilogue scalar '{}': the kernel's scalars are alpha and beta; write other "
                             "scalars as numbers", name));
-  EpilogueTree t;
-  t.kind = EpilogueNodeKind::scalar;
-  t.name = name;
-  return t;
+  return named_node(EpilogueNodeKind::scalar, name);
 }
 EpilogueTree EpilogueTree::constant(double value) {
   EpilogueTree t;
@@ -77,33 +82,21 @@ EpilogueTree EpilogueTree::constant(double value) {
 EpilogueTree EpilogueTree::source(const std::string& name) {
   if (name != "C" && name != "residual")
     throw Error(fmt::format("epilogue source '{}': the tensors shaped like D are C and residual", name));
-  EpilogueTree t;
-  t.kind = EpilogueNodeKind::source;
-  t.name = name;
-  return t;
+  return named_node(EpilogueNodeKind::source, name);
 }
 EpilogueTree EpilogueTree::row(const std::string& slot) {
   check_slot(slot, "row broadcast");
-  EpilogueTree t;
-  t.kind = EpilogueNodeKind::row_broadcast;
-  t.name = slot;
-  return t;
+  return named_node(EpilogueNodeKind::row_broadcast, slot);
 }
 EpilogueTree EpilogueTree::col(const std::string& slot) {
   check_slot(slot, "column broadcast");
-  EpilogueTree t;
-  t.kind = EpilogueNodeKind::col_broadcast;
-  t.name = slot;
-  return t;
+  return named_node(EpilogueNodeKind::col_broadcast, slot);
 }
 EpilogueTree EpilogueTree::scalar_vector(const std::string& slot) {
   if (vector_slot_index(slot) < 0)
     throw Error(fmt::format("epilogue scalar of '{}': a run-time scalar is one of the slots vec0..vec{}", slot,
                             kMaxEpilogueVectors - 1));
-  EpilogueTree t;
-  t.kind = EpilogueNodeKind::scalar_vector;
-  t.name = slot;
-  return t;
+  return named_node(EpilogueNodeKind::scalar_vector, slot);
 }
 EpilogueTree EpilogueTree::activation(const std::string& name, EpilogueTree x, std::map<std::string, double> params) {
   const ActivationEntry& a = activation_entry(name);  // throws for a name the table lacks
