@@ -213,34 +213,21 @@ class RowwiseFamily final : public KernelFamily {
       flags += fmt::format("{}{}", i ? ", " : "", broadcast[i] ? "true" : "false");
     }
     Element e = element_from_string(field(c, "dtype", "rowwise config").get<std::string>());
-    if (generated(c))
-      return render_family_template("rowwise", "generated_op_template", id,
-                                    {{"config_id", id},
-                                     {"summary", summary(c)},
-                                     {"torch_dtype", torch_scalar_type(e)},
-                                     {"dtype", to_string(e)},
-                                     {"cols", std::to_string(c.at("cols").get<int64_t>())},
-                                     {"trailing_dims", std::to_string(c.at("trailing_dims").get<int>())},
-                                     {"output_per_row", c.at("output_per_row").get<bool>() ? "true" : "false"},
-                                     {"keepdim", c.at("keepdim").get<bool>() ? "true" : "false"},
-                                     {"num_inputs", std::to_string(broadcast.size())},
-                                     {"broadcast", flags},
-                                     {"params", params},
-                                     {"args", args},
-                                     {"schema", op_schema(c)}})
-          .text;
-    return render_family_template("rowwise", "op_template", id,
-                                  {{"config_id", id},
-                                   {"summary", summary(c)},
-                                   {"torch_dtype", torch_scalar_type(e)},
-                                   {"dtype", to_string(e)},
-                                   {"cols", std::to_string(c.at("cols").get<int64_t>())},
-                                   {"num_inputs", std::to_string(broadcast.size())},
-                                   {"broadcast", flags},
-                                   {"params", params},
-                                   {"args", args},
-                                   {"schema", op_schema(c)}})
-        .text;
+    TemplateValues values = {{"config_id", id},
+                             {"summary", summary(c)},
+                             {"torch_dtype", torch_scalar_type(e)},
+                             {"dtype", to_string(e)},
+                             {"cols", std::to_string(c.at("cols").get<int64_t>())},
+                             {"num_inputs", std::to_string(broadcast.size())},
+                             {"broadcast", flags},
+                             {"params", params},
+                             {"args", args},
+                             {"schema", op_schema(c)}};
+    if (!generated(c)) return render_family_template("rowwise", "op_template", id, values).text;
+    values["trailing_dims"] = std::to_string(c.at("trailing_dims").get<int>());
+    values["output_per_row"] = c.at("output_per_row").get<bool>() ? "true" : "false";
+    values["keepdim"] = c.at("keepdim").get<bool>() ? "true" : "false";
+    return render_family_template("rowwise", "generated_op_template", id, values).text;
   }
 
   std::string op_schema(const json& c) const override {
