@@ -24,6 +24,7 @@
 #include "realize/kernel_abi_header.h"
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
+#include "torch_headers_check.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -239,12 +240,8 @@ TEST(GrownEpilogueOp, VectorsRideInATensorListOnlyWhenTheTreeReadsThem) {
 
 // The wrapper of an op with vectors is built on the GPU machine; here it is parsed against the venv's torch headers.
 TEST(GrownEpilogueOp, WrapperWithVectorsParsesAgainstTorchHeaders) {
-  auto where = fact::run_process({fact::python_exe(), "-c",
-                                  "import importlib.util, os; s = importlib.util.find_spec('torch'); "
-                                  "print(os.path.dirname(s.origin) if s else '')"});
-  std::string torch_dir = where.out.substr(0, where.out.find('\n'));
-  if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
-    GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  const std::string torch_dir = torch_package_dir();
+  if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   auto c = realize::test::sm90_bf16_cooperative();
   c.epilogue = Epilogue::of(tree(kBatchNormTree));
   auto d = realize::test::sm90_bf16_cooperative();
@@ -252,10 +249,7 @@ TEST(GrownEpilogueOp, WrapperWithVectorsParsesAgainstTorchHeaders) {
   fs::path dir = fs::temp_directory_path() / "fact_test_wrapper_vectors";
   fs::create_directories(dir);
   std::ofstream(dir / "ops.cpp") << generate_gemm_op_wrapper({c, d, realize::test::sm90_bf16_cooperative()}).text;
-  fs::path inc = fs::path(torch_dir) / "include";
-  auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
-                              "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
-                              "-I" + fact::realize::kernel_abi_include_dir().string(), (dir / "ops.cpp").string()});
+  auto r = parse_against_torch(torch_dir, dir / "ops.cpp", fact::realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
 

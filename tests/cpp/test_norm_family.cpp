@@ -21,6 +21,7 @@
 #include "realize/families/normalization/family.h"
 #include "realize/kernel_abi_header.h"
 #include "realize/nvcc_command.h"
+#include "torch_headers_check.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -286,12 +287,8 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
 #include "realize/families/rope/family.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
-  auto where = fact::run_process({fact::python_exe(), "-c",
-                                  "import importlib.util, os; s = importlib.util.find_spec('torch'); "
-                                  "print(os.path.dirname(s.origin) if s else '')"});
-  std::string torch_dir = where.out.substr(0, where.out.find('\n'));
-  if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
-    GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  const std::string torch_dir = torch_package_dir();
+  if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   NormConfig plain = enumerate_norm_configs(minigpt_ln(), 1).ranked.at(0);
   NormProblem fused = minigpt_ln(Element::bf16);
   fused.has_residual = fused.store_sum = true;
@@ -305,9 +302,6 @@ TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
                                  << generate_norm_op_wrapper(plain).text << generate_norm_op_wrapper(with_sum).text
                                  << generate_attention_op_wrapper(AttentionConfig{}).text
                                  << generate_rope_op_wrapper(RopeConfig{}).text;
-  fs::path inc = fs::path(torch_dir) / "include";
-  auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
-                              "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
-                              "-I" + fact::realize::kernel_abi_include_dir().string(), (dir / "ops.cpp").string()});
+  auto r = parse_against_torch(torch_dir, dir / "ops.cpp", fact::realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }

@@ -22,6 +22,7 @@
 #include "realize/kernel_family.h"
 #include "realize/nvcc_command.h"
 #include "realize/op_library.h"
+#include "torch_headers_check.h"
 
 namespace fs = std::filesystem;
 using namespace fact;
@@ -299,12 +300,8 @@ TEST(OpLibrary, ConfigTheGeneratorRejectsLeavesTheFolderUntouched) {
 // ops.cpp as the builder compiles it (preamble, GEMM and family wrappers in one file, kernel_abi.h from the
 // folder's include/) parses against the venv's torch headers; the GPU machine compiles and links it.
 TEST(OpLibrary, OpsCppWithFamilyOpsParsesAgainstTorchHeaders) {
-  auto where = fact::run_process({fact::python_exe(), "-c",
-                                  "import importlib.util, os; s = importlib.util.find_spec('torch'); "
-                                  "print(os.path.dirname(s.origin) if s else '')"});
-  std::string torch_dir = where.out.substr(0, where.out.find('\n'));
-  if (where.exit_code != 0 || torch_dir.empty() || !fs::exists(fs::path(torch_dir) / "include"))
-    GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  const std::string torch_dir = torch_package_dir();
+  if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   auto a = sm80_3xtf32_bias();
   json rows = family_rows();
   rows.push_back(row("linear_bias", &a, Numerics::x3tf32, false, Epilogue::named("bias")));
@@ -313,10 +310,7 @@ TEST(OpLibrary, OpsCppWithFamilyOpsParsesAgainstTorchHeaders) {
   fs::path dir = fs::temp_directory_path() / "fact_test_op_library_parse";
   fs::remove_all(dir);
   write_op_library(entries, dir);
-  fs::path inc = fs::path(torch_dir) / "include";
-  auto r = fact::run_process({"g++", "-std=c++17", "-fsyntax-only", "-I" + inc.string(),
-                              "-I" + (inc / "torch" / "csrc" / "api" / "include").string(), "-I/usr/local/cuda/include",
-                              "-I" + (dir / "include").string(), (dir / "ops.cpp").string()});
+  auto r = parse_against_torch(torch_dir, dir / "ops.cpp", dir / "include");
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
 
