@@ -8,6 +8,7 @@ it (a lone `fact optimize`) holding the lock is a no-op.
 from __future__ import annotations
 
 import fcntl
+import gc
 import functools
 import os
 import sys
@@ -36,8 +37,24 @@ def holds_gpu(main):
             try:
                 return main(*args, **kwargs)
             finally:
+                release_gpu_memory()
                 fcntl.flock(f, fcntl.LOCK_UN)
     return locked
+
+
+def release_gpu_memory() -> None:
+    """Returns what this process's caching allocator holds to the GPU before the lock goes to the next holder:
+    a long-lived worker keeping a finished check's tens of GB cached left the next problem's 6 GB inputs out of
+    memory on the H100 (KernelBench level 1)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return
+    try:
+        gc.collect()  # tensors held only by reference cycles (modules, frames of a caught exception)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - a lost CUDA context frees its memory with the process
+        pass
 
 
 def child_env() -> dict:
