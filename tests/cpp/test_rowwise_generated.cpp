@@ -130,21 +130,59 @@ TEST(RowwiseGenerated, SingleOpsSharedIntermediatesAndMixedDtypes) {
   EXPECT_TRUE(noted(pm, "mixed dtypes")) << fmt::format("{}", fmt::join(pm.notes, "\n"));
 }
 
+std::vector<realize::RowwiseKernelConfig> configs_of(const discover::RowProgram& p, Arch arch = Arch::sm90) {
+  return realize::rowwise_kernel_configs(p, realize::family_data("rowwise").at("space"), ArchSpec::of(arch));
+}
+
+discover::RowProgram program_of(const GraphDoc& d) {
+  return discover::lower_row_program(generated(plan_of(d))->match.kernel["fragment"]);
+}
+
+GraphDoc softmax_rows(int64_t rows, int64_t cols) {
+  GraphDoc d;
+  d.input("x", {rows, cols});
+  d.op("s", "aten.softmax.int", {ref_to("x"), -1}, {rows, cols}).output("s");
+  return d;
+}
+
 TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
-  auto space = realize::family_data("rowwise").at("space");
-  auto shortp = discover::lower_row_program(generated(plan_of(softmax_after_pointwise(1000)))->match.kernel["fragment"]);
-  auto cs = realize::rowwise_kernel_configs(shortp, space);
+  auto cs = configs_of(program_of(softmax_after_pointwise(1000)));
   ASSERT_FALSE(cs.empty());
   EXPECT_TRUE(cs[0].one_pass);
   EXPECT_EQ(cs[0].vec, 4);
-  auto longp = discover::lower_row_program(generated(plan_of(softmax_after_pointwise(100000)))->match.kernel["fragment"]);
-  for (const auto& c : realize::rowwise_kernel_configs(longp, space)) EXPECT_FALSE(c.one_pass) << c.text();
+  EXPECT_EQ(cs[0].cluster, 1);
+  // A 100000-element row fits in registers only across a cluster of CTAs (sm90); sm80 has no clusters.
+  auto longp = program_of(softmax_after_pointwise(100000));
+  for (const auto& c : configs_of(longp, Arch::sm80)) EXPECT_FALSE(c.one_pass || c.cluster > 1) << c.text();
+  for (const auto& c : configs_of(longp))
+    if (c.one_pass) EXPECT_GT(c.cluster, 1) << c.text();
 }
 
-void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::string& name) {
-  auto prog = discover::lower_row_program(generated(plan_of(d))->match.kernel["fragment"]);
-  auto cs = realize::rowwise_kernel_configs(prog, realize::family_data("rowwise").at("space"));
-  auto it = std::find_if(cs.begin(), cs.end(), [&](const auto& c) { return c.one_pass == one_pass; });
+TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
+  // 16 rows of 4M: a CTA per row would leave 116 of 132 SMs idle.
+  auto few = configs_of(program_of(softmax_rows(16, 1 << 22)));
+  EXPECT_EQ(few.at(0).cluster, 16) << few[0].text();
+  EXPECT_FALSE(few[0].one_pass);
+  // 4096 rows of 393216 fit in registers over 16 CTAs of 1024 threads (24 elements each): one read of memory.
+  auto wide = configs_of(program_of(softmax_rows(4096, 393216)));
+  EXPECT_TRUE(wide.at(0).one_pass) << wide[0].text();
+  EXPECT_EQ(wide[0].cluster, 16);
+  std::string text = realize::render_rowwise_kernel(program_of(softmax_rows(4096, 393216)), wide[0], "t", "");
+  EXPECT_NE(text.find("__cluster_dims__(kCluster, 1, 1)"), std::string::npos);
+  EXPECT_NE(text.find("constexpr int kCluster = 16;"), std::string::npos);
+  // Configs written before clusters existed keep their ids: no "cluster" key for a CTA per row.
+  EXPECT_FALSE(few.back().to_json().contains("cluster") && few.back().cluster == 1);
+  auto back = realize::RowwiseKernelConfig::from_json(wide[0].to_json());
+  EXPECT_EQ(back.cluster, 16);
+  EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", true},
+                                                        {"one_pass", false}, {"cluster", 2}}),
+               Error);
+}
+
+void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::string& name, int cluster = 1) {
+  auto prog = program_of(d);
+  auto cs = configs_of(prog);
+  auto it = std::find_if(cs.begin(), cs.end(), [&](const auto& c) { return c.one_pass == one_pass && c.cluster == cluster; });
   ASSERT_NE(it, cs.end());
   std::string text = realize::render_rowwise_kernel(prog, *it, "rowwise_test_" + name, it->text());
   expect_kernel_compiles(Arch::sm90, text, name, it->text());
@@ -154,7 +192,7 @@ TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
   GraphDoc one;
   one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
   auto relu = discover::lower_row_program(generated(plan_of(one))->match.kernel["fragment"]);
-  auto c = realize::rowwise_kernel_configs(relu, realize::family_data("rowwise").at("space")).at(0);
+  auto c = configs_of(relu).at(0);
   EXPECT_EQ(c.vec, 8);  // 16 bytes of bf16
   std::string text = realize::render_rowwise_kernel(relu, c, "t", "");
   EXPECT_NE(text.find("a->cols < 1"), std::string::npos);          // any row length
@@ -172,6 +210,8 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(pointwise_chain(), false, "rowwise_flat");
   expect_generated_compiles(softmax_after_pointwise(1000), true, "rowwise_softmax_one_pass");
   expect_generated_compiles(softmax_after_pointwise(1000), false, "rowwise_softmax_two_pass");
+  expect_generated_compiles(softmax_rows(4096, 393216), true, "rowwise_softmax_cluster16_one_pass", 16);
+  expect_generated_compiles(softmax_rows(16, 1 << 20), false, "rowwise_softmax_cluster4_two_pass", 4);
 }
 
 }  // namespace

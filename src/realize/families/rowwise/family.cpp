@@ -134,7 +134,8 @@ class RowwiseFamily final : public KernelFamily {
     if (top_n < 1) return {};
     if (generated(p)) {
       auto program = discover::lower_row_program(p.at("fragment"));
-      auto configs = rowwise_kernel_configs(program, field(family_data("rowwise"), "space", "data/families/rowwise.json"));
+      auto configs = rowwise_kernel_configs(program, field(family_data("rowwise"), "space", "data/families/rowwise.json"),
+                                            ArchSpec::of(arch_from_string(p.at("arch").get<std::string>())));
       CandidateSet set;
       set.space = fmt::format("rowwise (generated from the IR, {} reductions): {} configs, top {}", program.reductions(),
                               configs.size(), top_n);

@@ -134,9 +134,16 @@ struct KernelWriter {
     int max_level = 0;
     for (const auto& [v, l] : lv) max_level = std::max(max_level, l);
     line("", "template <int V>");
-    line("", "__global__ void __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
-    line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
-    line("  ", "const int lane = kWarpPerRow ? int(threadIdx.x % 32) : int(threadIdx.x);");
+    if (c.cluster > 1) {
+      // A cluster of CTAs per row: lanes count across the cluster, so every sweep below strides over all of them.
+      line("", "__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
+      line("  ", "const int64_t row = int64_t(blockIdx.x) / kCluster;");
+      line("  ", "const int lane = int(cooperative_groups::this_cluster().block_rank()) * kThreads + int(threadIdx.x);");
+    } else {
+      line("", "__global__ void __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
+      line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
+      line("  ", "const int lane = kWarpPerRow ? int(threadIdx.x % 32) : int(threadIdx.x);");
+    }
     line("  ", "__shared__ float smem_f[32];");
     line("  ", "__shared__ MaxSumExp smem_ms[32];");
     line("  ", "if (row >= a.rows) return;  // uniform over the CTA (or, a warp per row, over the warp)");
@@ -211,7 +218,7 @@ struct KernelWriter {
   }
 };
 
-std::string launch_text(const RowProgram& p) {
+std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
   if (p.reductions() == 0)
     return R"(  // One vector per thread (the grid-stride loop only for grids past CUDA's 2^31 - 1 CTAs): on the H100 a grid
   // capped at twice the resident CTAs reached 2.84 TB/s on 6.4 GB, a full grid 3.03 TB/s (= cudaMemcpy).
@@ -219,6 +226,16 @@ std::string launch_text(const RowProgram& p) {
   auto grid = [&](int v) { int64_t b = (n / v + kThreads - 1) / kThreads; return dim3(unsigned(b < cap ? b : cap)); };
   if (aligned) flat_kernel<kVec><<<grid(kVec), kThreads, 0, stream>>>(*a);
   else flat_kernel<1><<<grid(1), kThreads, 0, stream>>>(*a);)";
+  if (c.cluster > 1)
+    return R"(  // Clusters of more than 8 CTAs are an opt-in of the kernel (the H100 schedules up to 16).
+  if (kCluster > 8) {
+    cudaFuncSetAttribute(row_kernel<kVec>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    cudaFuncSetAttribute(row_kernel<1>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  }
+  if (a->rows > 2147483647 / kCluster) return FACT_ERR_SHAPE;  // CUDA's grid limit
+  const dim3 grid(unsigned(a->rows * kCluster));
+  if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
+  else row_kernel<1><<<grid, kThreads, 0, stream>>>(*a);)";
   return R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / 32 : 1;
   const dim3 grid(unsigned((a->rows + rows_per_cta - 1) / rows_per_cta));
   if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
@@ -228,7 +245,9 @@ std::string launch_text(const RowProgram& p) {
 }  // namespace
 
 json RowwiseKernelConfig::to_json() const {
-  return {{"threads", threads}, {"vec", vec}, {"warp_per_row", warp_per_row}, {"one_pass", one_pass}};
+  json j = {{"threads", threads}, {"vec", vec}, {"warp_per_row", warp_per_row}, {"one_pass", one_pass}};
+  if (cluster > 1) j["cluster"] = cluster;  // absent for a CTA per row: earlier configs keep their ids
+  return j;
 }
 
 RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
@@ -237,19 +256,27 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
   c.vec = j.at("vec");
   c.warp_per_row = j.at("warp_per_row");
   c.one_pass = j.at("one_pass");
+  c.cluster = j.value("cluster", 1);
+  if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) || (c.cluster > 1 && c.warp_per_row))
+    throw Error(fmt::format("row-wise config {}: cluster must be 1, 2, 4, 8 or 16 CTAs per row, and 1 with a warp per row",
+                            j.dump()));
   if (c.threads % 32 || c.threads < 32 || c.threads > 1024 || c.vec < 1 || c.vec > 8)
     throw Error(fmt::format("row-wise config {}: threads must be a multiple of 32 up to 1024, vec 1 to 8", j.dump()));
   return c;
 }
 
 std::string RowwiseKernelConfig::text() const {
-  return fmt::format("{} threads, vec {}{}{}", threads, vec, warp_per_row ? ", a warp per row" : "",
+  return fmt::format("{} threads, vec {}{}{}{}", threads, vec, warp_per_row ? ", a warp per row" : "",
+                     cluster > 1 ? fmt::format(", a cluster of {} CTAs per row", cluster) : "",
                      one_pass ? ", one pass (row in registers)" : "");
 }
 
-std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space) {
+std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space, const ArchSpec& arch) {
   const int vmax = 16 / element_bytes(p.dtype);
   const int max_regs = space.value("max_row_elements_per_thread", 32);
+  const double sms = arch.sm_count > 0 ? arch.sm_count : 132;
+  std::vector<int> clusters = {1};
+  if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
   std::vector<std::pair<double, RowwiseKernelConfig>> scored;
   for (int threads : space.at("threads").get<std::vector<int>>()) {
     for (int vec : {vmax, 1}) {
@@ -261,13 +288,25 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
       }
       for (bool wpr : {false, true}) {
         if (wpr && threads > 256) continue;  // a warp per row: small CTAs keep the grid wide
-        int lanes = wpr ? 32 : threads;
-        int64_t per_thread = (p.cols + lanes - 1) / lanes;
-        for (bool one : {true, false}) {
-          if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > max_regs) continue;
-          double score = (one ? 0 : 20) + (vec == vmax ? 0 : 10) +
-                         std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0);
-          scored.push_back({score, {threads, vec, wpr, one}});
+        for (int cluster : clusters) {
+          if (wpr && cluster > 1) continue;
+          int64_t lanes = wpr ? 32 : int64_t(threads) * cluster;
+          int64_t per_thread = (p.cols + lanes - 1) / lanes;
+          double ctas = wpr ? double(p.rows) / (threads / 32) : double(p.rows) * cluster;
+          // Filling the GPU matters once the rows are megabytes; below that a launch's latency dominates.
+          bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
+          for (bool one : {true, false}) {
+            if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > max_regs) continue;
+            // One pass over memory first; then a grid that fills every SM twice (few long rows: a cluster of
+            // CTAs per row), about 16 elements per thread, the fewest CTAs per cluster (each reduction costs
+            // three cluster barriers).
+            double score = (one ? 0 : 20) + (vec == vmax ? 0 : 10) +
+                           std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
+                           (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + std::log2(cluster);
+            RowwiseKernelConfig c{threads, vec, wpr, one};
+            c.cluster = cluster;
+            scored.push_back({score, c});
+          }
         }
       }
     }
@@ -299,6 +338,7 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"threads", std::to_string(c.threads)},
                                {"vec", std::to_string(c.vec)},
                                {"warp_per_row", c.warp_per_row ? "true" : "false"},
+                               {"cluster", std::to_string(c.cluster)},
                                {"cols", std::to_string(p.cols)},
                                {"cols_refused", p.reductions() == 0 && w.any_cols() ? "a->cols < 1"
                                                                                     : fmt::format("a->cols != {}", p.cols)},
@@ -308,7 +348,7 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"broadcast", broadcast},
                                {"output_row_stride", p.output_per_row ? "1" : "a->cols"},
                                {"whole_vectors", p.reductions() == 0 && w.any_cols() ? "true" : "a->cols % kVec == 0"},
-                               {"launch", launch_text(p)},
+                               {"launch", launch_text(p, c)},
                                {"describe", describe.dump()}});
 }
 

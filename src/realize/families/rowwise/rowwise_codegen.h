@@ -2,12 +2,14 @@
 // CUDA for a row program (discover/row_program.h), rendered into templates/rowwise/generated_kernel.cu.in:
 // (a) no reduction: a flat grid-stride kernel over all elements, 16-byte accesses; (b) with reductions: a CTA
 // (or, short rows, a warp) per row, one pass with the row in registers when it fits, else one pass over
-// global memory per reduction level (softmax's max and sum are one online level) and one to write.
+// global memory per reduction level (softmax's max and sum are one online level) and one to write; on sm90 a
+// cluster of CTAs may share a row (distributed shared memory combines their partials).
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/arch_spec.h"
 #include "discover/row_program.h"
 
 namespace fact::realize {
@@ -17,13 +19,15 @@ struct RowwiseKernelConfig {
   int vec = 4;                // elements per access (16 bytes at most)
   bool warp_per_row = false;  // rows with reductions: a warp per row instead of a CTA
   bool one_pass = false;      // rows with reductions: the row held in registers
+  int cluster = 1;            // rows with reductions: CTAs per row (an sm90 thread-block cluster)
   nlohmann::json to_json() const;
   static RowwiseKernelConfig from_json(const nlohmann::json& j);
   std::string text() const;
 };
 
 // The configs of data/families/rowwise.json's space that can run the program, likely best first.
-std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const discover::RowProgram& p, const nlohmann::json& space);
+std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const discover::RowProgram& p, const nlohmann::json& space,
+                                                        const ArchSpec& arch);
 
 // The kernel source exporting fact_<config_id>_{can_implement,run,describe} (FactRowwiseArgs ABI).
 std::string render_rowwise_kernel(const discover::RowProgram& p, const RowwiseKernelConfig& c,
