@@ -163,17 +163,22 @@ TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
   auto few = configs_of(program_of(softmax_rows(16, 1 << 22)));
   EXPECT_EQ(few.at(0).cluster, 16) << few[0].text();
   EXPECT_FALSE(few[0].one_pass);
-  // 4096 rows of 393216 fit in registers over 16 CTAs of 1024 threads (24 elements each): one read of memory.
-  auto wide = configs_of(program_of(softmax_rows(4096, 393216)));
-  EXPECT_TRUE(wide.at(0).one_pass) << wide[0].text();
-  EXPECT_EQ(wide[0].cluster, 16);
-  std::string text = realize::render_rowwise_kernel(program_of(softmax_rows(4096, 393216)), wide[0], "t", "");
+  std::string text = realize::render_rowwise_kernel(program_of(softmax_rows(16, 1 << 22)), few[0], "t", "");
   EXPECT_NE(text.find("__cluster_dims__(kCluster, 1, 1)"), std::string::npos);
   EXPECT_NE(text.find("constexpr int kCluster = 16;"), std::string::npos);
+  EXPECT_NE(text.find("NonPortableClusterSizeAllowed"), std::string::npos);
+  // Rows of 65535 fit in registers over a cluster of 4 (16 or 32 elements per thread): one read of memory.
+  auto wide = configs_of(program_of(softmax_rows(32768, 65535)));
+  EXPECT_TRUE(wide.at(0).one_pass) << wide[0].text();
+  EXPECT_EQ(wide[0].cluster, 4);
+  // 393216 would need 16 CTAs of 1024 threads at 24 elements each: measured slower than two passes over memory.
+  auto longer = configs_of(program_of(softmax_rows(4096, 393216)));
+  EXPECT_FALSE(longer.at(0).one_pass) << longer[0].text();
+  for (const auto& c : longer) EXPECT_FALSE(c.one_pass && c.cluster == 16) << c.text();
   // Configs written before clusters existed keep their ids: no "cluster" key for a CTA per row.
   EXPECT_FALSE(few.back().to_json().contains("cluster") && few.back().cluster == 1);
   auto back = realize::RowwiseKernelConfig::from_json(wide[0].to_json());
-  EXPECT_EQ(back.cluster, 16);
+  EXPECT_EQ(back.cluster, 4);
   EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", true},
                                                         {"one_pass", false}, {"cluster", 2}}),
                Error);
@@ -210,7 +215,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(pointwise_chain(), false, "rowwise_flat");
   expect_generated_compiles(softmax_after_pointwise(1000), true, "rowwise_softmax_one_pass");
   expect_generated_compiles(softmax_after_pointwise(1000), false, "rowwise_softmax_two_pass");
-  expect_generated_compiles(softmax_rows(4096, 393216), true, "rowwise_softmax_cluster16_one_pass", 16);
+  expect_generated_compiles(softmax_rows(32768, 65535), true, "rowwise_softmax_cluster4_one_pass", 4);
   expect_generated_compiles(softmax_rows(16, 1 << 20), false, "rowwise_softmax_cluster4_two_pass", 4);
 }
 

@@ -295,14 +295,17 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
           double ctas = wpr ? double(p.rows) / (threads / 32) : double(p.rows) * cluster;
           // Filling the GPU matters once the rows are megabytes; below that a launch's latency dominates.
           bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
+          // Measured on the H100 (softmax, 2026-11-25): 1024-thread CTAs holding more than 16 elements per thread
+          // (64 registers each) and one-pass clusters of 16 CTAs ran 1.4-4x slower than the next config.
+          const int64_t cap = std::min<int64_t>(max_regs, 16384 / threads);
           for (bool one : {true, false}) {
-            if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > max_regs) continue;
+            if (one && (per_thread * static_cast<int64_t>(p.inputs.size()) > cap || cluster == 16)) continue;
             // One pass over memory first; then a grid that fills every SM twice (few long rows: a cluster of
             // CTAs per row), about 16 elements per thread, the fewest CTAs per cluster (each reduction costs
-            // three cluster barriers).
+            // three cluster barriers: a 4-CTA one-pass row of 65535 ran 7.9 ms, an 8-CTA one 8.6-13 ms).
             double score = (one ? 0 : 20) + (vec == vmax ? 0 : 10) +
                            std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
-                           (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + std::log2(cluster);
+                           (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster);
             RowwiseKernelConfig c{threads, vec, wpr, one};
             c.cluster = cluster;
             scored.push_back({score, c});
