@@ -1,8 +1,11 @@
 """bench/results/fusion_h100.{json,md}: the generic-fusion benchmark (issue 16) from `fact bench` suites that
 bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode.
 
-    python bench/scripts/fusion_report.py --default SUITE.json [--tf32 SUITE.json] --device "H100 ..." \
-        [--commit SHA] -o bench/results/fusion_h100
+    python bench/scripts/fusion_report.py --default SUITE.json [SUITE.json ...] [--tf32 SUITE.json ...] \
+        --device "H100 ..." [--commit SHA] -o bench/results/fusion_h100
+
+Several suites per mode (one per level, or a later re-run of some problems): a problem measured in a later file
+replaces its row from an earlier one; a problem a later file did not run keeps its earlier row.
 
 Per problem and mode: FACT ms, eager ms, torch.compile ms (both baselines in the same numerics as FACT), rel err
 against float64 (FACT's and eager's), status, and the fused region: graph ops inside FACT kernels / graph ops.
@@ -37,12 +40,17 @@ def summary(problems: list[dict], level: str, mode: str, key: str) -> dict:
             "at_least_1x": sum(s >= 1.0 for s in speed)}
 
 
+MEASURED = ("correct", "incorrect", "failed")
+
+
 def build(suites: dict, device: str, commit: str) -> dict:
     by_id: dict[str, dict] = {}
-    for mode, suite in suites.items():
-        for p in suite["problems"]:
-            row = by_id.setdefault(p["id"], {"id": p["id"], "level": p["level"]})
-            row[mode] = {k: p.get(k) for k in FIELDS}
+    for mode, files in suites.items():
+        for suite in files:
+            for p in suite["problems"]:
+                row = by_id.setdefault(p["id"], {"id": p["id"], "level": p["level"]})
+                if mode not in row or p.get("status") in MEASURED:
+                    row[mode] = {k: p.get(k) for k in FIELDS}
     problems = sorted(by_id.values(), key=lambda r: (r["level"], int(r["id"].split("/")[1].split("_")[0])))
     return {"format": "fact-fusion-bench", "version": 1, "device": device, "date": dt.date.today().isoformat(),
             "commit": commit, "selection": "bench/fusion_problems.json (bench/scripts/fusion_problems.py)",
@@ -88,16 +96,16 @@ def markdown(doc: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--default", required=True, help="suite.json of the run in each problem's own numerics")
-    ap.add_argument("--tf32", help="suite.json of the tf32 run")
+    ap.add_argument("--default", required=True, nargs="+", help="suite.json files of runs in each problem's own numerics")
+    ap.add_argument("--tf32", nargs="+", help="suite.json files of tf32 runs")
     ap.add_argument("--device", required=True)
     ap.add_argument("--commit", default=None, help="the binary's commit (default: this checkout's)")
     ap.add_argument("--note", default="", help="how the suites were run (calls, settings, what is missing)")
     ap.add_argument("-o", "--output", required=True, help="path without extension")
     a = ap.parse_args()
-    suites = {"default": json.loads(Path(a.default).read_text())}
+    suites = {"default": [json.loads(Path(f).read_text()) for f in a.default]}
     if a.tf32:
-        suites["tf32"] = json.loads(Path(a.tf32).read_text())
+        suites["tf32"] = [json.loads(Path(f).read_text()) for f in a.tf32]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
     doc = build(suites, a.device, commit)

@@ -57,3 +57,18 @@ def test_report_summarizes_each_target(tmp_path):
     assert [p["id"] for p in doc["problems"]][:3] == ["level1/19_ReLU", "level2/9_Matmul_Y", "level2/12_Gemm_X"]
     md = out.with_suffix(".md").read_text()
     assert "| level2/12_Gemm_X | tf32 | correct | 3/4 |" in md
+
+
+def test_report_takes_later_reruns_over_earlier_rows(tmp_path):
+    first = _suite([("level2/12_Gemm_X", "correct", 1.5, 1.5), ("level2/9_Matmul_Y", "correct", 1.2, 1.2)])
+    rerun = _suite([("level2/12_Gemm_X", "correct", 1.8, 1.8), ("level2/9_Matmul_Y", "not_run", None, None)])
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(rerun))
+    out = tmp_path / "fusion"
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--default", str(tmp_path / "a.json"),
+                        str(tmp_path / "b.json"), "--device", "test GPU", "--commit", "abc", "-o", str(out)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = {p["id"]: p["default"] for p in json.loads(out.with_suffix(".json").read_text())["problems"]}
+    assert rows["level2/12_Gemm_X"]["speedup_eager"] == 1.8, "the re-run replaces the earlier row"
+    assert rows["level2/9_Matmul_Y"]["status"] == "correct", "a problem the re-run did not run keeps its row"
