@@ -1,11 +1,12 @@
 """bench/results/fusion_h100.{json,md}: the generic-fusion benchmark (issue 16) from `fact bench` suites that
 bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode.
 
-    python bench/scripts/fusion_report.py --default SUITE.json [SUITE.json ...] [--tf32 SUITE.json ...] \
-        --device "H100 ..." [--commit SHA] -o bench/results/fusion_h100
+    python bench/scripts/fusion_report.py [--previous bench/results/fusion_h100.json] --default SUITE.json [...] \
+        [--tf32 SUITE.json ...] --device "H100 ..." [--commit SHA] -o bench/results/fusion_h100
 
 Several suites per mode (one per level, or a later re-run of some problems): a problem measured in a later file
-replaces its row from an earlier one; a problem a later file did not run keeps its earlier row.
+replaces its row from an earlier one; a problem a later file did not run keeps its earlier row. --previous starts
+from an earlier report's rows (its suites are not kept), so one level can be re-measured without the others.
 
 Per problem and mode: FACT ms, eager ms, torch.compile ms (both baselines in the same numerics as FACT), rel err
 against float64 (FACT's and eager's), status, and the fused region: graph ops inside FACT kernels / graph ops.
@@ -41,6 +42,12 @@ def summary(problems: list[dict], level: str, mode: str, key: str) -> dict:
 
 
 MEASURED = ("correct", "incorrect", "failed")
+
+
+def suites_of_report(report: dict) -> dict:
+    """An earlier report's rows as one suite per mode, to be overridden by the suites measured since."""
+    return {mode: [{"problems": [{"id": p["id"], "level": p["level"], **p[mode]} for p in report["problems"]
+                                 if p.get(mode)]}] for mode in MODES}
 
 
 def build(suites: dict, device: str, commit: str) -> dict:
@@ -96,16 +103,19 @@ def markdown(doc: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--default", required=True, nargs="+", help="suite.json files of runs in each problem's own numerics")
+    ap.add_argument("--previous", help="an earlier fusion report whose rows the suites below replace where measured")
+    ap.add_argument("--default", nargs="+", default=[], help="suite.json files of runs in each problem's own numerics")
     ap.add_argument("--tf32", nargs="+", help="suite.json files of tf32 runs")
     ap.add_argument("--device", required=True)
     ap.add_argument("--commit", default=None, help="the binary's commit (default: this checkout's)")
     ap.add_argument("--note", default="", help="how the suites were run (calls, settings, what is missing)")
     ap.add_argument("-o", "--output", required=True, help="path without extension")
     a = ap.parse_args()
-    suites = {"default": [json.loads(Path(f).read_text()) for f in a.default]}
-    if a.tf32:
-        suites["tf32"] = [json.loads(Path(f).read_text()) for f in a.tf32]
+    if not a.default and not a.tf32:
+        ap.error("name at least one suite.json (--default or --tf32)")
+    suites = suites_of_report(json.loads(Path(a.previous).read_text())) if a.previous else {m: [] for m in MODES}
+    suites["default"] += [json.loads(Path(f).read_text()) for f in a.default]
+    suites["tf32"] += [json.loads(Path(f).read_text()) for f in a.tf32 or []]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
     doc = build(suites, a.device, commit)

@@ -72,3 +72,22 @@ def test_report_takes_later_reruns_over_earlier_rows(tmp_path):
     rows = {p["id"]: p["default"] for p in json.loads(out.with_suffix(".json").read_text())["problems"]}
     assert rows["level2/12_Gemm_X"]["speedup_eager"] == 1.8, "the re-run replaces the earlier row"
     assert rows["level2/9_Matmul_Y"]["status"] == "correct", "a problem the re-run did not run keeps its row"
+
+
+def test_report_starts_from_a_previous_report(tmp_path):
+    first = _suite([("level2/12_Gemm_X", "correct", 1.5, 1.5), ("level1/19_ReLU", "not_run", None, None)])
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    script = [sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--device", "test GPU", "--commit", "abc"]
+    r = subprocess.run([*script, "--default", str(tmp_path / "a.json"), "-o", str(tmp_path / "old")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    level1 = _suite([("level1/19_ReLU", "correct", 1.1, 1.0)])
+    (tmp_path / "b.json").write_text(json.dumps(level1))
+    r = subprocess.run([*script, "--previous", str(tmp_path / "old.json"), "--default", str(tmp_path / "b.json"),
+                        "-o", str(tmp_path / "new")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = {p["id"]: p["default"] for p in json.loads((tmp_path / "new.json").read_text())["problems"]}
+    assert rows["level1/19_ReLU"]["speedup_eager"] == 1.1, "the new suite replaces the previous report's row"
+    assert rows["level2/12_Gemm_X"]["speedup_eager"] == 1.5, "rows the new suite did not run stay"
+    r = subprocess.run([*script, "-o", str(tmp_path / "none")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode != 0 and "at least one suite" in r.stderr
