@@ -196,6 +196,8 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
       realize::TunePlanRequest tune_request;
       tune_request.plan = run.plan;
       tune_request.top = o.top;
+      tune_request.db = o.db;
+      tune_request.budget = std::chrono::seconds(o.tune_budget_s);
       tune_request.report = run.tune;
       tune_request.work_dir = run.dir / "tune-work";
       run.stage(2, "tune: build, verify and time CUTLASS candidates", run.dir / "tune.log", true,

@@ -17,6 +17,8 @@ struct OptimizeRequest {
   std::filesystem::path out = "out/optimize";
   int top = 6;
   std::filesystem::path tune_report;  // reuse this tune report instead of tuning
+  std::filesystem::path db;           // tuning database; empty: $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite
+  int tune_budget_s = 0;              // 0: none; else patterns not in the database are not tuned past it
   bool no_compile = false;             // do not time torch.compile
   bool no_max_autotune = false;        // do not time torch.compile(mode="max-autotune")
   // llm: after discovery, the LLM agent generates, verifies and registers kernels for uncovered row-wise fragments

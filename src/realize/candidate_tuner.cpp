@@ -117,6 +117,13 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     return out;
   }
 
+  if (o.cached_only) {
+    out.status = "over_budget";
+    out.message = "the tuning budget was spent before this pattern and the tuning database has no winner for it";
+    out.seconds = elapsed();
+    return out;
+  }
+
   std::vector<TuneCandidate> ranked;
   try {
     std::string space_line;

@@ -27,6 +27,7 @@ struct TuneOptions {
   unsigned jobs = 0;                  // parallel compiles; 0: all cores
   bool force = false;                 // ignore a recorded winner and tune again
   bool measure = true;                // false: generate and build only (no GPU needed)
+  bool cached_only = false;           // the tuning budget is spent: a recorded winner is used, nothing is tuned
   std::filesystem::path work_dir;     // measurement requests and results go here
   std::function<void(const std::string&)> log;  // one line per step
   BuildProgressFn on_build_progress;
@@ -39,7 +40,8 @@ struct TuneOptions {
 struct TuneOutcome {
   // tuned: measured now, a FACT kernel won; baseline_kept: measured, PyTorch was faster or no
   // candidate verified; cached: winner read from the database; built: built, not measured (asked);
-  // needs_gpu: built, but measuring needs a CUDA GPU; no_candidate: no config can take the problem.
+  // needs_gpu: built, but measuring needs a CUDA GPU; no_candidate: no config can take the problem;
+  // over_budget: not in the database and the tuning budget was spent (cached_only).
   std::string status;
   std::string message;
   WorkloadKey key;

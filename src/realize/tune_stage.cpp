@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "core/error.h"
@@ -49,9 +50,11 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
 
   json rows = json::array();
   int i = 0;
+  auto start = std::chrono::steady_clock::now();
   for (auto& entry : plan.entries) {
     const auto& m = entry.match;
     ++i;
+    to.cached_only = o.budget.count() > 0 && std::chrono::steady_clock::now() - start >= o.budget;
     if (!o.families.empty() &&
         std::find(o.families.begin(), o.families.end(), m.kernel.value("family", m.family)) == o.families.end())
       continue;  // asked for other families only: no row, so PyTorch keeps it downstream

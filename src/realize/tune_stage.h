@@ -2,6 +2,7 @@
 // Stage 2 as one call: every pattern of a plan whose family is realized becomes tuned kernels (or stays with
 // PyTorch, with the reason); results persist in the tuning database and come back as the tune report
 // ("fact-tune-report"). `fact tune` and `fact optimize` both call it.
+#include <chrono>
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -21,6 +22,9 @@ struct TunePlanRequest {
   unsigned jobs = 0;               // parallel compiles; 0: all cores
   bool force = false;              // tune again even where the database has a winner
   bool build_only = false;         // generate and compile, do not measure (no GPU needed)
+  // 0: none. Once this many seconds have passed, patterns the database has no winner for are not tuned (they
+  // stay PyTorch's, status over_budget); a pattern being tuned then finishes.
+  std::chrono::seconds budget{0};
   std::vector<std::string> families;  // tune only these families' patterns; empty: every family
 };
 

@@ -219,3 +219,23 @@ TEST_F(CandidateTuner, NoConfigAndABadRunnerAnswerAreClear) {
   runner_exit = 1;
   EXPECT_THROW(tune_candidates(subject("runner_crash"), *db, options), Error);
 }
+
+TEST_F(CandidateTuner, PastTheTuningBudgetOnlyRecordedWinnersAreUsed) {
+  answer = {{"device", "NVIDIA H100"},
+            {"baseline", {{"name", "torch"}, {"ms", 1.0}, {"rel_err", 2e-7}}},
+            {"candidates", {candidate("a", "ok", 0.5), candidate("b", "ok", 0.7), candidate("c", "ok", 0.9)}}};
+  options.cached_only = true;
+  auto out = tune_candidates(subject("norm"), *db, options);
+  EXPECT_EQ(out.status, "over_budget");
+  EXPECT_NE(out.message.find("tuning budget"), std::string::npos) << out.message;
+  EXPECT_EQ(runner_calls, 0) << "nothing is built or measured past the budget";
+  EXPECT_FALSE(db->get_winner(out.key)) << "and nothing is recorded";
+
+  options.cached_only = false;
+  EXPECT_EQ(tune_candidates(subject("norm"), *db, options).status, "tuned");
+  options.cached_only = true;
+  auto cached = tune_candidates(subject("norm"), *db, options);
+  EXPECT_EQ(cached.status, "cached") << "a recorded winner costs nothing and is still used";
+  EXPECT_EQ(cached.winner, "a");
+  EXPECT_EQ(runner_calls, 1);
+}
