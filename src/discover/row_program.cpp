@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -237,6 +238,15 @@ struct Lowering {
 int RowProgram::reductions() const {
   return static_cast<int>(std::count_if(statements.begin(), statements.end(),
                                         [](const RowStatement& s) { return s.kind == RowStatement::Kind::reduce; }));
+}
+
+bool RowProgram::computes_nothing() const {
+  auto is_name = [](const std::string& e) {
+    return !e.empty() && std::all_of(e.begin(), e.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  return std::all_of(statements.begin(), statements.end(), [&](const RowStatement& s) {
+    return s.kind == RowStatement::Kind::load || (s.kind == RowStatement::Kind::expr && is_name(s.expr));
+  });
 }
 
 bool row_program_reads(const std::string& op) { return pointwise_ops().contains(op) || row_reductions().contains(op); }

@@ -33,6 +33,9 @@ struct RowProgram {
   std::string dtype;
   std::vector<std::string> ops;          // the fragment's aten ops, graph order (for reports)
   int reductions() const;
+  // No reduction and every expression a plain copy of a value: a region of identities only (dropout in eval,
+  // clone, detach), which a kernel could only copy.
+  bool computes_nothing() const;
 };
 
 // Lowers the fragment; throws Error naming the node and why it cannot be generated (a reduction not over

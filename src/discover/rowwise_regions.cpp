@@ -80,6 +80,9 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
     RowwiseFragment f = make_rowwise_fragment(g, group, covered);
     json fragment = fragment_to_json(g, f);
     RowProgram p = lower_row_program(fragment);  // refuses what the generator cannot write, naming why
+    if (p.computes_nothing())
+      throw Error("it only passes its input on (" + fmt::format("{}", fmt::join(p.ops, ", ")) +
+                  "): PyTorch returns it without a copy, a kernel could only copy it");
     added.push_back(entry_for(plan, f, fragment, ctx));
     for (const auto& in : f.inputs) {
       auto it = owner.find(in);

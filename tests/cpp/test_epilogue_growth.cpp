@@ -423,3 +423,24 @@ TEST(EpilogueGrowth, ParametersByKwargAndClampForms) {
   EXPECT_EQ(gemm_entry(p).kernel["epilogue_tree"], t);
   EXPECT_EQ(gemm_entry(p).inputs.at("$vec0"), "lo");
 }
+
+TEST(EpilogueGrowth, AnIdentityRegionGetsNoKernel) {
+  // The GEMM's value is also returned, so growth stops; what follows is only dropout in eval: a kernel
+  // could only copy what PyTorch returns as it is.
+  auto d = linear_graph();
+  d.op("drop", "aten.dropout.default", {ref_to("linear"), 0.1, false}, {64, 48});
+  d.op("drop2", "aten.feature_dropout.default", {ref_to("drop"), 0.1, false}, {64, 48});
+  d.output("drop2").output("linear");
+  Plan p = plan_of(d);
+  for (const auto& e : p.entries) EXPECT_NE(e.match.rule, "rowwise_generated") << e.match.anchor;
+  EXPECT_TRUE(has(notes_of(p), "only passes its input on (aten.dropout.default, aten.feature_dropout.default)")) << notes_of(p);
+
+  // One real op in the region makes it worth a kernel again.
+  auto d2 = linear_graph();
+  d2.op("drop", "aten.dropout.default", {ref_to("linear"), 0.1, false}, {64, 48});
+  d2.op("relu", "aten.relu.default", {ref_to("drop")}, {64, 48});
+  d2.output("relu").output("linear");
+  bool generated = false;
+  for (const auto& e : plan_of(d2).entries) generated |= e.match.rule == "rowwise_generated";
+  EXPECT_TRUE(generated);
+}
