@@ -284,6 +284,7 @@ TEST(NormCodegenNvcc, Sm90Fp32RmsNormCtaPerRowCompiles) {
 }
 
 #include "realize/families/attention/family.h"
+#include "realize/families/gemm/gemm_codegen.h"
 #include "realize/families/rope/family.h"
 
 TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
@@ -296,12 +297,12 @@ TEST(KernelFamilySeam, OpWrappersParseAgainstTorchHeaders) {
   NormConfig with_sum = enumerate_norm_configs(fused, 1).ranked.at(0);
   fs::path dir = fs::temp_directory_path() / "fact_test_family_wrapper";
   fs::create_directories(dir);
-  // The op library's preamble (templates/cutlass/op_wrapper.cpp.in) gives these includes to every op.
-  std::ofstream(dir / "ops.cpp") << "#include <optional>\n#include <ATen/ATen.h>\n#include <ATen/cuda/CUDAContext.h>\n"
-                                    "#include <c10/cuda/CUDAGuard.h>\n#include <torch/library.h>\n#include \"kernel_abi.h\"\n"
-                                 << generate_norm_op_wrapper(plain).text << generate_norm_op_wrapper(with_sum).text
-                                 << generate_attention_op_wrapper(AttentionConfig{}).text
-                                 << generate_rope_op_wrapper(RopeConfig{}).text;
+  // As the op library writes it: the preamble of templates/cutlass/op_wrapper.cpp.in, then each op.
+  std::ofstream(dir / "ops.cpp") << fact::realize::op_library_source({generate_norm_op_wrapper(plain).text,
+                                                                      generate_norm_op_wrapper(with_sum).text,
+                                                                      generate_attention_op_wrapper(AttentionConfig{}).text,
+                                                                      generate_rope_op_wrapper(RopeConfig{}).text})
+                                        .text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", fact::realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }

@@ -192,7 +192,7 @@ def test_fact_ops_build_writes_family_ops_the_builder_reads(tmp_path):
         assert f'm.impl("{op.name}", &fact_ops::{op.name}_cuda)' in ops_cpp
         cmd = olb.kernel_command(lib, op, Path("/opt/cutlass"), "nvcc")
         assert "-gencode=arch=compute_90a,code=sm_90a" in cmd and "-c" in cmd and not any("{" in a for a in cmd)
-    assert f'm.def("{rope.name}(Tensor x, Tensor cos, Tensor sin) -> Tensor")' in ops_cpp
+    assert f'define_once(m, "{rope.name}", "{rope.name}(Tensor x, Tensor cos, Tensor sin) -> Tensor")' in ops_cpp
     assert str(out / attn.kernel_object) in olb.link_command(lib, olb.TorchBuildFlags((), (), True), "g++")
 
 

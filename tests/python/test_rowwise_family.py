@@ -156,7 +156,7 @@ def test_op_library_wraps_the_registered_kernel_and_refuses_a_changed_one(work, 
     ops = work["dir"] / "ops"
     r = fact("ops", "build", work["dir"] / "accept.json", "--out", ops, env=work["env"])
     assert r.returncode == 0, r.stderr
-    assert f'm.def("rowwise_{ENTRY}(Tensor in0) -> Tensor")' in (ops / "ops.cpp").read_text()
+    assert f'"rowwise_{ENTRY}(Tensor in0) -> Tensor")' in (ops / "ops.cpp").read_text()
     kernel = (ops / "kernels" / f"rowwise_{ENTRY}.cu").read_text()
     # The registered text byte for byte, then the shim refusing other row lengths before the launch.
     assert kernel.startswith(KERNEL.read_text())
