@@ -1,4 +1,5 @@
-// `fact`: the command-line front of the pipeline (discover -> realize -> compose).
+// The command line of the pipeline (discover -> realize -> compose): the `fact` program's main and the Python
+// package's `fact` console script (fact._core.run_cli) both call run().
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -19,9 +20,7 @@ bool register_command(const std::string& name, Setup setup) {
 }
 const std::vector<std::pair<std::string, Setup>>& registered_commands() { return commands(); }
 
-}  // namespace fact::cli
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"FACT: turns a PyTorch module into a faster, verified module built from CUTLASS kernels"};
   app.set_version_flag("--version", FACT_VERSION);
   app.require_subcommand(1);
@@ -44,3 +43,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace fact::cli

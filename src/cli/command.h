@@ -15,4 +15,7 @@ using Setup = std::function<void(CLI::App& app)>;
 bool register_command(const std::string& name, Setup setup);
 const std::vector<std::pair<std::string, Setup>>& registered_commands();
 
+// Parses argv and runs the subcommand: the exit status (1 for an Error, 3 for a bug; never an exception).
+int run(int argc, char** argv);
+
 }  // namespace fact::cli

@@ -13,7 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kIndent = "        ";
 
 // The kernel output the rule's kernel block maps to pattern node `id` ("outputs": {"sum": "sum"}), or "".
 std::string kernel_output_of(const discover::Match& m, const std::string& id) {

@@ -15,6 +15,9 @@
 
 namespace fact::compose {
 
+// The indentation of the composed graph's statements: the body of model_new.py's _replay function.
+inline constexpr const char* kIndent = "    ";
+
 // The graph node a rule operand variable ("$x") of the match's kernel block was bound to; nullptr if none.
 const ir::Node* match_operand(const discover::Match& m, const ir::Graph& g, const char* operand);
 

@@ -21,7 +21,6 @@ using nlohmann::json;
 namespace fact::compose {
 namespace {
 
-constexpr const char* kIndent = "        ";
 
 // The GEMM epilogue a verdict's op runs (a predefined name such as "bias_gelu_tanh", or an epilogue tree's JSON):
 // its tuned problem's, else its config's; "" for families without one.
@@ -85,7 +84,7 @@ std::string render_module(const discover::Plan& plan, const std::vector<PatternV
                                         {"user_file", json(kUserModelCopy).dump()},
                                         // A JSON text inside a Python string literal (JSON's escapes are Python's).
                                         {"call_json", json(call ? call->dump() : "null").dump()},
-                                        {"forward_body", body}});
+                                        {"replay_body", body}});
 }
 
 }  // namespace
@@ -115,8 +114,8 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   // add Python dispatch time, and the composed module must never be slower than the original.
   if (covered_by.empty())
     return render_module(plan, verdicts, nullptr,
-                         fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return "
-                                     "super().forward(*args, **kwargs)\n", kIndent, kIndent));
+                         fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return None\n",
+                                     kIndent, kIndent));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     std::string out = "v" + std::to_string(i);
@@ -172,10 +171,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
                                                          fmt::join(params, ", "));
   body = unpack + body + fmt::format("{}return _results([{}])\n", kIndent, fmt::join(results, ", "));
   json call = call_structure(g);
-  return render_module(plan, verdicts, &call,
-                       fmt::format("{}flat = _traced_call(args, kwargs)\n{}if flat is None:  # called otherwise than "
-                                   "traced: the graph below holds the traced shapes\n{}    return super().forward(*args, "
-                                   "**kwargs)\n{}", kIndent, kIndent, kIndent, body));
+  return render_module(plan, verdicts, &call, body);
 }
 
 namespace {

@@ -18,7 +18,9 @@ static std::string env_or(const char* name, const std::string& fallback) {
 fs::path fact_home() { return env_or("FACT_HOME", FACT_SOURCE_DIR); }
 fs::path data_dir() { return fact_home() / "data"; }
 fs::path templates_dir() { return fact_home() / "templates"; }
-fs::path python_dir() { return fact_home() / "python"; }
+// An installed package keeps its data apart from site-packages, where the `fact` package is: fact/api/core.py
+// sets both variables.
+fs::path python_dir() { return env_or("FACT_PYTHON_DIR", (fact_home() / "python").string()); }
 std::string python_exe() { return env_or("FACT_PYTHON", FACT_DEFAULT_PYTHON); }
 
 fs::path cutlass_dir() {

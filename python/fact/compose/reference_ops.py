@@ -74,6 +74,7 @@ def register_reference_ops(manifest):
         lib = torch.library.Library("fact", "FRAGMENT")
         lib.define(name + schema)
         lib.impl(name, impl, "CPU")
+        lib.impl(name, impl, "Meta")  # shapes alone, as the op library's Meta impls: fake tensors (torch.compile)
         _libraries.append(lib)
         _registered[name] = key
         names.append(name)

@@ -1,0 +1,103 @@
+"""fact.optimize(model, example_inputs) and fact.explain(model, example_inputs): the pipeline of `fact optimize`
+and `fact discover` on a live module, in this process (the C++ core through fact._core).
+
+The module is exported with torch.export and written as a problem folder (live_problem.py) under cache_dir, named
+by the graph, the call's shapes and the settings; the run's output stays beside it. A later call for the same graph
+and settings on the same GPU takes that verified result as it is (reuse=False runs everything again; the tuning
+database alone makes a re-run skip the kernels' tuning)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from fact.api import live_problem
+from fact.api.core import FactError, call
+from fact.api.optimized_module import OptimizedModule
+from fact.api.progress import Progress
+from fact.api.results import Plan, Report
+
+RUN_FILE = "run.json"  # what the finished run in a problem folder was made with
+ARCH_OF_CAPABILITY = {(8, 0): "sm80", (8, 6): "sm80", (8, 9): "sm80", (9, 0): "sm90"}
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("FACT_CACHE_DIR") or Path.home() / ".cache" / "fact") / "optimize"
+
+
+def gpu_arch() -> str:
+    """FACT's architecture for this process's GPU (sm90 without one: the plan is the same)."""
+    if not torch.cuda.is_available():
+        return "sm90"
+    capability = torch.cuda.get_device_capability()
+    if capability not in ARCH_OF_CAPABILITY:
+        raise FactError(f"FACT has kernels for sm80 and sm90; this GPU ({torch.cuda.get_device_name()}) is "
+                        f"sm{capability[0]}{capability[1]}: pass arch='sm90' or 'sm80' to plan for one of them")
+    return ARCH_OF_CAPABILITY[capability]
+
+
+def run_identity() -> dict:
+    """What a finished run is only reused with: the same GPU, torch and FACT."""
+    from fact.api.core import core
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    return {"device": device, "torch": torch.__version__, "fact": core().__version__}
+
+
+def exported(model, example_inputs, cache_dir, settings: dict) -> live_problem.LiveProblem:
+    args = live_problem.example_arguments(example_inputs)
+    return live_problem.export(model, args, Path(cache_dir) if cache_dir else default_cache_dir(), settings)
+
+
+def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = None, arch: str | None = None,
+             tuning_db: str | os.PathLike | None = None, budget_s: float | None = None, agent: str = "builtin",
+             cache_dir: str | os.PathLike | None = None, endpoint: str | None = None, llm_model: str | None = None,
+             top: int = 6, compile_baseline: bool = False, reuse: bool = True, verbose: bool = False,
+             progress: bool = True) -> OptimizedModule:
+    """The module with what FACT verified and found faster as CUDA kernels, the rest PyTorch's, never slower than
+    the original (the end-to-end gate of `fact optimize`). `example_inputs`: forward's arguments (a tensor or a
+    tuple), on the device the module will run on. numerics: fp32, 3xtf32 (default for fp32 models: fp32-accurate),
+    tf32, bf16, fp16. budget_s: seconds of kernel tuning; patterns not tuned by then stay PyTorch's.
+    compile_baseline also times torch.compile in the report. The result's `report` says what runs where and why."""
+    arch = arch or gpu_arch()
+    settings = {"numerics": numerics or "", "arch": arch}
+    problem = exported(model, example_inputs, cache_dir, settings)
+    if problem.program is None:
+        return OptimizedModule(model, None, Report.left_to_pytorch(problem.untraceable))
+    out = problem.folder / "out"
+    identity = {**run_identity(), **settings}
+    run_file = problem.folder / RUN_FILE
+    finished = run_file.is_file() and json.loads(run_file.read_text()) == identity
+    if not (reuse and finished and (out / "composed" / "manifest.json").is_file()):
+        live_problem.write(problem, type(model).__qualname__)
+        run_file.unlink(missing_ok=True)
+        with Progress(f"fact {type(model).__name__}", verbose, progress) as p:
+            try:
+                call("optimize", str(problem.model_file), str(out), numerics=numerics or "", arch=arch, top=top,
+                     db=str(tuning_db or ""), tune_budget_s=int(budget_s or 0), compile_baselines=compile_baseline,
+                     agent=agent, endpoint=endpoint or "", llm_model=llm_model or "", on_out=p.out_line,
+                     on_log=p.log_line)
+            except FactError as e:
+                raise FactError(f"{e}{p.failures()}") from None
+        run_file.write_text(json.dumps(identity) + "\n")
+    report = Report.load(out)
+    report["reused"] = finished and reuse
+    composed = out / "composed"
+    return OptimizedModule(model, composed if (composed / "manifest.json").is_file() else None, report)
+
+
+def explain(model: torch.nn.Module, example_inputs, *, numerics: str | None = None, arch: str = "sm90",
+            cache_dir: str | os.PathLike | None = None) -> Plan:
+    """The plan FACT would realize for the module (`fact discover`), without a GPU: the matched patterns ranked by
+    the expected gain, and what stays PyTorch's and why."""
+    problem = exported(model, example_inputs, cache_dir, {"numerics": numerics or "", "arch": arch})
+    if problem.program is None:
+        return Plan({"patterns": [], "left_to_pytorch": problem.untraceable},
+                    f"The whole module stays PyTorch's: {problem.untraceable}")
+    live_problem.write(problem, type(model).__qualname__)
+    lines: list[str] = []
+    plan_file = problem.folder / "plan.json"
+    call("discover", str(problem.model_file), str(plan_file), arch=arch, numerics=numerics or "",
+         on_out=lines.append, on_log=None)
+    return Plan(json.loads(plan_file.read_text()), "".join(lines).rstrip("\n"))
