@@ -10,6 +10,8 @@ source bench/scripts/device_env.sh
 unset FACT_HOME FACT_BIN
 export PYTHONPATH=
 python3 -m pip install -q --no-index --no-deps --force-reinstall .devbin/fact-*.whl || { echo "cannot install the wheel"; exit 1; }
+python3 -c "import fact._core as c; print('fact._core', c.__version__, c.__file__)" || {
+  ldd "$(python3 -c 'import fact, pathlib; print(next(pathlib.Path(fact.__file__).parent.glob("_core*.so")))')"; exit 1; }
 nvidia-smi -L
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(bench/problems/level3/minigpt_block.py bench/problems/level3/hf_gpt2.py)
