@@ -19,6 +19,7 @@ import argparse
 import copy
 import datetime as dt
 import json
+import shutil
 import subprocess
 import time
 import traceback
@@ -77,16 +78,9 @@ def run_model(path: Path, args, work: Path, row: dict, save) -> None:
     inputs = [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in inputs]
     options = dict(numerics=args.numerics, top=args.top, tuning_db=str(args.db), cache_dir=str(work / "cache"),
                    progress=False)
-    optimized, row["optimize_cold_s"] = timed(lambda: fact.optimize(model, tuple(inputs), **options))
-    row["fact_ops"] = optimized.report.fact_ops
-    row["report"] = {k: optimized.report.get(k) for k in ("e2e", "numerics", "process")}
-    save()
-    row["cli"] = cli_run(path, work / "cli", args)
-    save()
-    _, row["optimize_reuse_s"] = timed(lambda: fact.optimize(model, tuple(inputs), **options))
-    rerun, row["optimize_warm_db_s"] = timed(lambda: fact.optimize(model, tuple(inputs), reuse=False, **options))
-    row["warm_db_fact_ops"] = rerun.report.fact_ops
-    save()
+    variants = {"eager": model}
+    if not args.backend_only:
+        optimize_steps(path, args, work, row, save, model, inputs, options, variants)
     torch._dynamo.reset()
     before = len(dynamo_backend.decisions)
     backend = torch.compile(model, backend="fact", options={k: v for k, v in options.items() if k != "progress"})
@@ -97,9 +91,7 @@ def run_model(path: Path, args, work: Path, row: dict, save) -> None:
     default = torch.compile(model)
     with torch.no_grad():
         _, row["compile_first_call_s"] = timed(lambda: default(*inputs))
-    variants = {"eager": model, "optimize": optimized, "backend_fact": backend, "compile_default": default}
-    if row["cli"]["exit"] == 0:
-        variants["cli_composed"] = composed_module(work / "cli" / "composed", model)
+    variants.update(backend_fact=backend, compile_default=default)
     row["checks"] = check(variants, inputs, model)
     save()
     with torch.no_grad():
@@ -108,8 +100,25 @@ def run_model(path: Path, args, work: Path, row: dict, save) -> None:
     row["optimize_vs_cli"] = ms["cli_composed"] / ms["optimize"] if "cli_composed" in ms else None
     row["backend_vs_cli"] = ms["cli_composed"] / ms["backend_fact"] if "cli_composed" in ms else None
     row["backend_vs_compile"] = ms["compile_default"] / ms["backend_fact"]
-    row["optimize_vs_eager"] = ms["eager"] / ms["optimize"]
+    row["optimize_vs_eager"] = ms["eager"] / ms["optimize"] if "optimize" in ms else None
     save()
+
+
+def optimize_steps(path: Path, args, work: Path, row: dict, save, model, inputs, options: dict, variants: dict):
+    """fact.optimize cold, the CLI on the warm database, fact.optimize reusing and re-running; adds the modules."""
+    optimized, row["optimize_cold_s"] = timed(lambda: fact.optimize(model, tuple(inputs), **options))
+    row["fact_ops"] = optimized.report.fact_ops
+    row["report"] = {k: optimized.report.get(k) for k in ("e2e", "numerics", "process")}
+    save()
+    row["cli"] = cli_run(path, work / "cli", args)
+    save()
+    _, row["optimize_reuse_s"] = timed(lambda: fact.optimize(model, tuple(inputs), **options))
+    rerun, row["optimize_warm_db_s"] = timed(lambda: fact.optimize(model, tuple(inputs), reuse=False, **options))
+    row["warm_db_fact_ops"] = rerun.report.fact_ops
+    save()
+    variants["optimize"] = optimized
+    if row["cli"]["exit"] == 0:
+        variants["cli_composed"] = composed_module(work / "cli" / "composed", model)
 
 
 def main() -> None:
@@ -120,9 +129,14 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--step-timeout", type=int, default=540)
+    ap.add_argument("--backend-only", action="store_true",
+                    help="time eager, backend='fact' and torch.compile only (a re-run of the backend's figures)")
+    ap.add_argument("--db-from", type=Path, help="start from this tuning database (a copy)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.db = args.out / "tuning.sqlite"
+    if args.db_from and args.db_from.is_file():
+        shutil.copy2(args.db_from, args.db)
     torch.set_float32_matmul_precision(PRECISION[args.numerics or "fp32"])
     doc = {"format": "fact-python-api-bench", "version": 1, "date": dt.date.today().isoformat(),
            "device": torch.cuda.get_device_name(), "torch": torch.__version__,

@@ -1,5 +1,5 @@
 """bench/results/python_api_h100.{json,md} from the python_api.json files bench/scripts/python_api_h100.sh wrote on
-the device (one per call; a model measured in a later file replaces its earlier row).
+the device (one per call; a model measured in a later file replaces its earlier fields; a run with --backend-only keeps the earlier run's other fields).
 
     python bench/scripts/python_api_report.py RUN.json [RUN.json ...] [--commit SHA] [--note TEXT] \
         -o bench/results/python_api_h100
@@ -38,7 +38,7 @@ def markdown(doc: dict) -> str:
                   f"{cell(m.get('optimize_warm_db_s'))} | {cell(m.get('backend_first_call_s'))} | "
                   f"{cell(m.get('compile_first_call_s'))} | {cell((m.get('cli') or {}).get('seconds'))} |")
     md += ["", "## Module time (ms, interleaved rounds in one process) and correctness", "",
-           "| model | " + " | ".join(VARIANTS) + " | optimize / CLI | backend / CLI | backend vs torch.compile |",
+           "| model | " + " | ".join(VARIANTS) + " | CLI / optimize | CLI / backend | torch.compile / backend |",
            "|---|" + "---|" * (len(VARIANTS) + 3)]
     for m in doc["models"]:
         ms, checks = m.get("ms") or {}, m.get("checks") or {}
@@ -49,9 +49,12 @@ def markdown(doc: dict) -> str:
                 return "—"
             mark = "" if c is None else (" ok" if c["correct"] else " WRONG")
             return f"{ms[name]:.4g}{mark} (err {cell(c and c['rel_err'], '{:.1e}')})"
+        def ratio(a, b):  # from the merged times, so a later --backend-only run's backend is compared
+            return ms[a] / ms[b] if a in ms and b in ms else None
         md.append(f"| {Path(m['model']).stem} | " + " | ".join(variant(v) for v in VARIANTS) +
-                  f" | {cell(m.get('optimize_vs_cli'), '{:.3f}x')} | {cell(m.get('backend_vs_cli'), '{:.3f}x')} | "
-                  f"{cell(m.get('backend_vs_compile'), '{:.2f}x')} |")
+                  f" | {cell(ratio('cli_composed', 'optimize'), '{:.3f}x')} | "
+                  f"{cell(ratio('cli_composed', 'backend_fact'), '{:.3f}x')} | "
+                  f"{cell(ratio('compile_default', 'backend_fact'), '{:.2f}x')} |")
     md += ["", "## What ran where", ""]
     for m in doc["models"]:
         md.append(f"- {Path(m['model']).stem}: " + (f"failed: {m['error']}" if m.get("error") else
@@ -72,7 +75,13 @@ def main() -> None:
     models: dict[str, dict] = {}
     for d in docs:
         for m in d["models"]:
-            models[m["model"]] = m
+            # A later run's fields replace the earlier ones; one that ran fewer steps (--backend-only) keeps the rest.
+            row = models.setdefault(m["model"], {})
+            for key, value in m.items():
+                if isinstance(value, dict) and isinstance(row.get(key), dict):
+                    row[key] = {**row[key], **value}
+                elif value is not None or key not in row:
+                    row[key] = value
     doc = {**docs[-1], "models": list(models.values()), "note": a.note,
            "commit": a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                                 text=True).stdout.strip()}

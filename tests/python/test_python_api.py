@@ -46,6 +46,11 @@ class DataDependent(nn.Module):
         return x * 2 if x.sum() > 0 else x - 1  # torch.export cannot follow a branch on a value
 
 
+class DataDependentFree(nn.Module):
+    def forward(self, x, mask):
+        return (x * 2).masked_fill(mask == 0, 0.0)
+
+
 @pytest.fixture
 def cache(tmp_path):
     return tmp_path / "cache"
@@ -82,6 +87,18 @@ def test_a_module_export_cannot_trace_stays_pytorchs(cache):
     assert torch.equal(optimized(x), model(x))
     with pytest.raises(fact_api.FactError, match="stayed PyTorch's whole"):
         fact_api.save(optimized, cache / "artifact")
+
+
+def test_checks_draw_fresh_inputs_but_keep_the_marked_ones(cache):
+    model, x, mask = DataDependentFree(), torch.randn(4, 8), torch.tril(torch.ones(4, 8))
+    problem = live_problem.export(model, (x, mask), cache, {}, keep=(False, True))
+    live_problem.write(problem, "DataDependentFree")
+    spec = importlib.util.spec_from_file_location("live_problem_under_test", problem.model_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fresh_x, kept_mask = module.get_inputs()
+    assert torch.equal(kept_mask, mask) and not torch.equal(fresh_x, x) and fresh_x.shape == x.shape
+    assert torch.equal(module.Model()(x, mask), model(x, mask)), "the program replays the module"
 
 
 def test_bad_input_is_a_clear_error(cache):
@@ -148,6 +165,9 @@ def test_backend_compiles_the_composed_graph_with_inductor_and_keeps_the_faster(
         torch.compile(model, backend=capture)(x)
     gm, inputs = captured["gm"], captured["inputs"]
     assert len(inputs) > 1, "Dynamo passes the parameters as inputs"
+    keep = dynamo_backend.module_state_inputs(gm, inputs)
+    assert keep.count(True) == 4 and [i.shape for i, k in zip(inputs, keep) if not k] == [x.shape], \
+        "the four parameters are kept as they are, the input is drawn afresh"
     composed = composed_with_gemms_accepted(gm, tuple(inputs), cache, "dyn")
     monkeypatch.setenv("FACT_REFERENCE_OPS", "1")
     optimized = OptimizedModule(gm, composed, Report({}))

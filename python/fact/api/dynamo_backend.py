@@ -25,6 +25,13 @@ decisions: list[dict] = []
 ATOL = RTOL = 1e-2  # KernelBench's tolerance, as fact.compose.e2e_check
 
 
+def module_state_inputs(gm: torch.fx.GraphModule, example_inputs) -> tuple:
+    """Which inputs of Dynamo's graph are the module's parameters and buffers (lifted to inputs): their values
+    are the module's, so the checks keep them (Dynamo names a buffer's placeholder l_self_buffers_<name>_)."""
+    names = [n.name for n in gm.graph.find_nodes(op="placeholder")]
+    return tuple(isinstance(x, torch.nn.Parameter) or "_buffers_" in name for x, name in zip(example_inputs, names))
+
+
 def why_inductor_alone(example_inputs) -> str:
     if not torch.cuda.is_available():
         return "no CUDA GPU: FACT's kernels need one"
@@ -95,7 +102,7 @@ def choose(gm: torch.fx.GraphModule, example_inputs, optimized, decision: dict):
 def checked_options(options: dict | None, mode: str | None) -> dict:
     """torch.compile's options for this backend: fact.optimize's keywords."""
     from fact.api.optimize import optimize
-    known = set(inspect.signature(optimize).parameters) - {"model", "example_inputs"}
+    known = set(inspect.signature(optimize).parameters) - {"model", "example_inputs", "keep_inputs"}
     unknown = sorted(set(options or {}) - known)
     if unknown or mode not in (None, "default"):
         raise FactError(f"torch.compile(backend='fact'): options {unknown} are not fact.optimize's "
@@ -112,7 +119,8 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs, *, options: dict | No
     if not why:
         from fact.api.optimize import optimize
         try:
-            optimized = optimize(gm, tuple(example_inputs), **options)
+            optimized = optimize(gm, tuple(example_inputs), keep_inputs=module_state_inputs(gm, example_inputs),
+                                 **options)
             decision["report"] = str(optimized.report.folder or "")
             return choose(gm, example_inputs, optimized, decision)
         except Exception as e:  # noqa: BLE001 - FACT failing on a graph must not fail the user's compile

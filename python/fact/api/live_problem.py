@@ -37,6 +37,9 @@ class LiveProblem:
     program: torch.export.ExportedProgram | None  # None: torch.export cannot trace the module
     args: tuple
     untraceable: str = ""                          # why, when program is None
+    # Per argument: checks use its example value, not fresh random ones (a Dynamo graph's parameters and buffers:
+    # a causal mask buffer drawn at random is no mask).
+    keep: tuple = ()
 
     @property
     def model_file(self) -> Path:
@@ -44,7 +47,8 @@ class LiveProblem:
 
 
 def program_key(program: torch.export.ExportedProgram, args: tuple, settings: dict) -> str:
-    """The graph, its signature, the call's shapes, dtypes and devices, torch's version and FACT's settings."""
+    """The graph, its signature, the call's shapes, dtypes and devices, torch's version and FACT's settings (the
+    arguments kept as they are among them)."""
     h = hashlib.sha256()
     h.update(program.graph_module.print_readable(print_output=False).encode())
     h.update(str(program.graph_signature).encode())
@@ -54,7 +58,7 @@ def program_key(program: torch.export.ExportedProgram, args: tuple, settings: di
     return h.hexdigest()[:20]
 
 
-def export(model: torch.nn.Module, args: tuple, cache_dir: Path, settings: dict) -> LiveProblem:
+def export(model: torch.nn.Module, args: tuple, cache_dir: Path, settings: dict, keep: tuple = ()) -> LiveProblem:
     """Exports the module; a module torch.export cannot trace is no error: it stays PyTorch's, with the reason."""
     if not isinstance(model, torch.nn.Module):
         raise FactError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -66,15 +70,17 @@ def export(model: torch.nn.Module, args: tuple, cache_dir: Path, settings: dict)
         program = torch.export.export(model, args)
     except Exception as e:  # noqa: BLE001 - any failure of torch.export leaves the module to PyTorch
         why = f"torch.export cannot trace {name}.forward: {first_line(e)}"
-        return LiveProblem(cache_dir / f"{name}-untraceable", None, args, why)
-    return LiveProblem(cache_dir / f"{name}-{program_key(program, args, settings)}", program, args)
+        return LiveProblem(cache_dir / f"{name}-untraceable", None, args, why, keep)
+    key = program_key(program, args, {**settings, "keep": [i for i, k in enumerate(keep) if k]})
+    return LiveProblem(cache_dir / f"{name}-{key}", program, args, keep=keep)
 
 
 def write(problem: LiveProblem, module_class: str) -> None:
     """program.pt2, example_inputs.pt and model.py in the problem's folder (written afresh)."""
     problem.folder.mkdir(parents=True, exist_ok=True)
     torch.export.save(problem.program, problem.folder / "program.pt2")
-    torch.save(list(problem.args), problem.folder / "example_inputs.pt")
+    keep = [bool(k) for k in problem.keep] or [False] * len(problem.args)
+    torch.save({"args": list(problem.args), "keep": keep}, problem.folder / "example_inputs.pt")
     text = call("render_template", "compose/live_model.py.in",
                 {"module_class": module_class, "problem_dir": json.dumps(str(problem.folder.resolve()))})
     problem.model_file.write_text(text)

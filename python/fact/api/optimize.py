@@ -45,24 +45,25 @@ def run_identity() -> dict:
     return {"device": device, "torch": torch.__version__, "fact": core().__version__}
 
 
-def exported(model, example_inputs, cache_dir, settings: dict) -> live_problem.LiveProblem:
+def exported(model, example_inputs, cache_dir, settings: dict, keep: tuple = ()) -> live_problem.LiveProblem:
     args = live_problem.example_arguments(example_inputs)
-    return live_problem.export(model, args, Path(cache_dir) if cache_dir else default_cache_dir(), settings)
+    return live_problem.export(model, args, Path(cache_dir) if cache_dir else default_cache_dir(), settings, keep)
 
 
 def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = None, arch: str | None = None,
              tuning_db: str | os.PathLike | None = None, budget_s: float | None = None, agent: str = "builtin",
              cache_dir: str | os.PathLike | None = None, endpoint: str | None = None, llm_model: str | None = None,
              top: int = 6, compile_baseline: bool = False, reuse: bool = True, verbose: bool = False,
-             progress: bool = True) -> OptimizedModule:
+             progress: bool = True, keep_inputs: tuple = ()) -> OptimizedModule:
     """The module with what FACT verified and found faster as CUDA kernels, the rest PyTorch's, never slower than
     the original (the end-to-end gate of `fact optimize`). `example_inputs`: forward's arguments (a tensor or a
     tuple), on the device the module will run on. numerics: fp32, 3xtf32 (default for fp32 models: fp32-accurate),
     tf32, bf16, fp16. budget_s: seconds of kernel tuning; patterns not tuned by then stay PyTorch's.
-    compile_baseline also times torch.compile in the report. The result's `report` says what runs where and why."""
+    compile_baseline also times torch.compile in the report. keep_inputs: per argument, whether the checks use its
+    example value instead of fresh random ones (a mask, say). The result's `report` says what runs where and why."""
     arch = arch or gpu_arch()
     settings = {"numerics": numerics or "", "arch": arch}
-    problem = exported(model, example_inputs, cache_dir, settings)
+    problem = exported(model, example_inputs, cache_dir, settings, tuple(keep_inputs))
     if problem.program is None:
         return OptimizedModule(model, None, Report.left_to_pytorch(problem.untraceable))
     out = problem.folder / "out"
