@@ -4,7 +4,6 @@ and `pip install .` into a fresh venv. On a CPU machine nothing is realized: the
 and say why; the replay of FACT ops is checked with the PyTorch reference ops (FACT_REFERENCE_OPS=1)."""
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
@@ -27,18 +26,20 @@ needs_core = pytest.mark.skipif(
 pytestmark = needs_core
 
 
-class TinyMLP(nn.Module):
-    """Linear, written-out tanh-GELU, Linear, residual add: two GEMM patterns."""
+def _tiny_mlp_module():
+    """tests/python/data/compose/tiny_mlp.py (Linear, written-out tanh-GELU, Linear, residual add: two GEMM
+    patterns), the composer tests' fixture."""
+    spec = importlib.util.spec_from_file_location("api_tiny_mlp", REPO_ROOT / "tests/python/data/compose/tiny_mlp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self, dim=16, hidden=32):
-        super().__init__()
-        self.fc1 = nn.Linear(dim, hidden)
-        self.fc2 = nn.Linear(hidden, dim)
 
-    def forward(self, x):
-        h = self.fc1(x)
-        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3))))
-        return self.fc2(h) + x
+_TINY_MLP = _tiny_mlp_module()
+
+
+def tiny_mlp(dim=16, hidden=32):
+    return _TINY_MLP.Model(dim, hidden)
 
 
 class DataDependent(nn.Module):
@@ -57,7 +58,7 @@ def cache(tmp_path):
 
 
 def test_explain_plans_a_live_module_without_a_gpu(cache):
-    plan = fact_api.explain(TinyMLP().eval(), (torch.randn(4, 8, 16),), cache_dir=cache)
+    plan = fact_api.explain(tiny_mlp().eval(), (torch.randn(4, 8, 16),), cache_dir=cache)
     rules = sorted(p["rule"] for p in plan.patterns)
     assert rules == ["gemm_bias_gelu_tanh", "gemm_bias_residual"], rules
     assert "gemm_bias_gelu_tanh" in str(plan) and plan.table, "the plan prints as fact discover's table"
@@ -65,7 +66,7 @@ def test_explain_plans_a_live_module_without_a_gpu(cache):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without a CUDA GPU gets")
 def test_optimize_without_gpu_returns_the_original_computation_and_says_why(cache):
-    model = TinyMLP().eval()
+    model = tiny_mlp().eval()
     x = torch.randn(4, 8, 16)
     optimized = fact_api.optimize(model, (x,), cache_dir=cache, progress=False)
     assert isinstance(optimized, OptimizedModule) and optimized.original is model
@@ -77,6 +78,11 @@ def test_optimize_without_gpu_returns_the_original_computation_and_says_why(cach
         assert torch.equal(optimized(x), model(x))
     assert "fc1.weight" in dict(optimized.original.named_parameters())
     assert optimized.report.markdown.startswith("#"), "the report prints as report.md"
+    assert optimized.report["reused"] is False
+    assert fact_api.optimize(model, (x,), cache_dir=cache, progress=False).report["reused"] is True, \
+        "a second call for the same graph and settings takes the first one's result"
+    assert fact_api.optimize(model, (x,), cache_dir=cache, progress=False, top=2).report["reused"] is False
+    assert fact_api.optimize(model, (x,), cache_dir=cache, progress=False, reuse=False).report["reused"] is False
 
 
 def test_a_module_export_cannot_trace_stays_pytorchs(cache):
@@ -105,9 +111,9 @@ def test_bad_input_is_a_clear_error(cache):
     with pytest.raises(fact_api.FactError, match="must be a torch.nn.Module"):
         fact_api.optimize(lambda x: x, (torch.randn(2),), cache_dir=cache)
     with pytest.raises(fact_api.FactError, match="example_inputs is a dict"):
-        fact_api.optimize(TinyMLP(), {"x": torch.randn(4, 16)}, cache_dir=cache)
+        fact_api.optimize(tiny_mlp(), {"x": torch.randn(4, 16)}, cache_dir=cache)
     with pytest.raises(fact_api.FactError, match="numerics"):
-        fact_api.optimize(TinyMLP().eval(), (torch.randn(4, 16),), numerics="fp64", cache_dir=cache, progress=False)
+        fact_api.optimize(tiny_mlp().eval(), (torch.randn(4, 16),), numerics="fp64", cache_dir=cache, progress=False)
 
 
 def composed_with_gemms_accepted(module, args, cache, tag):
@@ -127,7 +133,7 @@ def composed_with_gemms_accepted(module, args, cache, tag):
 def test_replay_reads_the_live_modules_parameters(cache, monkeypatch):
     """A composed graph with both GEMM patterns accepted (reference ops on the CPU) runs on the live module's
     parameters: after an in-place update the next call follows it, as the original does."""
-    model = TinyMLP().eval()
+    model = tiny_mlp().eval()
     x = torch.randn(4, 8, 16)
     composed = composed_with_gemms_accepted(model, (x,), cache, "api")
     monkeypatch.setenv("FACT_REFERENCE_OPS", "1")
@@ -160,7 +166,7 @@ def test_backend_compiles_the_composed_graph_with_inductor_and_keeps_the_faster(
         return gm.forward
 
     torch._dynamo.reset()
-    model, x = TinyMLP().eval(), torch.randn(4, 8, 16)
+    model, x = tiny_mlp().eval(), torch.randn(4, 8, 16)
     with torch.no_grad():
         torch.compile(model, backend=capture)(x)
     gm, inputs = captured["gm"], captured["inputs"]
@@ -184,7 +190,7 @@ def test_backend_compiles_the_composed_graph_with_inductor_and_keeps_the_faster(
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="round trip of a module without FACT ops (CPU machine)")
 def test_save_and_load_round_trip_and_refuse_another_torch(cache, tmp_path):
-    model = TinyMLP().eval()
+    model = tiny_mlp().eval()
     x = torch.randn(4, 8, 16)
     optimized = fact_api.optimize(model, (x,), cache_dir=cache, progress=False)
     with torch.no_grad():
@@ -213,7 +219,7 @@ def test_torch_compile_backend_is_found_and_falls_back_to_inductor_on_cpu():
 
     assert "fact" in {e.name for e in entry_points(group="torch_dynamo_backends")}
     torch._dynamo.reset()
-    model = TinyMLP().eval()
+    model = tiny_mlp().eval()
     x = torch.randn(4, 8, 16)
     compiled = torch.compile(model, backend="fact")
     with torch.no_grad():

@@ -67,10 +67,11 @@ def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = N
     if problem.program is None:
         return OptimizedModule(model, None, Report.left_to_pytorch(problem.untraceable))
     out = problem.folder / "out"
-    identity = {**run_identity(), **settings}
+    identity = {**run_identity(), **settings, "top": top, "agent": agent, "budget_s": budget_s}
     run_file = problem.folder / RUN_FILE
-    finished = run_file.is_file() and json.loads(run_file.read_text()) == identity
-    if not (reuse and finished and (out / "composed" / "manifest.json").is_file()):
+    reused = reuse and run_file.is_file() and json.loads(run_file.read_text()) == identity and \
+        (out / "composed" / "manifest.json").is_file()
+    if not reused:
         live_problem.write(problem, type(model).__qualname__)
         run_file.unlink(missing_ok=True)
         with Progress(f"fact {type(model).__name__}", verbose, progress) as p:
@@ -83,7 +84,7 @@ def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = N
                 raise FactError(f"{e}{p.failures()}") from None
         run_file.write_text(json.dumps(identity) + "\n")
     report = Report.load(out)
-    report["reused"] = finished and reuse
+    report["reused"] = reused
     composed = out / "composed"
     return OptimizedModule(model, composed if (composed / "manifest.json").is_file() else None, report)
 
