@@ -138,7 +138,13 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     const ir::Node& n = ctx.graph.at(r);
     if (!n.outputs.empty()) e.bytes_fused += static_cast<double>(n.outputs[0].bytes());
   }
-  e.bytes_fused += output_bytes(ctx.graph.at(match.anchor));
+  // A kernel that writes one value per row in place of the anchor's value (a whole-tensor reduction's partials:
+  // dims "partials") writes that many elements.
+  const ir::Node& anchor = ctx.graph.at(match.anchor);
+  auto partials = match.dims.find("partials");
+  e.bytes_fused += partials == match.dims.end() || anchor.outputs.empty()
+                       ? output_bytes(anchor)
+                       : static_cast<double>(partials->second) * anchor.out().bytes() / std::max<int64_t>(1, anchor.out().numel());
   for (auto& [id, node] : match.extra_outputs) e.bytes_fused += output_bytes(ctx.graph.at(node));
 
   double mem_s = e.bytes_fused / a.dram_bytes_per_s;

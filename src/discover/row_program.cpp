@@ -20,15 +20,14 @@ namespace {
 const json& table(const char* file, const char* key) {
   static std::map<std::string, json> cache;
   auto it = cache.find(file);
-  if (it == cache.end()) {
-    json j = read_json_file(data_dir() / file, file);
-    if (!j.contains(key) || !j[key].is_object()) throw Error(fmt::format("{}: expected an object \"{}\"", file, key));
-    it = cache.emplace(file, std::move(j)).first;
-  }
+  if (it == cache.end()) it = cache.emplace(file, read_json_file(data_dir() / file, file)).first;
+  if (!it->second.contains(key) || !it->second[key].is_object())
+    throw Error(fmt::format("{}: expected an object \"{}\"", file, key));
   return it->second.at(key);
 }
 const json& pointwise_ops() { return table("ir/pointwise_ops.json", "ops"); }
 const json& row_reductions() { return table("ir/row_reductions.json", "ops"); }
+const json& whole_tensor_reductions() { return table("ir/row_reductions.json", "whole_tensor"); }
 const json& activations() { return table("epilogues/activations.json", "activations"); }
 
 bool is_ref(const json& a) { return a.is_object() && a.contains("ref"); }
@@ -250,6 +249,11 @@ bool RowProgram::computes_nothing() const {
 }
 
 bool row_program_reads(const std::string& op) { return pointwise_ops().contains(op) || row_reductions().contains(op); }
+
+std::string row_partials_of(const std::string& op) {
+  const json& whole = whole_tensor_reductions();
+  return whole.contains(op) ? whole[op].get<std::string>() : "";
+}
 
 int row_reduction_trailing_dims(const std::string& node, const std::string& op, const json& args, const json& kwargs,
                                 int rank) {

@@ -51,4 +51,8 @@ int row_reduction_trailing_dims(const std::string& node, const std::string& op, 
 // Whether an op is one the lowering reads (pointwise table or row reductions).
 bool row_program_reads(const std::string& op);
 
+// The row reduction whose per-row partials the whole-tensor reduction `op` reduces to its value
+// (data/ir/row_reductions.json "whole_tensor": aten.mean.dim for aten.mean.default); "" when `op` is none.
+std::string row_partials_of(const std::string& op);
+
 }  // namespace fact::discover

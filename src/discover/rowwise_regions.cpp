@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -41,7 +42,33 @@ std::vector<std::vector<std::string>> components(const ir::Graph& g, const std::
   return out;
 }
 
-PlanEntry entry_for(const Plan& plan, const RowwiseFragment& f, const json& fragment, const CostContext& ctx) {
+// When the fragment's full-sized value is read only by a whole-tensor reduction (mean(x) of a loss), the kernel
+// makes that reduction's per-row partials instead (data/ir/row_reductions.json "whole_tensor"): the fragment
+// gains the row reduction as its output, the match keeps its anchor (whose variable then holds the partials),
+// and PyTorch's reduction reads rows values instead of rows x cols. Returns the reduction node, or "".
+std::string end_in_row_partials(const ir::Graph& g, const RowwiseFragment& f, const std::set<std::string>& covered,
+                                json& fragment) {
+  const auto& users = g.users(f.output);
+  const ir::Node* user = users.size() == 1 ? g.find(users[0]) : nullptr;  // a graph output is no node
+  if (!user || user->kind != ir::NodeKind::Op || covered.count(user->name)) return "";
+  const ir::Node& r = *user;
+  std::string partials = row_partials_of(r.op);
+  const ir::TensorMeta& x = g.at(f.output).out();
+  bool plain = r.args.size() == 1 && ir::is_ref(r.args[0]) && ir::ref_name(r.args[0]) == f.output &&
+               std::all_of(r.kwargs.begin(), r.kwargs.end(), [](const json& v) { return v.is_null(); });
+  if (partials.empty() || !plain || x.shape != f.full_shape || f.rows < 2) return "";
+  json dims = json::array();
+  for (int d = -f.trailing_dims; d < 0; ++d) dims.push_back(d);
+  std::vector<int64_t> lead(f.full_shape.begin(), f.full_shape.end() - f.trailing_dims);
+  std::string name = f.output + "__row_partials";
+  fragment["nodes"].push_back({{"name", name}, {"op", partials}, {"args", {{{"ref", f.output}}, dims, false}},
+                               {"kwargs", json::object()}, {"outputs", {{{"shape", lead}, {"dtype", x.dtype}}}}});
+  fragment["output"] = name;
+  return r.name;
+}
+
+PlanEntry entry_for(const Plan& plan, const RowwiseFragment& f, const json& fragment, const CostContext& ctx,
+                    int64_t partials) {
   Match m;
   m.rule = kGeneratedRowwiseRule;
   m.family = "rowwise";
@@ -49,6 +76,7 @@ PlanEntry entry_for(const Plan& plan, const RowwiseFragment& f, const json& frag
   m.nodes = f.nodes;
   m.dtype = f.dtype;
   m.dims = {{"rows", f.rows}, {"cols", f.cols}};
+  if (partials) m.dims["partials"] = partials;  // the kernel writes one value per row in place of the anchor's
   json operands = json::object();
   for (size_t i = 0; i < f.inputs.size(); ++i) {
     m.inputs[fmt::format("$in{}", i)] = f.inputs[i];
@@ -79,11 +107,16 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
   auto try_group = [&](const std::vector<std::string>& group) {
     RowwiseFragment f = make_rowwise_fragment(g, group, covered);
     json fragment = fragment_to_json(g, f);
+    std::string whole = end_in_row_partials(g, f, covered, fragment);
     RowProgram p = lower_row_program(fragment);  // refuses what the generator cannot write, naming why
     if (p.computes_nothing())
       throw Error("it only passes its input on (" + fmt::format("{}", fmt::join(p.ops, ", ")) +
                   "): PyTorch returns it without a copy, a kernel could only copy it");
-    added.push_back(entry_for(plan, f, fragment, ctx));
+    added.push_back(entry_for(plan, f, fragment, ctx, whole.empty() ? 0 : f.rows));
+    if (!whole.empty())
+      plan.notes.push_back(fmt::format("{} ({}) reduces all of {}: the generated kernel makes its {} per-row partials "
+                                       "and PyTorch's {} reduces them", whole, g.at(whole).op, f.output, f.rows,
+                                       g.at(whole).op));
     for (const auto& in : f.inputs) {
       auto it = owner.find(in);
       if (p.reductions() > 0 && it != owner.end() && it->second->match.family == "gemm")

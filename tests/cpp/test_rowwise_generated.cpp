@@ -90,6 +90,38 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonTrailingOnesAreRefused) 
   EXPECT_TRUE(noted(pb, "not the trailing ones")) << fmt::format("{}", fmt::join(pb.notes, "\n"));
 }
 
+TEST(RowwiseGenerated, AWholeTensorReductionReadsTheKernelsPerRowPartials) {
+  // mean((a - b) ** 2), MSE's graph: the kernel ends in each row's mean, PyTorch's mean.default reduces the 64.
+  GraphDoc d;
+  d.input("a", {64, 100}).input("b", {64, 100});
+  d.op("sub", "aten.sub.Tensor", {ref_to("a"), ref_to("b")}, {64, 100});
+  d.op("pow", "aten.pow.Tensor_Scalar", {ref_to("sub"), 2}, {64, 100});
+  d.op("mean", "aten.mean.default", {ref_to("pow")}, {}).output("mean");
+  auto p = plan_of(d);
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->match.anchor, "pow") << "the anchor's variable holds the partials the mean then reads";
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"sub", "pow"}));
+  const Json& f = e->match.kernel["fragment"];
+  EXPECT_EQ(f["output"], "pow__row_partials");
+  EXPECT_EQ(f["nodes"].back()["op"], "aten.mean.dim");
+  EXPECT_EQ(f["nodes"].back()["outputs"][0]["shape"], Json::array({64}));
+  auto prog = discover::lower_row_program(f);
+  EXPECT_TRUE(prog.output_per_row);
+  EXPECT_EQ(prog.reductions(), 1);
+  EXPECT_TRUE(noted(p, "mean (aten.mean.default) reduces all of pow: the generated kernel makes its 64 per-row partials"))
+      << fmt::format("{}", fmt::join(p.notes, "\n"));
+  auto problem = realize::kernel_family_for(e->match)->problem_from_match(e->match, p.graph, Numerics::fp32, Arch::sm90);
+  EXPECT_EQ(problem["output_per_row"], true);
+  EXPECT_EQ(problem["keepdim"], false) << "shaped as the partials, not as the anchor";
+
+  // The full value also read elsewhere: the kernel must write it, and the mean stays as it was.
+  GraphDoc shared = d;
+  shared.op("relu", "aten.relu.default", {ref_to("pow")}, {64, 100}).output("relu");
+  const auto* es = generated(plan_of(shared));
+  if (es) EXPECT_EQ(es->match.kernel["fragment"].value("output", ""), es->match.anchor);
+}
+
 TEST(RowwiseGenerated, ARegionSplitsAroundANodeThatCannotBeGenerated) {
   // exp -> sum over dim 1 (not trailing) -> relu: the sum stays PyTorch's, exp and relu are generated apart.
   GraphDoc d;

@@ -75,7 +75,8 @@ FACT_BIN = __import__("pathlib").Path(__file__).resolve().parents[2] / "build" /
 
 @pytest.mark.parametrize("problem,anchor,reduction_after_gemm", [
     ("level1/19_ReLU.py", "relu", False), ("level1/23_Softmax.py", "softmax", False),
-    ("level1/88_MinGPTNewGelu.py", "mul_3", False), ("level2/99_Matmul_GELU_Softmax.py", "softmax", True)])
+    ("level1/88_MinGPTNewGelu.py", "mul_3", False), ("level2/99_Matmul_GELU_Softmax.py", "softmax", True),
+    ("level1/94_MSELoss.py", "pow_1", False), ("level1/100_HingeLoss.py", "clamp", False)])
 def test_fact_discover_shows_generated_rowwise_entries(problem, anchor, reduction_after_gemm, tmp_path):
     import json
     import subprocess

@@ -69,7 +69,7 @@ class RowwiseFamily final : public KernelFamily {
 
   json problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) const override {
     std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
-    if (m.kernel.value("kind", "") == "ir") return generated_problem(m, g, numerics, arch, where);
+    if (m.kernel.value("kind", "") == "ir") return generated_problem(m, numerics, arch, where);
     std::string name = m.kernel.value("registry_entry", std::string());
     if (name.empty()) throw Error(where + ": the rule's kernel block names no registry_entry");
     auto entry = discover::UserRegistry::open_default().get(name);
@@ -252,7 +252,7 @@ class RowwiseFamily final : public KernelFamily {
 
  private:
   // A region of discover's generated row-wise pass: the fragment rides in the match's kernel block.
-  static json generated_problem(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch,
+  static json generated_problem(const discover::Match& m, Numerics numerics, Arch arch,
                                 const std::string& where) {
     json fragment = field(m.kernel, "fragment", where + ": the kernel block");
     auto program = discover::lower_row_program(fragment);  // refuses, naming the node, what cannot be generated
@@ -267,7 +267,10 @@ class RowwiseFamily final : public KernelFamily {
     if (!full) throw Error(where + ": every input is a shared row; the op takes its row count from a full input");
     if (static_cast<int>(program.inputs.size()) > kMaxInputs)
       throw Error(fmt::format("{}: {} inputs; the ABI takes at most {}", where, program.inputs.size(), kMaxInputs));
-    const auto& out_shape = g.at(m.anchor).out().shape;
+    // The fragment's own output: the anchor's value, or the per-row partials of a whole-tensor reduction after it.
+    std::vector<int64_t> out_shape;
+    for (const auto& n : fragment.at("nodes"))
+      if (n.at("name") == fragment.at("output")) out_shape = n.at("outputs").at(0).at("shape").get<std::vector<int64_t>>();
     const auto full_shape = fragment.value("full_shape", std::vector<int64_t>{program.rows, program.cols});
     return {{"generated", true},
             {"rows", program.rows},
