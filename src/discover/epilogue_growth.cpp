@@ -10,6 +10,7 @@
 #include "core/files.h"
 #include "core/paths.h"
 #include "discover/pointwise_expr.h"
+#include "ir/op_table.h"
 
 namespace fact::discover {
 using nlohmann::json;
@@ -131,6 +132,16 @@ json with_slots(const json& t, const std::map<std::string, std::string>& slot) {
   return out;
 }
 
+// A view of one region value that keeps the elements' order (data/ir/aten_ops.json "reshape") and rows of the
+// GEMM's N: its output is the GEMM's values under another shape.
+bool same_rows_reshape(const ir::Node& n, const ir::TensorMeta& gemm, const std::set<std::string>& region) {
+  const ir::OpInfo* info = ir::OpTable::builtin().find(n.op);
+  if (!info || !info->reshape || n.outputs.size() != 1 || n.args.empty() || !ir::is_ref(n.args[0])) return false;
+  const ir::TensorMeta& o = n.outputs[0];
+  return region.count(ir::ref_name(n.args[0])) && o.dtype == gemm.dtype && o.numel() == gemm.numel() &&
+         !o.shape.empty() && o.shape.back() == gemm.shape.back();
+}
+
 struct Growth {
   std::set<std::string> region;       // covered nodes
   std::map<std::string, json> tree;   // region value -> its expression
@@ -198,17 +209,32 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
     try {
       auto other = covered_by.find(n.name);
       std::string covered = other == covered_by.end() ? "" : "pattern " + other->second + " covers it";
+      if (!covered.empty() && is_listed_pointwise(n)) throw NotPointwise(covered);
+      // A reshape of a region value that keeps the rows of N (x.view(B, T, N) after addmm, as Hugging Face's
+      // Conv1D writes a Linear): the same values in the same order, so the expression passes through it. Kept
+      // only with a pointwise op after it: a view alone is no work for the epilogue.
+      if (covered.empty() && same_rows_reshape(n, out, state.region)) {
+        state.region.insert(n.name);
+        state.tree[n.name] = state.tree.at(ir::ref_name(n.args.at(0)));
+        state.grown.push_back(n.name);
+        continue;
+      }
       if (!is_listed_pointwise(n)) throw NotPointwise(unlisted_reason(n) + (covered.empty() ? "" : ", and " + covered));
-      if (!covered.empty()) throw NotPointwise(covered);
-      if (n.outputs.size() != 1 || n.outputs[0].shape != out.shape)
+      // The values the node reads from the region have its shape: the GEMM's, or a reshape of it with rows of N.
+      const ir::TensorMeta* here = n.outputs.size() == 1 ? &n.outputs[0] : nullptr;
+      bool same_shape = here && here->numel() == out.numel() && here->shape.back() == out.shape.back() &&
+                        std::all_of(refs.begin(), refs.end(), [&](const std::string& r) {
+                          return !state.region.count(r) || g.at(r).out().shape == here->shape;
+                        });
+      if (!same_shape)
         throw NotPointwise(fmt::format("a shape-changing broadcast (output {} vs the GEMM's {})",
                                        n.outputs.empty() ? "none" : shape_text(n.outputs[0].shape), shape_text(out.shape)));
-      if (n.outputs[0].dtype != out.dtype)
-        throw NotPointwise(fmt::format("its output is {}, not the GEMM's {}", n.outputs[0].dtype, out.dtype));
+      if (here->dtype != out.dtype)
+        throw NotPointwise(fmt::format("its output is {}, not the GEMM's {}", here->dtype, out.dtype));
       json t = pointwise_tree(n, [&](const json& ref) -> json {
         const std::string& r = ir::ref_name(ref);
         if (state.region.count(r)) return state.tree.at(r);  // a value used twice appears twice (recomputed)
-        return external_leaf(g, ref, out, bias_node);
+        return external_leaf(g, ref, *here, bias_node);
       });
       if (tree_size(t) > kMaxEpilogueTreeNodes)
         throw NotPointwise(fmt::format("the epilogue tree would exceed {} nodes", kMaxEpilogueTreeNodes));

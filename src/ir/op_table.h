@@ -13,6 +13,7 @@ struct OpInfo {
   std::string name;
   OpCategory category = OpCategory::Other;
   bool commutative = false;  // binary op whose first two args may be swapped
+  bool reshape = false;      // a view that keeps the elements' row-major order (view, reshape, flatten): only the shape changes
 };
 
 class OpTable {

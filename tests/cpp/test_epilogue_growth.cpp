@@ -444,3 +444,43 @@ TEST(EpilogueGrowth, AnIdentityRegionGetsNoKernel) {
   for (const auto& e : plan_of(d2).entries) generated |= e.match.rule == "rowwise_generated";
   EXPECT_TRUE(generated);
 }
+
+TEST(EpilogueGrowth, GrowsThroughAReshapeThatKeepsTheRows) {
+  // Hugging Face's Conv1D: addmm on [64, 32] rows, viewed back to [4, 16, 48], then GELU's pieces and a
+  // [4, 16, 1] per-row scale: the view passes the same values in the same order.
+  GraphDoc d;
+  d.input("x", {64, 32}).input("w", {32, 48}, "float32", "parameter").input("b", {48}, "float32", "parameter");
+  d.input("s", {4, 16, 1});
+  d.op("addmm", "aten.addmm.default", {ref_to("b"), ref_to("x"), ref_to("w")}, {64, 48});
+  d.op("view", "aten.view.default", {ref_to("addmm"), Json::array({4, 16, 48})}, {4, 16, 48});
+  d.op("mul", "aten.mul.Tensor", {ref_to("view"), ref_to("s")}, {4, 16, 48});
+  d.op("t", "aten.tanh.default", {ref_to("mul")}, {4, 16, 48});
+  d.output("t");
+  Plan p = plan_of(d);
+  const Match& m = gemm_entry(p);
+  EXPECT_EQ(m.anchor, "t");
+  EXPECT_EQ(m.nodes, (std::vector<std::string>{"addmm", "view", "mul", "t"}));
+  ASSERT_TRUE(m.kernel.contains("epilogue_tree")) << m.kernel.dump();
+  EXPECT_EQ(m.kernel["epilogue_tree"], Json::array({"tanh", Json::array({"mul", kBias, Json{{"col", "vec0"}}})}));
+  EXPECT_EQ(m.inputs.at("$vec0"), "s");
+
+  // A view that regroups the columns (rows of 48 become rows of 8) is no reshape of the GEMM's rows: growth stops.
+  GraphDoc d2;
+  d2.input("x", {64, 32}).input("w", {32, 48}, "float32", "parameter").input("b", {48}, "float32", "parameter");
+  d2.op("addmm", "aten.addmm.default", {ref_to("b"), ref_to("x"), ref_to("w")}, {64, 48});
+  d2.op("view", "aten.view.default", {ref_to("addmm"), Json::array({64, 6, 8})}, {64, 6, 8});
+  d2.op("t", "aten.tanh.default", {ref_to("view")}, {64, 6, 8});
+  d2.output("t");
+  const Match& m2 = gemm_entry(plan_of(d2));
+  EXPECT_EQ(m2.anchor, "addmm");
+  EXPECT_FALSE(m2.kernel.contains("epilogue_grown_over"));
+
+  // A view with nothing pointwise after it is not taken: the GEMM ends at its own value.
+  GraphDoc d3;
+  d3.input("x", {64, 32}).input("w", {32, 48}, "float32", "parameter").input("b", {48}, "float32", "parameter");
+  d3.op("addmm", "aten.addmm.default", {ref_to("b"), ref_to("x"), ref_to("w")}, {64, 48});
+  d3.op("view", "aten.view.default", {ref_to("addmm"), Json::array({4, 16, 48})}, {4, 16, 48});
+  d3.output("view");
+  const Match& m3 = gemm_entry(plan_of(d3));
+  EXPECT_EQ(m3.anchor, "addmm");
+}

@@ -142,3 +142,4 @@ def test_grown_tree_replays_the_module(problem, tmp_path):
         want = model(x)
         got = evaluate(entry["kernel"]["epilogue_tree"], env)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
