@@ -3,8 +3,9 @@
 Each graph runs through fact.optimize (the same export, pipeline, verification and gates; the tuning database and
 the folder cache make a recompile for a shape seen before cheap). Where FACT ops were accepted, the composed graph
 (aten ops and torch.ops.fact calls) is traced to an FX graph and compiled by Inductor, which fuses what FACT left
-to PyTorch; the result is checked against the graph on the example inputs, and timed against Inductor alone on
-the original graph: the faster correct one is used, so the user never loses what torch.compile gives. Without a
+to PyTorch; the result is checked against the graph on the example inputs (KernelBench's tolerance, as the
+end-to-end check), and timed against Inductor alone on the original graph in interleaved rounds: the faster
+correct one is used, so the user never loses what torch.compile gives. Without a
 CUDA GPU, for graphs with symbolic shapes or while autograd records, the graph goes to Inductor unchanged.
 `decisions` lists, per graph, what was used and why; options come from torch.compile(options={...}) and are
 fact.optimize's (numerics, budget_s, tuning_db, cache_dir, top, verbose, progress).
@@ -13,16 +14,15 @@ from __future__ import annotations
 
 import inspect
 import logging
-import statistics
 import time
 
 import torch
 
 from fact.api.core import FactError
+from fact.compose.e2e_check import compare, cuda_batch_ms, interleaved_ms
 
 log = logging.getLogger("fact")
 decisions: list[dict] = []
-ATOL = RTOL = 1e-2  # KernelBench's tolerance, as fact.compose.e2e_check
 
 
 def module_state_inputs(gm: torch.fx.GraphModule, example_inputs) -> tuple:
@@ -42,32 +42,12 @@ def why_inductor_alone(example_inputs) -> str:
     return ""
 
 
-def same_results(got, want) -> bool:
-    flat_got, flat_want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
-    return len(flat_got) == len(flat_want) and all(
-        torch.allclose(a.float(), b.float(), atol=ATOL, rtol=RTOL) if isinstance(a, torch.Tensor) else a == b
-        for a, b in zip(flat_got, flat_want))
-
-
-def median_ms(fn, inputs, rounds: int = 5, calls: int = 10) -> float:
-    """Median milliseconds per call over `rounds` batches of back-to-back calls (CUDA events on a GPU)."""
-    cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)
-    times = []
-    for _ in range(rounds):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-        else:
-            t0 = time.perf_counter()
-        for _ in range(calls):
-            fn(*inputs)
-        if cuda:
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / calls)
-        else:
-            times.append((time.perf_counter() - t0) * 1e3 / calls)
-    return statistics.median(times)
+def wall_batch_ms(fn, inputs, calls: int) -> float:
+    """Milliseconds per call of back-to-back calls by the wall clock (no GPU: the reference ops on the CPU)."""
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(*inputs)
+    return (time.perf_counter() - t0) * 1e3 / calls
 
 
 def inductor(gm, example_inputs):
@@ -87,10 +67,13 @@ def choose(gm: torch.fx.GraphModule, example_inputs, optimized, decision: dict):
     with torch.no_grad():
         composed_fx = make_fx(lambda *flat: graph._replay(gm, list(flat)))(*example_inputs)
         with_fact, alone = inductor(composed_fx, example_inputs), inductor(gm, example_inputs)
-        if not same_results(with_fact(*example_inputs), gm(*example_inputs)):
+        if not compare(with_fact(*example_inputs), gm(*example_inputs))[0]:
             decision.update(used="inductor", why="Inductor over FACT's graph differed from the graph (tolerance 1e-2)")
             return alone
-        fact_ms, alone_ms = median_ms(with_fact, example_inputs), median_ms(alone, example_inputs)
+        cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+        ms = interleaved_ms({"fact": with_fact, "alone": alone}, example_inputs, rounds=10,
+                            batch_ms=cuda_batch_ms if cuda else wall_batch_ms)
+        fact_ms, alone_ms = ms["fact"], ms["alone"]
     decision.update(fact_ops=optimized.report.fact_ops, fact_ms=fact_ms, inductor_ms=alone_ms)
     if fact_ms < alone_ms:
         decision.update(used="fact", why=f"FACT + Inductor {fact_ms:.4f} ms vs Inductor alone {alone_ms:.4f} ms")
