@@ -1,4 +1,4 @@
-// `fact db list` and `fact db show ID`: read the tuning database that `fact tune` fills.
+// `fact db list`, `show ID`, `export FILE`, `import FILE`: the tuning database that `fact tune` fills.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "realize/tuning_db.h"
+#include "realize/tuning_db_exchange.h"
 
 namespace fact::cli {
 namespace {
@@ -113,7 +114,7 @@ void show(const std::string& db_path, long long id, bool as_json) {
 }
 
 [[maybe_unused]] const bool registered = register_command("db", [](CLI::App& app) {
-  auto* db = app.add_subcommand("db", "list and show the tuning database (what `fact tune` measured)");
+  auto* db = app.add_subcommand("db", "list, show, export and import the tuning database (what `fact tune` measured)");
   db->require_subcommand(1);
   auto db_path = std::make_shared<std::string>();
   const std::string db_help = "tuning database (default: $FACT_TUNING_DB, else ~/.cache/fact/tuning.sqlite)";
@@ -129,6 +130,28 @@ void show(const std::string& db_path, long long id, bool as_json) {
   show_cmd->add_option("--db", *db_path, db_help);
   show_cmd->add_flag("--json", *as_json, "print the workload and candidates as JSON");
   show_cmd->callback([db_path, id, as_json] { show(*db_path, *id, *as_json); });
+
+  auto file = std::make_shared<std::string>();
+  auto* export_cmd = db->add_subcommand("export", "write every workload (candidates, baseline, winner) to a JSON file");
+  export_cmd->add_option("FILE", *file, "the JSON file to write")->required();
+  export_cmd->add_option("--db", *db_path, db_help);
+  export_cmd->callback([db_path, file] {
+    auto tuning = TuningDb::open(db_path->empty() ? default_tuning_db_path() : std::filesystem::path(*db_path));
+    int n = export_tuning_db(tuning, *file);
+    std::cout << fmt::format("{} workload(s) of {} written to {}\n", n, tuning.path().string(), *file);
+  });
+
+  auto replace = std::make_shared<bool>(false);
+  auto* import_cmd = db->add_subcommand("import", "record the workloads of a `fact db export` file");
+  import_cmd->add_option("FILE", *file, "a file `fact db export` wrote")->required()->check(CLI::ExistingFile);
+  import_cmd->add_option("--db", *db_path, db_help);
+  import_cmd->add_flag("--replace", *replace, "take the file's winner where this database has decided one too");
+  import_cmd->callback([db_path, file, replace] {
+    auto tuning = TuningDb::open(db_path->empty() ? default_tuning_db_path() : std::filesystem::path(*db_path));
+    auto counts = import_tuning_db(tuning, *file, *replace);
+    std::cout << fmt::format("{} workload(s) imported into {}; {} kept as they were (a winner decided here; "
+                             "--replace takes the file's)\n", counts.imported, tuning.path().string(), counts.kept);
+  });
 });
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "realize/tuning_db.h"
+#include "realize/tuning_db_exchange.h"
 
 namespace fs = std::filesystem;
 using fact::CandidateRecord;
@@ -286,4 +287,51 @@ TEST(TuningDb, DefaultPathFollowsTheEnvironment) {
   EXPECT_EQ(fact::default_tuning_db_path().filename(), "tuning.sqlite");
   EXPECT_EQ(fact::default_tuning_db_path().parent_path().filename(), "fact");
   if (old) setenv("FACT_TUNING_DB", saved.c_str(), 1);
+}
+
+TEST(TuningDb, ExportThenImportCarriesWinnersAndKeepsDecidedOnes) {
+  fs::path dir = fresh_dir("exchange");
+  {
+    auto src = TuningDb::open(dir / "measured.sqlite");
+    long long id = src.upsert_workload(gemm_key(), "NVIDIA H100 80GB HBM3");
+    src.record_baseline(id, {"torch.matmul (cuBLAS)", 2.0, 1e-3, 1e-2});
+    src.record_candidates(id, {candidate("a", "ok", 1.5), candidate("b", "ok", 1.2), candidate("c", "failed", {}, "ptxas")});
+    src.set_winner(id, "b");
+    long long id2 = src.upsert_workload(gemm_key(256), "NVIDIA H100 80GB HBM3");
+    src.record_candidates(id2, {candidate("a", "ok", 3.0)});
+    src.set_winner(id2, fact::kBaselineWinner);
+    EXPECT_EQ(fact::export_tuning_db(src, dir / "winners.json"), 2);
+  }
+  auto dst = TuningDb::open(dir / "here.sqlite");
+  long long mine = dst.upsert_workload(gemm_key(256), "NVIDIA H200");
+  dst.record_candidates(mine, {candidate("z", "ok", 0.5)});
+  dst.set_winner(mine, "z");
+
+  auto counts = fact::import_tuning_db(dst, dir / "winners.json", false);
+  EXPECT_EQ(counts.imported, 1);
+  EXPECT_EQ(counts.kept, 1) << "a winner decided here stays without --replace";
+  auto w = dst.get_winner(gemm_key());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->config_id, "b");
+  EXPECT_EQ(w->device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(w->config["id"], "b");
+  EXPECT_DOUBLE_EQ(*w->time_ms, 1.2);
+  EXPECT_DOUBLE_EQ(*w->baseline_ms, 2.0);
+  EXPECT_EQ(dst.show_workload(w->workload_id)->candidates.size(), 3u);
+  EXPECT_EQ(dst.get_winner(gemm_key(256))->config_id, "z");
+
+  counts = fact::import_tuning_db(dst, dir / "winners.json", true);
+  EXPECT_EQ(counts.imported, 2);
+  EXPECT_EQ(dst.get_winner(gemm_key(256))->config_id, fact::kBaselineWinner);
+
+  std::ofstream(dir / "bad.json") << R"({"format": "fact-tuning-db-export", "version": 1, "workloads": [
+    {"key": {"pattern": "p"}, "candidates": []}]})";
+  try {
+    fact::import_tuning_db(dst, dir / "bad.json", false);
+    FAIL() << "a malformed entry must be an error";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: workload 0: malformed"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "other.json") << R"({"format": "something-else"})";
+  EXPECT_THROW(fact::import_tuning_db(dst, dir / "other.json", false), fact::Error);
 }
