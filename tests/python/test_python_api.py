@@ -85,6 +85,22 @@ def test_optimize_without_gpu_returns_the_original_computation_and_says_why(cach
     assert fact_api.optimize(model, (x,), cache_dir=cache, progress=False, reuse=False).report["reused"] is False
 
 
+def test_a_hugging_face_model_returning_a_model_output(cache):
+    """GPT-2 (random weights from a small config) returns a ModelOutput: the worker that loads the exported program
+    must import transformers' output types first."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=128, n_positions=32, use_cache=False,
+                                     bos_token_id=0, eos_token_id=0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 128, (2, 16))
+    plan = fact_api.explain(model, (ids,), cache_dir=cache)
+    assert any(p["family"] == "gemm" for p in plan.patterns), str(plan)
+    optimized = fact_api.optimize(model, (ids,), cache_dir=cache, progress=False)
+    assert "left_to_pytorch" not in optimized.report, optimized.report.get("left_to_pytorch")
+    with torch.no_grad():
+        assert torch.equal(optimized(ids).logits, model(ids).logits)
+
+
 def test_a_module_export_cannot_trace_stays_pytorchs(cache):
     model = DataDependent()
     optimized = fact_api.optimize(model, torch.randn(3), cache_dir=cache, progress=False)

@@ -75,6 +75,20 @@ def export(model: torch.nn.Module, args: tuple, cache_dir: Path, settings: dict,
     return LiveProblem(cache_dir / f"{name}-{key}", program, args, keep=keep)
 
 
+def spec_modules(program: torch.export.ExportedProgram) -> list[str]:
+    """The modules defining the pytree types of forward's arguments and result (a Hugging Face ModelOutput):
+    loading the program in another process needs them imported first."""
+    found, stack = set(), [program.call_spec.in_spec, program.call_spec.out_spec]
+    while stack:
+        spec = stack.pop()
+        if spec is None:
+            continue
+        if spec.type is not None and spec.type.__module__ not in ("builtins", "collections"):
+            found.add(spec.type.__module__)
+        stack.extend(spec.children())
+    return sorted(found)
+
+
 def write(problem: LiveProblem, module_class: str) -> None:
     """program.pt2, example_inputs.pt and model.py in the problem's folder (written afresh)."""
     problem.folder.mkdir(parents=True, exist_ok=True)
@@ -82,5 +96,6 @@ def write(problem: LiveProblem, module_class: str) -> None:
     keep = [bool(k) for k in problem.keep] or [False] * len(problem.args)
     torch.save({"args": list(problem.args), "keep": keep}, problem.folder / "example_inputs.pt")
     text = call("render_template", "compose/live_model.py.in",
-                {"module_class": module_class, "problem_dir": json.dumps(str(problem.folder.resolve()))})
+                {"module_class": module_class, "problem_dir": json.dumps(str(problem.folder.resolve())),
+                 "spec_modules": json.dumps(spec_modules(problem.program))})
     problem.model_file.write_text(text)
