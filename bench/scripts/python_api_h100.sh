@@ -14,6 +14,6 @@ python3 -c "import fact._core as c; print('fact._core', c.__version__, c.__file_
   ldd "$(python3 -c 'import fact, pathlib; print(next(pathlib.Path(fact.__file__).parent.glob("_core*.so")))')"; exit 1; }
 nvidia-smi -L
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(bench/problems/level3/minigpt_block.py bench/problems/level3/hf_gpt2.py)
+[ ${#models[@]} -gt 0 ] || models=(bench/problems/level3/minigpt_block.py bench/models/hf_gpt2.py)
 python3 bench/scripts/python_api_h100.py --out "$OUT" --numerics "${NUMERICS:-tf32}" --top "${TOP:-1}" "${models[@]}" \
   2>&1 | tee "$OUT/python_api.log"

@@ -17,21 +17,25 @@ FACT_BIN = Path(os.environ.get("FACT_BIN") or REPO_ROOT / "build" / "fact")
 needs_fact_binary = pytest.mark.skipif(not (FACT_BIN.is_file() and os.access(FACT_BIN, os.X_OK)),
                                        reason=f"fact binary not found at {FACT_BIN} (build it, or set FACT_BIN)")
 
-# Run inside a copied folder: `fact` must not be importable; prints the largest difference over all outputs. The
-# venv has this checkout's package installed (scripts/bootstrap): an import hook hides it, as on a machine without.
-COPIED_CHECK = """
+# The start of a script that must run without FACT: the venv has this checkout's package installed
+# (scripts/bootstrap), so an import hook hides it, as on a machine without; importing it fails.
+WITHOUT_FACT = """
 import sys
 class NoFact:
     def find_spec(self, name, path=None, target=None):
         if name == "fact" or name.startswith("fact."):
-            raise ModuleNotFoundError(f"no module named {name!r} (hidden: the folder must run without FACT)")
+            raise ModuleNotFoundError(f"no module named {name!r} (hidden: this must run without FACT)")
 sys.meta_path.insert(0, NoFact())
-import importlib.util, torch
 try:
     import fact
     raise AssertionError("the fact package is on the path")
 except ModuleNotFoundError:
     pass
+"""
+
+# Run inside a copied folder without FACT; prints the largest difference over all outputs.
+COPIED_CHECK = WITHOUT_FACT + """
+import importlib.util, torch
 import model_new as m
 torch.manual_seed(0)
 original = m.Model(*m.get_init_inputs())
@@ -140,7 +144,8 @@ def report_accepting(plan_doc, families, tag):
         if p["family"] in families and p["family"] != "gemm":
             row.update(family_row(p, tag), fact_ms=0.5)
         elif p["family"] in families:
-            e = gemm_epilogue(p["kernel"], p.get("inputs"))
+            # A grown match's tree is what `fact tune` records as its problem's epilogue (gemm_problem_from_match).
+            e = p["kernel"].get("epilogue_tree") or gemm_epilogue(p["kernel"], p.get("inputs"))
             row.update(winner=f"{tag}{p['rank']}", config={"epilogue": e}, problem={"epilogue": e}, fact_ms=0.5)
         rows.append(row)
     return {"format": "fact-tune-report", "version": 1, "arch": "sm90", "numerics": "3xtf32", "rows": rows}

@@ -1,5 +1,6 @@
-"""A Hugging Face GPT-2 at GPT-2 small's width (768, 12 heads, 3072 MLP) with 4 layers, from a config with random
-weights (no download): token ids in, a CausalLMOutputWithCrossAttentions out (logits over 50257 tokens)."""
+"""A model of the Python entry points' benchmark (bench/scripts/python_api_h100.sh), in KernelBench's format so the
+CLI runs it too: a Hugging Face GPT-2 at GPT-2 small's width (768, 12 heads, 3072 MLP) with 4 layers, from a config
+with random weights (no download): token ids in, a CausalLMOutputWithCrossAttentions out (logits over 50257)."""
 import torch
 import transformers
 
