@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from fact.api import live_problem
-from fact.api.core import FactError, call
+from fact.api.core import FactError, call, core
 from fact.api.optimized_module import OptimizedModule
 from fact.api.progress import Progress
 from fact.api.results import Plan, Report
@@ -40,7 +40,6 @@ def gpu_arch() -> str:
 
 def run_identity() -> dict:
     """What a finished run is only reused with: the same GPU, torch and FACT."""
-    from fact.api.core import core
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     return {"device": device, "torch": torch.__version__, "fact": core().__version__}
 
