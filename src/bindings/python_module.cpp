@@ -116,6 +116,8 @@ NB_MODULE(_core, m) {
       },
       nb::arg("argv"), "Runs the `fact` command line (argv[0] is the program name); returns its exit status.");
 
+  m.def("arch_names", &fact::arch_names, "The architectures FACT has specs and kernels for (sm80, sm90).");
+
   m.def(
       "render_template",
       [](const std::string& relative_path, const fact::realize::TemplateValues& values) {

@@ -123,6 +123,18 @@ def test_checks_draw_fresh_inputs_but_keep_the_marked_ones(cache):
     assert torch.equal(module.Model()(x, mask), model(x, mask)), "the program replays the module"
 
 
+def test_the_gpus_architecture_is_one_the_core_knows(monkeypatch):
+    from fact.api import optimize as api
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "test GPU")
+    for capability, arch in (((9, 0), "sm90"), ((8, 0), "sm80"), ((8, 9), "sm80")):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, c=capability: c)
+        assert api.gpu_arch() == arch, capability
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
+    with pytest.raises(fact_api.FactError, match="FACT has kernels for sm80, sm90; this GPU \\(test GPU\\) is sm100"):
+        api.gpu_arch()
+
+
 def test_bad_input_is_a_clear_error(cache):
     with pytest.raises(fact_api.FactError, match="must be a torch.nn.Module"):
         fact_api.optimize(lambda x: x, (torch.randn(2),), cache_dir=cache)

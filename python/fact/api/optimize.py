@@ -20,7 +20,6 @@ from fact.api.progress import Progress
 from fact.api.results import Plan, Report
 
 RUN_FILE = "run.json"  # what the finished run in a problem folder was made with
-ARCH_OF_CAPABILITY = {(8, 0): "sm80", (8, 6): "sm80", (8, 9): "sm80", (9, 0): "sm90"}
 
 
 def default_cache_dir() -> Path:
@@ -31,11 +30,14 @@ def gpu_arch() -> str:
     """FACT's architecture for this process's GPU (sm90 without one: the plan is the same)."""
     if not torch.cuda.is_available():
         return "sm90"
-    capability = torch.cuda.get_device_capability()
-    if capability not in ARCH_OF_CAPABILITY:
-        raise FactError(f"FACT has kernels for sm80 and sm90; this GPU ({torch.cuda.get_device_name()}) is "
-                        f"sm{capability[0]}{capability[1]}: pass arch='sm90' or 'sm80' to plan for one of them")
-    return ARCH_OF_CAPABILITY[capability]
+    major, minor = torch.cuda.get_device_capability()
+    known = core().arch_names()
+    # A GPU of a known major version runs that major's base code (sm_80 kernels on an sm86 or sm89).
+    for name in (f"sm{major}{minor}", f"sm{major}0"):
+        if name in known:
+            return name
+    raise FactError(f"FACT has kernels for {', '.join(known)}; this GPU ({torch.cuda.get_device_name()}) is "
+                    f"sm{major}{minor}: pass arch= one of them to plan for it")
 
 
 def run_identity() -> dict:
