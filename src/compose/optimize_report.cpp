@@ -158,6 +158,8 @@ std::string optimize_report_markdown(const json& report) {
                         cell(x["first_call_s"], "{:.1f}"));
     }
   }
+  if (report.contains("left_to_pytorch"))
+    md += "\n**Left to PyTorch**: " + report["left_to_pytorch"].get<std::string>() + "\n";
   if (report.contains("patterns")) {
     md += "\n## Patterns\n\n| pattern | anchor | FACT? | FACT ms | PyTorch ms | numerics | rel err | why |\n"
           "|---|---|---|---|---|---|---|---|\n";

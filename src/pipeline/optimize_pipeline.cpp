@@ -241,6 +241,8 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
   }
   auto plan_value = discover::plan_from_json(read_json_file(run.plan, "plan file"), run.plan.string(), ir::OpTable::builtin());
   report["patterns"] = compose::pattern_rows(plan_value, compose::pattern_verdicts(plan_value, tune_json, "tune report"));
+  // A module torch.export could not trace has no patterns at all: the report says why, not just an empty table.
+  if (!plan_value.graph.replay_blocker.empty()) report["left_to_pytorch"] = discover::left_to_pytorch(plan_value);
   // The denominator of "ops covered": op nodes that run work (views and free reshapes left out).
   std::vector<std::string> all;
   for (const auto& n : plan_value.graph.nodes) all.push_back(n.name);

@@ -151,6 +151,13 @@ TEST(ComposeGating, ReportHasE2eFieldsPatternsAndTables) {
   EXPECT_NE(md.find("| compile_max_autotune | failed: BackendCompilerFailed: boom |"), std::string::npos) << md;
   EXPECT_NE(md.find("## Patterns"), std::string::npos);
   EXPECT_NE(md.find("](chart.png)"), std::string::npos);
+  EXPECT_EQ(md.find("Left to PyTorch"), std::string::npos) << "only a module that could not be traced says so";
+
+  json untraced = {{"model", "m.py"}, {"patterns", json::array()}, {"steps", json::array()},
+                   {"left_to_pytorch", "the whole module: torch.export cannot trace Model.forward"}};
+  EXPECT_NE(fact::compose::optimize_report_markdown(untraced)
+                .find("**Left to PyTorch**: the whole module: torch.export cannot trace Model.forward"),
+            std::string::npos);
 }
 
 // Normalization and attention winners are composed like GEMMs: their op is the family's config id, and the

@@ -101,6 +101,36 @@ def test_a_hugging_face_model_returning_a_model_output(cache):
         assert torch.equal(optimized(ids).logits, model(ids).logits)
 
 
+class Positions(nn.Module):
+    """Creates a tensor in forward on its input's device, as Hugging Face models make position ids: the exported
+    program names that device (arange(..., device=cuda:0) for a module exported on a GPU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(64, 16)
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids) + self.emb(torch.arange(ids.shape[-1], device=ids.device)))
+
+
+def test_the_program_builds_where_the_tracer_builds(cache):
+    """The tracer builds the exported module on meta: creation ops that name the export's device must follow
+    (on the H100, GPT-2 exported on cuda:0 failed on meta and on cpu, and the whole model stayed PyTorch's)."""
+    problem = live_problem.export(Positions().eval(), (torch.randint(0, 64, (2, 8)),), cache, {})
+    live_problem.write(problem, "Positions")
+    spec = importlib.util.spec_from_file_location("live_positions", problem.model_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with torch.device("meta"):
+        model = module.Model()
+        out = torch.export.export(model, (torch.zeros(2, 8, dtype=torch.long),)).module()(
+            torch.zeros(2, 8, dtype=torch.long))
+    assert out.device.type == "meta" and out.shape == (2, 8, 16)
+    plan = fact_api.explain(Positions().eval(), (torch.randint(0, 64, (2, 8)),), cache_dir=cache)
+    assert [p["rule"] for p in plan.patterns] == ["gemm"], str(plan)
+
+
 def test_a_module_export_cannot_trace_stays_pytorchs(cache):
     model = DataDependent()
     optimized = fact_api.optimize(model, torch.randn(3), cache_dir=cache, progress=False)
