@@ -108,7 +108,8 @@ def optimize_steps(path: Path, args, work: Path, row: dict, save, model, inputs,
     """fact.optimize cold, the CLI on the warm database, fact.optimize reusing and re-running; adds the modules."""
     optimized, row["optimize_cold_s"] = timed(lambda: fact.optimize(model, tuple(inputs), **options))
     row["fact_ops"] = optimized.report.fact_ops
-    row["report"] = {k: optimized.report.get(k) for k in ("e2e", "numerics", "process")}
+    row["report"] = {k: optimized.report.get(k) for k in ("e2e", "numerics", "process", "left_to_pytorch")}
+    (args.out / f"{path.stem}.optimize_report.md").write_text(str(optimized.report))  # what ran where, and why
     save()
     row["cli"] = cli_run(path, work / "cli", args)
     save()
