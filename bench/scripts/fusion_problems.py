@@ -5,7 +5,9 @@
 - level 1: every problem made only of pointwise ops, reductions, normalizations, softmax and losses (no GEMM,
   convolution, pooling, scan or attention op).
 
-    python bench/scripts/fusion_problems.py [--kernelbench DIR] [-o OUT.json]
+    python bench/scripts/fusion_problems.py [--set fusion|conv] [--kernelbench DIR] [-o OUT.json]
+
+(--set conv: the convolution benchmark of issue 17 instead, bench/conv_problems.json.)
 
 Traces each problem with `python -m fact.trace` on the meta device (no weights are materialized) and writes
 {"kernelbench", "rules", "problems": [{"id", "ops"}], "rejected": [{"id", "why"}]} (default: stdout).
@@ -31,6 +33,12 @@ VIEW_OR_COPY = {"aten.numpy_T", "aten.t", "aten.transpose", "aten.permute", "ate
 NOT_FUSION = ("conv", "pool", "cum", "attention", "linear", "addmm", ".mm.", "matmul", "bmm", "einsum")
 RULES = {"level2": "first op that is not a view or copy is one of " + ", ".join(sorted(GEMM_OPS)),
          "level1": "no op whose name contains " + ", ".join(NOT_FUSION)}
+# The convolution benchmark (issue 17, --set conv): every level-1 problem with a convolution, every level-2 chain that
+# starts at one (transposed convolutions included: FACT keeps them PyTorch's, and the report says so).
+CONV_OPS = ("aten.conv1d", "aten.conv2d", "aten.conv3d", "aten.convolution", "aten.conv_transpose1d",
+            "aten.conv_transpose2d", "aten.conv_transpose3d")
+CONV_RULES = {"level2": "first op that is not a view or copy is one of " + ", ".join(CONV_OPS),
+              "level1": "an op that is one of " + ", ".join(CONV_OPS)}
 
 
 def kernelbench_dir(given: str | None) -> Path:
@@ -53,6 +61,15 @@ def traced_ops(path: Path) -> list[str]:
     return [n["op"] for n in ir["nodes"] if n.get("kind") == "op"]
 
 
+def conv_verdict(level: str, ops: list[str]) -> str | None:
+    """None when the problem belongs to the convolution benchmark, else why not."""
+    names = [op.rsplit(".", 1)[0] for op in ops]
+    if level == "level2":
+        compute = [n for n in names if n not in VIEW_OR_COPY]
+        return None if compute and compute[0] in CONV_OPS else f"starts at {compute[0] if compute else 'nothing'}"
+    return None if any(n in CONV_OPS for n in names) else "no convolution"
+
+
 def verdict(level: str, ops: list[str]) -> str | None:
     """None when the problem belongs to the benchmark, else why not."""
     if not ops:
@@ -71,7 +88,10 @@ def main() -> None:
     ap.add_argument("--kernelbench")
     ap.add_argument("-o", "--output")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--set", choices=("fusion", "conv"), default="fusion",
+                    help="fusion: issue 16's problems (the default); conv: issue 17's")
     args = ap.parse_args()
+    judge, rules = (conv_verdict, CONV_RULES) if args.set == "conv" else (verdict, RULES)
     kb = kernelbench_dir(args.kernelbench)
     files = [(lvl, p) for lvl in ("level1", "level2") for p in sorted((kb / lvl).glob("*.py"),
                                                                       key=lambda p: int(p.name.split("_")[0]))]
@@ -83,11 +103,11 @@ def main() -> None:
             ops = traced_ops(p)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             return pid, None, f"trace failed: {e}"
-        return pid, ops, verdict(lvl, ops)
+        return pid, ops, judge(lvl, ops)
 
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(one, files))
-    doc = {"kernelbench": str(kb), "rules": RULES,
+    doc = {"kernelbench": str(kb), "rules": rules,
            "problems": [{"id": pid, "ops": ops} for pid, ops, why in results if why is None],
            "rejected": [{"id": pid, "why": why} for pid, ops, why in results if why is not None]}
     text = json.dumps(doc, indent=1)
@@ -95,7 +115,7 @@ def main() -> None:
         Path(args.output).write_text(text + "\n")
     else:
         print(text)
-    print(f"fusion_problems: {len(doc['problems'])} problems, {len(doc['rejected'])} rejected", file=sys.stderr)
+    print(f"fusion_problems --set {args.set}: {len(doc['problems'])} problems, {len(doc['rejected'])} rejected", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,12 @@ double output_bytes(const ir::Node& node) {
 }
 
 // Reduction length K of a GEMM-category node: the last dim of its left operand.
+bool is_convolution(const ir::Node& node) { return node.op.find("aten.conv") == 0; }
+
 double gemm_k(const ir::Node& node, const std::vector<const ir::TensorMeta*>& ins) {
+  // A convolution's reduction is its filter's C x taps (w is [k, c, ...]).
+  if (is_convolution(node))
+    return ins.size() >= 2 && !ins[1]->shape.empty() ? static_cast<double>(ins[1]->numel()) / ins[1]->shape[0] : 0;
   size_t left = (node.op.find("addmm") != std::string::npos || node.op.find("baddbmm") != std::string::npos) ? 1 : 0;
   if (ins.size() <= left || ins[left]->shape.empty()) return 0;
   return static_cast<double>(ins[left]->shape.back());
@@ -87,9 +92,13 @@ NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
     case ir::OpCategory::Gemm: {
       double k = gemm_k(node, ins);
       c.flops = 2.0 * out_numel * k;
-      double rate = a.gemm_rate(baseline_numerics(ctx.numerics));
+      // cuDNN runs fp32 convolutions in TF32 unless told otherwise (PyTorch's default).
+      Numerics base = baseline_numerics(ctx.numerics);
+      double rate = a.gemm_rate(is_convolution(node) && base == Numerics::fp32 ? Numerics::tf32 : base);
       double tiles = 1;
-      if (!node.outputs.empty() && node.outputs[0].rank() >= 2) {
+      if (is_convolution(node)) {
+        tiles = std::ceil(out_numel / (kLibraryTile * kLibraryTile));
+      } else if (!node.outputs.empty() && node.outputs[0].rank() >= 2) {
         auto& s = node.outputs[0].shape;
         double m = s[s.size() - 2], n = s.back();
         tiles = std::ceil(m / kLibraryTile) * std::ceil(n / kLibraryTile) * (out_numel / (m * n));
@@ -150,7 +159,8 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
   double mem_s = e.bytes_fused / a.dram_bytes_per_s;
   double compute_s = 0, library_s = 0;
   const std::string& fam = match.family;
-  if (fam.find("gemm") != std::string::npos) {
+  // A convolution is an implicit GEMM (its rule's dims M, N, K); fp32 convolutions run TF32, as cuDNN's do.
+  if (fam.find("gemm") != std::string::npos || fam == "conv") {
     auto dim = [&](const char* k, double fallback) {
       auto it = match.dims.find(k);
       return it != match.dims.end() ? static_cast<double>(it->second) : fallback;
@@ -173,7 +183,9 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
       double slices = std::max(1.0, std::min(std::floor(a.sm_count / tiles), std::floor(k / 256)));
       eff = std::max(eff, wave_efficiency(tiles * slices, a.sm_count));
     }
-    double rate = a.gemm_rate(ctx.numerics) * kFusedGemmEfficiency * std::max(eff, 1e-3);
+    Numerics mode = fam == "conv" && (ctx.numerics == Numerics::fp32 || ctx.numerics == Numerics::x3tf32)
+                        ? Numerics::tf32 : ctx.numerics;
+    double rate = a.gemm_rate(mode) * kFusedGemmEfficiency * std::max(eff, 1e-3);
     compute_s = gemm_flops / rate;  // epilogue arithmetic hides under the main loop
   } else if (fam.find("attention") != std::string::npos) {
     // A causal kernel skips the masked upper triangle; a hand-written chain's matmuls compute it

@@ -83,7 +83,10 @@ std::string unlisted_reason(const ir::Node& n) {
 }
 
 // Temporary leaves name the graph tensor ("@p_scale"); finish() numbers the slots the kept tree reads.
-json external_leaf(const ir::Graph& g, const json& ref, const ir::TensorMeta& out, const std::string& bias_node) {
+// `channel_axis`: the output dim that is the kernel's N (-1, the last, for a GEMM; 1 for a channels-first convolution,
+// whose other dims flatten into rows in another order, so it takes no column vectors).
+json external_leaf(const ir::Graph& g, const json& ref, const ir::TensorMeta& out, const std::string& bias_node,
+                   int64_t channel_axis) {
   const std::string& name = ir::ref_name(ref);
   if (ref.contains("index") && ref["index"] != 0) throw NotPointwise(fmt::format("it reads output {} of '{}'", ref["index"].dump(), name));
   const ir::Node& n = g.at(name);
@@ -99,9 +102,11 @@ json external_leaf(const ir::Graph& g, const json& ref, const ir::TensorMeta& ou
   s.insert(s.end(), t.shape.begin(), t.shape.end());
   if (s == out.shape) return {{"residual", "@" + name}};
   int64_t r = out.rank();
-  bool row = s[r - 1] == out.shape[r - 1] && std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; });
+  if (channel_axis < 0) channel_axis += r;
+  bool row = true;
+  for (int64_t i = 0; i < r; ++i) row = row && s[i] == (i == channel_axis ? out.shape[i] : 1);
   if (row) return name == bias_node ? json{{"row", "bias"}} : json{{"row", "@" + name}};
-  bool col = r >= 2 && s[r - 1] == 1 && std::equal(s.begin(), s.end() - 1, out.shape.begin());
+  bool col = channel_axis == r - 1 && r >= 2 && s[r - 1] == 1 && std::equal(s.begin(), s.end() - 1, out.shape.begin());
   if (col) return {{"col", "@" + name}};
   throw NotPointwise(fmt::format("its operand '{}' {} broadcasts over the output {} as neither a row, a column, a "
                                  "scalar nor a residual", name, shape_text(t.shape), shape_text(out.shape)));
@@ -192,6 +197,8 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
   if (start.is_null()) return "";
   const ir::TensorMeta& out = g.at(m.anchor).out();
   const std::string bias_node = bound(m, "bias");
+  const bool conv = m.family == "conv";
+  const int64_t channel_axis = conv ? 1 : -1;  // -1: the last dim of whatever shape the region value has
   Growth state;
   state.region.insert(m.nodes.begin(), m.nodes.end());
   state.tree[m.anchor] = start;
@@ -213,7 +220,7 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
       // A reshape of a region value that keeps the rows of N (x.view(B, T, N) after addmm, as Hugging Face's
       // Conv1D writes a Linear): the same values in the same order, so the expression passes through it. Kept
       // only with a pointwise op after it: a view alone is no work for the epilogue.
-      if (covered.empty() && same_rows_reshape(n, out, state.region)) {
+      if (covered.empty() && !conv && same_rows_reshape(n, out, state.region)) {
         state.region.insert(n.name);
         state.tree[n.name] = state.tree.at(ir::ref_name(n.args.at(0)));
         state.grown.push_back(n.name);
@@ -234,7 +241,7 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
       json t = pointwise_tree(n, [&](const json& ref) -> json {
         const std::string& r = ir::ref_name(ref);
         if (state.region.count(r)) return state.tree.at(r);  // a value used twice appears twice (recomputed)
-        return external_leaf(g, ref, *here, bias_node);
+        return external_leaf(g, ref, *here, bias_node, channel_axis);
       });
       if (tree_size(t) > kMaxEpilogueTreeNodes)
         throw NotPointwise(fmt::format("the epilogue tree would exceed {} nodes", kMaxEpilogueTreeNodes));
@@ -270,7 +277,8 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
 
 json starting_epilogue_tree(const Match& m) {
   const json& k = m.kernel;
-  if (m.family != "gemm" || k.contains("epilogue_tree") || !m.extra_outputs.empty()) return nullptr;
+  if ((m.family != "gemm" && m.family != "conv") || k.contains("epilogue_tree") || !m.extra_outputs.empty())
+    return nullptr;
   std::string act = k.value("activation", "");
   // SwiGLU reads the up projection and the residual rule its residual in the residual slot: not grown.
   if (act == "silu_mul" || !bound(m, "residual").empty()) return nullptr;

@@ -1,5 +1,6 @@
 #pragma once
-// Region growth: a GEMM match of the plan takes over the pointwise ops that follow it in the graph, as long as
+// Region growth: a GEMM or convolution match of the plan takes over the pointwise ops that follow it in the graph
+// (a convolution's per-channel vectors [K, 1, 1] are its row vectors), as long as
 // one value leaves the region, and carries them as its epilogue tree (the discover side of the contract in
 // docs/rule-format.md "Grown GEMM epilogues"):
 //   kernel.epilogue_tree  the rule's tree without beta * C, grown; leaves {"row"|"col"|"scalar": "vec<i>"} and

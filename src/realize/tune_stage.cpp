@@ -71,6 +71,8 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
       auto problem = family->problem_from_match(m, plan.graph, numerics, arch);
       row["family"] = family->name();
       row["problem"] = problem;
+      // What the kernel computes in: a family's own (a conv of fp32 tensors is TF32, as cuDNN's) where it says.
+      if (problem.contains("numerics") && problem["numerics"].is_string()) row["numerics"] = problem["numerics"];
       json shown = problem;  // a generated row-wise problem carries its whole fragment: name its ops instead
       if (shown.contains("fragment") && shown["fragment"].contains("nodes"))
         shown["fragment"] = fmt::format("{} IR nodes", shown["fragment"]["nodes"].size());

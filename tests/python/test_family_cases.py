@@ -23,7 +23,7 @@ GEMM = {"m": 64, "n": 32, "k": 16, "dtype": "float32"}
 def test_the_families_are_the_data_files():
     files = sorted((REPO_ROOT / "data" / "families").glob("*.json"))
     assert family_cases.FAMILIES == tuple(f.stem for f in files)
-    assert {"gemm", "normalization", "attention", "rope", "rowwise"} <= set(family_cases.FAMILIES)
+    assert {"gemm", "normalization", "attention", "rope", "rowwise", "conv"} <= set(family_cases.FAMILIES)
     for f in files:
         module = family_cases.case_module(f.stem)
         assert module.__name__ == json.loads(f.read_text())["python_case"]
@@ -32,8 +32,8 @@ def test_the_families_are_the_data_files():
         # The case takes the struct and workspace its family's "abi" section declares (kernel_abi.py's mirror).
         assert module.Case.args_type is kernel_abi.args_type(f.stem), f.stem
         assert module.Case.has_workspace == kernel_abi.has_workspace(f.stem), f.stem
-    with pytest.raises(ValueError, match="'conv' is not one of attention, gemm"):
-        family_cases.case_module("conv")
+    with pytest.raises(ValueError, match="'deconv' is not one of attention, conv, gemm"):
+        family_cases.case_module("deconv")
 
 
 def test_data_dir_follows_fact_home(tmp_path, monkeypatch):

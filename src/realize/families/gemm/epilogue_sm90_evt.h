@@ -4,6 +4,8 @@
 // kernel templates declare (fusion, ScalarStride, RowStride, ColStride, kAlignmentBias, kRound, ElementC, ...).
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "realize/families/gemm/epilogue_tree.h"
 
@@ -23,5 +25,12 @@ std::string sm90_evt_arguments(const EpilogueTree& tree);
 // as float constants, named FactAct_<activation>_<hash of its text>. Rendered at global scope after
 // templates/cutlass/fp32_activation.hpp.in (they build on fact_act::Elementwise); "" when the tree needs none.
 std::string sm90_evt_functors(const EpilogueTree& tree);
+
+// The vec<i> slots the tree reads, in slot order, with the broadcast kind of each.
+std::vector<std::pair<int, EpilogueNodeKind>> vector_slot_kinds(const EpilogueTree& tree);
+// can_implement's checks of the vec<i> slots the tree reads (the sm90 templates' vector_checks; "" without any):
+// each set, as a null slot would read as zeros; a row vector aligned for the broadcast's vector loads (the
+// templates' aligned(), kAlignmentBias and ElementBias).
+std::string sm90_vector_checks(const EpilogueTree& tree);
 
 }  // namespace fact::realize

@@ -60,31 +60,6 @@ int partial_alignment(const GemmConfig& c) {
 // The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
 std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
 
-// The vec<i> slots the tree reads, in slot order, with the broadcast kind of each.
-std::vector<std::pair<int, EpilogueNodeKind>> vector_slot_kinds(const EpilogueTree& tree) {
-  std::vector<std::pair<int, EpilogueNodeKind>> out;
-  for (int i : tree.vector_slots())
-    tree.any([&](const EpilogueTree& t) {
-      bool leaf = t.kind == EpilogueNodeKind::row_broadcast || t.kind == EpilogueNodeKind::col_broadcast ||
-                  t.kind == EpilogueNodeKind::scalar_vector;
-      if (leaf && vector_slot_index(t.name) == i) out.emplace_back(i, t.kind);
-      return leaf && vector_slot_index(t.name) == i;
-    });
-  return out;
-}
-
-// can_implement's checks of the vec<i> slots the tree reads (sm90 templates' vector_checks; "" without any): each
-// set, as a null slot would read as zeros; a row vector aligned for the broadcast's vector loads.
-std::string sm90_vector_checks(const EpilogueTree& tree) {
-  std::string out;
-  for (const auto& [i, kind] : vector_slot_kinds(tree)) {
-    out += fmt::format("  if (!a.vectors[{}]) return FACT_ERR_SHAPE;  // vec{}\n", i, i);
-    if (kind == EpilogueNodeKind::row_broadcast)
-      out += fmt::format("  if (!aligned(a.vectors[{}], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;\n", i);
-  }
-  return out;
-}
-
 // The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
 // reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's schema and
 // code then stay as they were).

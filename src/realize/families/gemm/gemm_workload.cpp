@@ -50,12 +50,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// A grown epilogue (the contract with discover's growth, src/discover/match.h): Match.kernel's "epilogue_tree",
-// whose vec<i> slots and residual are bound as operands "vec<i>" / "residual". Checks every tensor the tree reads
-// against the GEMM's output: row vectors have N values, column vectors one per output row (batch * M), scalars
-// one; the residual is shaped like the output; all in the output's dtype.
+}  // namespace
+
 Epilogue grown_epilogue(const discover::Match& m, const ir::Graph& g, const std::string& what, int64_t rows,
-                        int64_t n, const ir::Node* bias, const ir::Node* residual) {
+                        int64_t n, const ir::Node* bias, const ir::Node* residual, int channel_axis) {
   const nlohmann::json ops = m.kernel.value("operands", nlohmann::json::object());
   Epilogue e;
   try {
@@ -99,8 +97,11 @@ Epilogue grown_epilogue(const discover::Match& m, const ir::Graph& g, const std:
     }
     const ir::TensorMeta& vt = v->out();
     int64_t want = t.kind == EpilogueNodeKind::row_broadcast ? n : t.kind == EpilogueNodeKind::col_broadcast ? rows : 1;
+    // Right-aligned against the output, the channel dim must hold the N values (a [N] bias, a conv's [N, 1, 1]).
+    int64_t axis = (channel_axis < 0 ? out.rank() + channel_axis : channel_axis) - (out.rank() - vt.rank());
     bool last_ok = t.kind == EpilogueNodeKind::scalar_vector || vt.rank() == 0 ||
-                   vt.shape.back() == (t.kind == EpilogueNodeKind::row_broadcast ? n : 1);
+                   (t.kind == EpilogueNodeKind::row_broadcast ? axis >= 0 && axis < vt.rank() && vt.shape[axis] == n
+                                                              : vt.shape.back() == 1);
     if (vt.numel() != want || !last_ok) {
       why = fmt::format("{}: epilogue slot {} ({}) is shaped {}; it needs {} value{} ({})", what, t.name, t.text(),
                         shape_text(vt.shape), want, want == 1 ? "" : "s",
@@ -115,8 +116,6 @@ Epilogue grown_epilogue(const discover::Match& m, const ir::Graph& g, const std:
   if (why) throw Error(*why);
   return e;
 }
-
-}  // namespace
 
 GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
   std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);

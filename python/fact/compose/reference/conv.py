@@ -1,0 +1,85 @@
+"""CPU reference of a convolution op (conv_<id>, templates/cutlass/conv_op.cpp.in): the op's epilogue tree over
+acc = conv(x, w) (cross-correlation, groups 1, the op's stride / padding / dilation), with "bias" the op's [k] bias,
+"residual" its residual slot and vec<i> its `vectors` ([k] per-channel, or one element), computed in float64 and
+rounded once to x's dtype. The tree comes from the manifest entry's config ("epilogue"), read with the GEMM
+reference's evaluator (gemm.py beside this file, found by path: composed folders carry no fact package)."""
+import importlib.util
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+SCHEMA = ("(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
+          "Tensor[] vectors) -> Tensor")
+
+
+def _gemm_reference():
+    spec = importlib.util.spec_from_file_location("fact_reference_gemm_for_conv", Path(__file__).with_name("gemm.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_GEMM = _gemm_reference()
+
+
+def evaluate_conv_epilogue(tree, activations, acc, bias, residual, vectors, what):
+    """The tree over a channels-first convolution output acc [n, k, ...]: the bias and per-channel vectors broadcast
+    along dim 1, one-element vectors as scalars, the residual shaped like acc (alpha 1, no C)."""
+    channel = (-1,) + (1,) * (acc.dim() - 2)
+
+    def leaf(name):
+        if ":" in name:  # "row:vec0", "scalar:vec1"
+            kind, slot = name.split(":")
+            v = (vectors or {}).get(slot)
+            if v is None:
+                raise ValueError(f"{what} reads vector slot {slot}, but none was passed")
+            return v.reshape(channel) if kind == "row" else v.reshape(())
+        if name == "acc":
+            return acc
+        if name in ("alpha", "beta"):
+            return 1.0 if name == "alpha" else 0.0
+        if name == "C":
+            return None
+        if name == "residual":
+            if residual is None:
+                raise ValueError(f"{what} reads the residual slot, but none was passed")
+            return residual
+        if bias is None:
+            raise ValueError(f"{what} reads a bias vector, but none was passed")
+        if name != "row":
+            raise ValueError(f"{what} reads the bias as a {name} vector; a convolution's bias is per channel")
+        return bias.reshape(channel)
+
+    return _GEMM.evaluate_epilogue(tree, activations, leaf)
+
+
+def _conv(tree, activations, key):
+    slots = _GEMM.vector_slots(tree)
+
+    def conv(x, w, bias, residual, stride, padding, dilation, vectors=()):
+        if len(vectors) != len(slots):
+            raise ValueError(f"{key} reads {len(slots)} vectors ({', '.join(slots) or 'none'}), got {len(vectors)}")
+        fn = (F.conv1d, F.conv2d, F.conv3d)[x.dim() - 3]
+        acc = fn(x.double(), w.double(), None, stride=list(stride), padding=list(padding), dilation=list(dilation))
+        f64 = lambda t: t.double() if t is not None else None  # noqa: E731
+        out = evaluate_conv_epilogue(tree, activations, acc, f64(bias), f64(residual),
+                                     {s: v.double() for s, v in zip(slots, vectors)}, key)
+        return out.to(x.dtype).contiguous()
+
+    return conv
+
+
+def reference_op(entry):
+    """(schema, implementation, key) of a conv op's manifest entry; the key is its epilogue."""
+    epilogue = (entry.get("config") or {}).get("epilogue", "none")
+    named, activations = _GEMM.load_epilogue_tables()
+    tree = named.get(epilogue) if isinstance(epilogue, str) else epilogue
+    if tree is None:
+        raise ValueError(f"op {entry['op']}: epilogue '{epilogue}' has no reference implementation")
+    try:
+        _GEMM.check_tree(tree, activations)
+    except ValueError as e:
+        raise ValueError(f"op {entry['op']}: epilogue {tree!r}: {e}") from None
+    key = f"conv epilogue {_GEMM.tree_text(tree)}"
+    return SCHEMA, _conv(tree, activations, key), key

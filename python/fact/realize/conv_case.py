@@ -1,0 +1,238 @@
+"""The conv family's measurement case: out = epilogue(conv(x, w)) for conv1d/2d/3d (stride, padding, dilation,
+groups 1) with the GEMM family's epilogue trees (bias, per-channel vectors, scalars, a residual) over the
+channels-last output.
+
+Verified against the convolution in float64 on the same rounded inputs, within verify.py's table for the mode at
+K = c * filter taps. fp32 tensors multiply in TF32: the baseline is PyTorch's own convolution as a module runs it,
+cuDNN with TF32 allowed (PyTorch's default for convolutions, whatever the matmul precision), plus PyTorch's
+epilogue ops; both sides are timed from channels-first tensors as the module holds them (the op's layout change
+counts toward FACT's time: the case's pre-kernel step).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+
+from ..compose.reference.conv import evaluate_conv_epilogue
+from ..compose.reference.gemm import tree_leaves, tree_slots, vector_slots
+from . import verify
+from .gemm_case import parse_epilogue, epilogue_tables
+from .kernel_abi import FACT_CONV_MAX_VECTORS, FactConvArgs
+from .measure_case import MeasureCase
+from .problem_fields import JsonProblem, ProblemError, check_keys, integer, paired_choice
+
+SPATIAL = 3  # FACT_CONV_SPATIAL: (d, h, w), a 2-D conv's depth 1
+NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
+PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "dtype",
+                "numerics", "epilogue")
+
+
+def _dims(obj, key, where, minimum):
+    v = obj.get(key)
+    if not isinstance(v, list) or len(v) != SPATIAL or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                                 and x >= minimum for x in v):
+        raise ProblemError(f"{where}.{key}: {v!r} is not {SPATIAL} integers >= {minimum} (depth, height, width)")
+    return tuple(v)
+
+
+@dataclass(frozen=True)
+class ConvProblem(JsonProblem):
+    spatial_dims: int
+    n: int
+    c: int
+    k: int
+    in_: tuple
+    filter: tuple
+    out: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    dtype: str
+    numerics: str
+    epilogue: object
+
+    def to_json(self) -> dict:
+        j = super().to_json()
+        j["in"] = j.pop("in_")
+        return j
+
+    @property
+    def tree(self):
+        return epilogue_tables()[0][self.epilogue] if isinstance(self.epilogue, str) else self.epilogue
+
+    @property
+    def own(self) -> slice:
+        """The conv's own spatial dims among the ABI's three."""
+        return slice(SPATIAL - self.spatial_dims, SPATIAL)
+
+    @property
+    def reduction(self) -> int:
+        return self.c * math.prod(self.filter)
+
+    @property
+    def out_shape(self) -> tuple:
+        return (self.n, self.k, *self.out[self.own])
+
+
+def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
+    check_keys(obj, PROBLEM_KEYS, where)
+    dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics",
+                                    "fp32 convolutions run TF32, as PyTorch's cuDNN default")
+    dims = integer(obj, "spatial_dims", where)
+    if dims > SPATIAL:
+        raise ProblemError(f"{where}.spatial_dims: {dims} is over {SPATIAL}")
+    p = ConvProblem(spatial_dims=dims, n=integer(obj, "n", where), c=integer(obj, "c", where),
+                    k=integer(obj, "k", where), in_=_dims(obj, "in", where, 1), filter=_dims(obj, "filter", where, 1),
+                    out=_dims(obj, "out", where, 1), stride=_dims(obj, "stride", where, 1),
+                    padding=_dims(obj, "padding", where, 0), dilation=_dims(obj, "dilation", where, 1),
+                    dtype=dtype, numerics=numerics,
+                    epilogue=parse_epilogue(obj.get("epilogue", "none"), f"{where}.epilogue"))
+    for i in range(SPATIAL):
+        want = (p.in_[i] + 2 * p.padding[i] - p.dilation[i] * (p.filter[i] - 1) - 1) // p.stride[i] + 1
+        if p.out[i] != want:
+            raise ProblemError(f"{where}.out: {list(p.out)} does not follow from the input, filter, stride, padding "
+                               f"and dilation (dim {i}: {want})")
+    if "C" in tree_leaves(p.tree) or "col" in tree_slots(p.tree).values():
+        raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
+    return p
+
+
+@dataclass
+class ConvInputs:
+    x: object          # [n, c, ...] channels-first, contiguous: as a module holds it
+    w: object          # [k, c, ...] likewise
+    x_last: object     # x's values in channels-last storage (what the kernel reads), filled by the pre-kernel copy
+    w_last: object     # likewise for w
+    bias: object       # [k] or None
+    residual: object   # like the output (channels-last storage), or None
+    vectors: dict      # {"vec<i>": flat [k] or [1]}
+    outputs: dict      # {"out": (channels-first view of the channels-last output, guarded flat buffer)}
+
+
+def channels_last(t):
+    """A channels-first tensor's values in channels-last storage, as the same logical view."""
+    perm = (0, *range(2, t.dim()), 1)
+    back = (0, t.dim() - 1, *range(1, t.dim() - 1))
+    return t.permute(perm).contiguous().permute(back)
+
+
+class ConvCase(MeasureCase):
+    family = "conv"
+    args_type = FactConvArgs
+    has_workspace = True
+
+    def tolerance(self) -> float:
+        return verify.tolerance(self.problem.numerics, self.problem.reduction)
+
+    def tolerance_table(self) -> dict:
+        return verify.tolerance_table(self.problem.reduction)
+
+    def bytes_per_set(self) -> int:
+        p = self.problem
+        elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
+        x = p.n * p.c * math.prod(p.in_)
+        w = p.k * p.reduction
+        out = p.n * p.k * math.prod(p.out)
+        residual = out if "residual" in tree_leaves(p.tree) else 0
+        return (2 * (x + w) + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem  # x, w twice: both layouts
+
+    def make_inputs(self, device, generator=None) -> ConvInputs:
+        """Fresh random operands: x ~ N(0, 1), w scaled by 1/sqrt(K) so outputs are about N(0, 1)."""
+        import torch
+        p = self.problem
+        dt = verify.torch_dtype(p.dtype)
+        own = p.own
+
+        def randn(*shape, scale=1.0):
+            return (torch.randn(*shape, device=device, dtype=torch.float32, generator=generator) * scale).to(dt)
+
+        x = randn(p.n, p.c, *p.in_[own])
+        w = randn(p.k, p.c, *p.filter[own], scale=1.0 / math.sqrt(p.reduction))
+        x_last, w_last = channels_last(torch.full_like(x, float("nan"))), channels_last(torch.full_like(w, float("nan")))
+        slots = tree_slots(p.tree)
+        bias = randn(p.k, scale=0.5) if "bias" in slots else None
+        residual = channels_last(randn(*p.out_shape)) if "residual" in tree_leaves(p.tree) else None
+        vectors = {slot: (torch.rand(p.k if slots[slot] == "row" else 1, device=device, dtype=torch.float32,
+                                     generator=generator) + 0.5).to(dt) for slot in vector_slots(p.tree)}
+        numel = math.prod(p.out_shape)
+        g = verify.GUARD_ELEMENTS
+        buf = torch.full((numel + 2 * g,), float("nan"), device=device, dtype=dt)
+        last = (p.n, *p.out[own], p.k)
+        view = buf[g:g + numel].view(last).permute(0, len(last) - 1, *range(1, len(last) - 1))
+        return ConvInputs(x, w, x_last, w_last, bias, residual, vectors, {"out": (view, buf)})
+
+    def pre_kernel(self):
+        return self.to_channels_last
+
+    @staticmethod
+    def to_channels_last(inp: ConvInputs) -> None:
+        """The op's first step, timed with the kernel: the module's channels-first x and w in channels-last storage."""
+        inp.x_last.copy_(inp.x)
+        inp.w_last.copy_(inp.w)
+
+    def input_tensors(self, inp: ConvInputs) -> list:
+        return [t for t in (inp.x, inp.w, inp.bias, inp.residual, *inp.vectors.values()) if t is not None]
+
+    def kernel_args(self, inp: ConvInputs, stream_ptr: int) -> FactConvArgs:
+        p = self.problem
+        ptr = lambda t: ctypes.c_void_p(t.data_ptr()) if t is not None else None  # noqa: E731
+        arr = lambda v: (ctypes.c_int64 * SPATIAL)(*v)  # noqa: E731
+        slots = (ctypes.c_void_p * FACT_CONV_MAX_VECTORS)()
+        for slot, t in inp.vectors.items():
+            slots[int(slot[3:])] = t.data_ptr()
+        return FactConvArgs(n=p.n, c=p.c, k=p.k, in_extent=arr(p.in_), filter_extent=arr(p.filter),
+                            out_extent=arr(p.out), stride=arr(p.stride), padding=arr(p.padding),
+                            dilation=arr(p.dilation), x=ptr(inp.x_last), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
+                            bias=ptr(inp.bias), residual=ptr(inp.residual), vectors=slots, alpha=1.0,
+                            workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
+
+    def _conv(self, x, w, bias=None):
+        import torch.nn.functional as F
+        p = self.problem
+        fn = (F.conv1d, F.conv2d, F.conv3d)[p.spatial_dims - 1]
+        own = p.own
+        return fn(x, w, bias, stride=p.stride[own], padding=p.padding[own], dilation=p.dilation[own])
+
+    def reference(self, inp: ConvInputs) -> dict:
+        """The tree over the convolution in float64 on the same rounded inputs."""
+        p = self.problem
+        _, activations = epilogue_tables()
+        f64 = lambda t: t.double() if t is not None else None  # noqa: E731
+        acc = self._conv(inp.x.double(), inp.w.double())
+        out = evaluate_conv_epilogue(p.tree, activations, acc, f64(inp.bias), f64(inp.residual),
+                                     {s: t.double() for s, t in inp.vectors.items()}, "the conv problem")
+        return {"out": out}
+
+    def baselines(self) -> list:
+        """PyTorch's convolution from channels-first tensors (a module's), cuDNN with TF32 allowed for fp32
+        (PyTorch's default), then PyTorch's epilogue ops; a bias the tree adds first goes into the conv, as
+        nn.Conv*d passes it."""
+        import torch
+        p = self.problem
+        _, activations = epilogue_tables()
+        tree = p.tree
+        # A module's conv adds its bias inside cuDNN's call: the tree's alpha * acc + bias becomes acc there.
+        conv_bias = ["add", ["mul", "alpha", "acc"], {"row": "bias"}]
+
+        def with_bias_in_conv(t):
+            if t == conv_bias:
+                return "acc"
+            return [t[0], *[with_bias_in_conv(c) for c in t[1:]]] if isinstance(t, list) else t
+
+        module_tree = with_bias_in_conv(tree)
+        bias_in_conv = module_tree != tree
+
+        def run(inp):
+            x, w = inp.x, inp.w
+            with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=True):
+                acc = self._conv(x, w, inp.bias if bias_in_conv else None)
+            return {"out": evaluate_conv_epilogue(module_tree, activations, acc, inp.bias, inp.residual, inp.vectors,
+                                                  "the conv problem")}
+
+        name = "torch conv (cuDNN, TF32 allowed: PyTorch's default)" if p.dtype == "float32" else "torch conv (cuDNN)"
+        return [(name + ("" if module_tree == "acc" or tree == ["mul", "alpha", "acc"] else " + PyTorch epilogue ops"),
+                 run)]
+
+
+Case = ConvCase

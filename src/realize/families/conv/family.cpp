@@ -1,0 +1,106 @@
+// The conv family behind the KernelFamily seam: conv matches (with their grown epilogues) to CUTLASS 3.x implicit-GEMM
+// kernels and op wrappers rendered from templates/cutlass/conv_sm90_fprop.cu.in and conv_op.cpp.in (only the values
+// come from here), and the composed module's call of the op.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compose/python_expr.h"
+#include "core/error.h"
+#include "ir/op_table.h"
+#include "realize/families/conv/family.h"
+#include "realize/families/gemm/epilogue_sm90_evt.h"
+#include "realize/family_codegen.h"
+#include "realize/template_renderer.h"
+#include "realize/typed_kernel_family.h"
+
+namespace fact::realize {
+namespace {
+
+constexpr const char* kLayouts[] = {"TensorNWC", "TensorNHWC", "TensorNDHWC"};
+
+std::string boolean(bool b) { return b ? "true" : "false"; }
+
+}  // namespace
+
+GeneratedSource generate_conv_kernel(const ConvConfig& c) {
+  if (c.spatial_dims < 1 || c.spatial_dims > kConvSpatial || c.arch != Arch::sm90)
+    throw Error(fmt::format("conv config {} ({}): sm90 kernels of 1 to 3 spatial dims only", c.id(), c.summary()));
+  const EpilogueTree& tree = c.epilogue.tree;
+  TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n"});
+  v["element"] = cutlass_type(c.element);
+  v["layout"] = kLayouts[c.spatial_dims - 1];
+  v["epilogue"] = c.epilogue.key();
+  v["epilogue_tree"] = tree.text();
+  // TF32/bf16/fp16 round far more than any activation: CUTLASS's functors, plus the table's generated ones.
+  std::string functors = sm90_evt_functors(tree);
+  v["fp32_activation"] = functors.empty() ? "" : render_template_file("cutlass/fp32_activation.hpp.in", {}) + functors;
+  v["fusion_tree"] = sm90_evt_type(tree, false);
+  v["fusion_arguments"] = sm90_evt_arguments(tree);
+  v["vector_checks"] = sm90_vector_checks(tree);
+  v["has_bias"] = boolean(tree.reads_bias());
+  v["has_residual"] = boolean(tree.reads_source("residual"));
+  return render_family_template("conv", "kernel_template", c.id(), v);
+}
+
+std::string conv_op_schema(const ConvConfig& c) {
+  return c.id() + "(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
+                  "Tensor[] vectors) -> Tensor";
+}
+
+GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
+  TemplateValues v = op_wrapper_slots(c, conv_op_schema(c), {"spatial_dims"});
+  const EpilogueTree& tree = c.epilogue.tree;
+  v["has_bias"] = boolean(tree.reads_bias());
+  v["has_residual"] = boolean(tree.reads_source("residual"));
+  auto slots = vector_slot_kinds(tree);
+  std::string names, bind;
+  for (size_t j = 0; j < slots.size(); ++j) {
+    names += fmt::format("{}vec{}", j ? ", " : "", slots[j].first);
+    bind += fmt::format("  a.vectors[{}] = held[{}].data_ptr();\n", slots[j].first, j);
+  }
+  v["vector_count"] = std::to_string(slots.size());
+  v["vector_names"] = names.empty() ? "none" : names;
+  v["vectors_bind"] = bind;
+  return render_family_template("conv", "op_template", c.id(), v);
+}
+
+namespace {
+
+// A view of the output (x.view(n, -1) before a classifier) needs PyTorch's contiguous layout; the op writes
+// channels-last, which another convolution (and any pointwise op) takes as it is.
+bool users_take_channels_last(const OpCallSite& s) {
+  const auto& users = s.graph.users(s.match.anchor);
+  if (users.empty()) return false;
+  for (const auto& u : users) {
+    const ir::Node* n = s.graph.find(u);  // null for the module's output: returned as PyTorch would return it
+    if (!n || n->op.rfind("aten.conv", 0) != 0) return false;
+  }
+  return true;
+}
+
+// x and w as the module has them, bias / residual / vectors as bound, the tuned problem's stride, padding and
+// dilation (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims).
+OpCall conv_op_call(const OpCallSite& s) {
+  ConvProblem p = ConvProblem::from_json(s.problem);
+  auto own = [&](const ConvDims& d) {
+    return fmt::format("[{}]", fmt::join(std::vector<int64_t>(d.end() - p.spatial_dims, d.end()), ", "));
+  };
+  std::string vectors;
+  for (const auto& [i, kind] : vector_slot_kinds(p.epilogue.tree)) {
+    std::string slot = fmt::format("vec{}", i);
+    vectors += (vectors.empty() ? "" : ", ") + s.tensor(slot.c_str(), true) + ".reshape(-1)";
+  }
+  std::string bias = s.tensor("bias", false);
+  std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true), s.tensor("w", true),
+                                 bias == "None" ? bias : bias + ".reshape(-1)", s.tensor("residual", false),
+                                 own(p.stride), own(p.padding), own(p.dilation), vectors);
+  return {"", users_take_channels_last(s) ? expr : expr + ".contiguous()"};
+}
+
+const bool registered = register_typed_family<ConvProblem, ConvConfig>(
+    {.name = "conv", .workload_layout = "ndhwc", .problem_from_match = conv_problem_from_match,
+     .config_space = enumerate_conv_configs, .kernel = generate_conv_kernel, .op_schema = conv_op_schema,
+     .op_wrapper = generate_conv_op_wrapper, .op_call = conv_op_call});
+
+}  // namespace
+}  // namespace fact::realize

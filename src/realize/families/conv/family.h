@@ -1,0 +1,82 @@
+#pragma once
+// The conv family: forward convolutions (conv1d/2d/3d, groups 1) with the GEMM family's epilogue trees, as CUTLASS
+// 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma). problem.cpp reads a match into a ConvProblem; space.cpp
+// has the ConvConfig and its config space; family.cpp renders templates/cutlass/conv_sm90_fprop.cu.in and
+// conv_op.cpp.in and registers the family. As a GEMM: M = n * z * p * q output pixels, N = k output channels,
+// K = c * t * r * s; the output is channels-last, so a per-channel vector is the epilogue's row broadcast.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/vocabulary.h"
+#include "discover/match.h"
+#include "ir/graph.h"
+#include "realize/config_ranking.h"
+#include "realize/families/gemm/gemm_epilogue.h"
+#include "realize/template_renderer.h"
+
+namespace fact::realize {
+
+constexpr int kConvSpatial = 3;  // FACT_CONV_SPATIAL: depth, height, width (a 2-D conv has depth 1)
+using ConvDims = std::array<int64_t, kConvSpatial>;
+
+// One forward convolution: extents in the ABI's (d, h, w) order, leading dims of a 1-D/2-D conv at 1.
+struct ConvProblem {
+  int spatial_dims = 2;  // 1, 2 or 3: conv1d / conv2d / conv3d
+  int64_t n = 0, c = 0, k = 0;
+  ConvDims in{1, 1, 1}, filter{1, 1, 1}, out{1, 1, 1};
+  ConvDims stride{1, 1, 1}, padding{0, 0, 0}, dilation{1, 1, 1};
+  Element element = Element::f32;  // x, w, out and the epilogue's tensors
+  Epilogue epilogue;               // over acc, without C: "none", "bias" or a grown tree
+  Arch arch = Arch::sm90;
+
+  // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type.
+  Numerics numerics() const;
+  int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
+  int64_t gemm_k() const { return c * filter[0] * filter[1] * filter[2]; }
+  // The output extent PyTorch computes for dim i from the others.
+  int64_t expected_out(int i) const;
+  // Throws Error naming the field and the fix (extents, TMA's 16-byte channel alignment, the epilogue).
+  void validate() const;
+  nlohmann::json to_json() const;
+  static ConvProblem from_json(const nlohmann::json& j);
+};
+
+// The problem of a conv match: x [n, c, (d,) (h,) w] and w [k, c, ...] as the graph has them, the attrs stride /
+// padding / dilation (one value stands for every spatial dim), the epilogue the match grew (bias, or the tree of
+// Match.kernel "epilogue_tree"). Throws Error naming the match when the kernel cannot take it.
+ConvProblem conv_problem_from_match(const discover::Match& match, const ir::Graph& graph, Numerics numerics, Arch arch);
+
+// One kernel: the CTA tile (M x N x K elements) and the cluster, plus the problem traits the kernel is specialized on
+// (spatial dims, element, epilogue). CUTLASS's sm90 convolutions have one schedule: warp-specialized, one producer
+// and one consumer warpgroup, not persistent.
+struct ConvConfig {
+  int spatial_dims = 2;
+  Element element = Element::f32;
+  Epilogue epilogue;
+  Arch arch = Arch::sm90;
+  int tile_m = 128, tile_n = 128, tile_k = 32;
+  int cluster_m = 1, cluster_n = 1;
+
+  std::string id() const;       // "conv_" + 12 hex digits of the canonical JSON's hash
+  std::string summary() const;  // e.g. "sm90 conv2d float32 128x128x32 c2x1 add(mul(alpha,acc),row(bias))"
+  nlohmann::json to_json() const;
+  static ConvConfig from_json(const nlohmann::json& j);
+};
+
+// Why the config cannot run the problem (a sentence), or empty when it can.
+std::string conv_config_rejection(const ConvProblem& problem, const ConvConfig& config);
+
+// The axes come from data/families/conv.json; ranked by wave quantization and tile efficiency.
+ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& problem, int top_n);
+
+// The kernel (.cu exporting the FactConvArgs C ABI); throws Error when the config cannot be generated.
+GeneratedSource generate_conv_kernel(const ConvConfig& config);
+// "conv_<id>(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation,
+// Tensor[] vectors) -> Tensor"
+std::string conv_op_schema(const ConvConfig& config);
+GeneratedSource generate_conv_op_wrapper(const ConvConfig& config);
+
+}  // namespace fact::realize

@@ -1,0 +1,169 @@
+// The conv problem: from a rule match (x and w as the graph has them, the attrs, the grown epilogue) and its JSON.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "realize/families/conv/family.h"
+#include "realize/families/gemm/epilogue_sm90_evt.h"
+#include "realize/families/gemm/gemm_workload.h"
+#include "realize/family_json.h"
+#include "realize/kernel_family.h"
+
+namespace fact::realize {
+namespace {
+
+// An attr list (stride [2, 2], or one value [2] for every dim) as the ABI's (d, h, w), the leading dims `fill`.
+ConvDims spatial_attr(const discover::Match& m, const char* name, int dims, int64_t fill, const std::string& what) {
+  ConvDims out;
+  out.fill(fill);
+  auto it = m.attrs.find(name);
+  if (it == m.attrs.end() || it->second.is_null()) {
+    for (int i = kConvSpatial - dims; i < kConvSpatial; ++i) out[i] = name == std::string("padding") ? 0 : 1;
+    return out;
+  }
+  std::vector<int64_t> v;
+  try {
+    v = it->second.is_array() ? it->second.get<std::vector<int64_t>>() : std::vector<int64_t>{it->second.get<int64_t>()};
+  } catch (const nlohmann::json::exception&) {
+    throw Error(fmt::format("{}: attr {} is {}, not a list of integers (padding='same' is not taken yet)", what, name,
+                            it->second.dump()));
+  }
+  if (v.size() != 1 && static_cast<int>(v.size()) != dims)
+    throw Error(fmt::format("{}: attr {} has {} values for a {}-D convolution", what, name, v.size(), dims));
+  for (int i = 0; i < dims; ++i) out[kConvSpatial - dims + i] = v.size() == 1 ? v[0] : v[i];
+  return out;
+}
+
+std::string dims_text(const ConvDims& d) { return fmt::format("{}", fmt::join(d, "x")); }
+
+}  // namespace
+
+Numerics ConvProblem::numerics() const {
+  return element == Element::bf16 ? Numerics::bf16 : element == Element::f16 ? Numerics::fp16 : Numerics::tf32;
+}
+
+int64_t ConvProblem::expected_out(int i) const {
+  return (in[i] + 2 * padding[i] - dilation[i] * (filter[i] - 1) - 1) / stride[i] + 1;
+}
+
+void ConvProblem::validate() const {
+  if (spatial_dims < 1 || spatial_dims > kConvSpatial)
+    throw Error(fmt::format("conv problem: {} spatial dims; FACT takes conv1d, conv2d and conv3d", spatial_dims));
+  if (n <= 0 || c <= 0 || k <= 0)
+    throw Error(fmt::format("conv problem n={} c={} k={}: every extent must be positive", n, c, k));
+  for (int i = 0; i < kConvSpatial; ++i) {
+    if (in[i] <= 0 || filter[i] <= 0 || stride[i] <= 0 || dilation[i] <= 0 || padding[i] < 0)
+      throw Error(fmt::format("conv problem: input {}, filter {}, stride {}, dilation {} must be positive and padding "
+                              "{} at least 0", dims_text(in), dims_text(filter), dims_text(stride), dims_text(dilation),
+                              dims_text(padding)));
+    if (i < kConvSpatial - spatial_dims && (in[i] != 1 || filter[i] != 1 || stride[i] != 1 || padding[i] != 0))
+      throw Error(fmt::format("conv problem: a {}-D convolution has extent 1, stride 1 and padding 0 in dim {}",
+                              spatial_dims, i));
+    if (out[i] != expected_out(i) || out[i] <= 0)
+      throw Error(fmt::format("conv problem: output {} does not follow from input {}, filter {}, stride {}, padding "
+                              "{}, dilation {}", dims_text(out), dims_text(in), dims_text(filter), dims_text(stride),
+                              dims_text(padding), dims_text(dilation)));
+  }
+  // TMA moves 16-byte rows of channels: c and k must be whole 16-byte vectors (a 3-channel image is not).
+  int vec = 16 / element_bytes(element);
+  if (c % vec || k % vec)
+    throw Error(fmt::format("conv problem c={} k={} ({}): TMA's im2col loads need both a multiple of {} channels (16 "
+                            "bytes); PyTorch keeps this convolution", c, k, to_string(element), vec));
+  if (auto why = sm90_evt_rejection(epilogue.tree)) throw Error("conv problem: " + *why);
+  if (epilogue.tree.reads_source("C") || epilogue.tree.any([](const EpilogueTree& t) {
+        return t.kind == EpilogueNodeKind::col_broadcast;
+      }))
+    throw Error("conv problem: epilogue " + epilogue.key() + " reads C or a column vector; a convolution's epilogue "
+                "reads per-channel vectors, scalars and a residual");
+}
+
+nlohmann::json ConvProblem::to_json() const {
+  return {{"spatial_dims", spatial_dims}, {"n", n}, {"c", c}, {"k", k}, {"in", in}, {"filter", filter},
+          {"out", out}, {"stride", stride}, {"padding", padding}, {"dilation", dilation},
+          {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
+          {"arch", to_string(arch)}};
+}
+
+ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
+  return parse_family_json("conv problem", "ConvProblem::to_json", [&] {
+    ConvProblem p;
+    p.spatial_dims = j.at("spatial_dims");
+    p.n = j.at("n");
+    p.c = j.at("c");
+    p.k = j.at("k");
+    p.in = j.at("in");
+    p.filter = j.at("filter");
+    p.out = j.at("out");
+    p.stride = j.at("stride");
+    p.padding = j.at("padding");
+    p.dilation = j.at("dilation");
+    p.element = element_from_string(j.at("element"));
+    p.epilogue = Epilogue::from_json(j.value("epilogue", nlohmann::json("none")));
+    p.arch = arch_from_string(j.at("arch"));
+    return p;
+  });
+}
+
+ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g, Numerics numerics, Arch arch) {
+  std::string what = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
+  if (arch != Arch::sm90)
+    throw Error(what + ": FACT's convolutions are sm90 kernels (TMA im2col); PyTorch keeps it on " + to_string(arch));
+  const nlohmann::json ops = m.kernel.value("operands", nlohmann::json::object());
+  const ir::Node* x = bound_node(m, g, ops.value("x", nlohmann::json()));
+  const ir::Node* w = bound_node(m, g, ops.value("w", nlohmann::json()));
+  if (!x || !w || x->outputs.empty() || w->outputs.empty())
+    throw Error(what + ": the rule's kernel block names no bound tensors for operands x and w");
+  const ir::TensorMeta& tx = x->out();
+  const ir::TensorMeta& tw = w->out();
+  if (tx.rank() < 3 || tx.rank() > 5 || tw.rank() != tx.rank())
+    throw Error(fmt::format("{}: x is {}-D and w {}-D; a convolution of 1 to 3 spatial dims takes [n, c, ...] and "
+                            "[k, c, ...] of one rank", what, tx.rank(), tw.rank()));
+  ConvProblem p;
+  p.spatial_dims = static_cast<int>(tx.rank()) - 2;
+  p.n = tx.shape[0];
+  p.c = tx.shape[1];
+  p.k = tw.shape[0];
+  if (tw.shape[1] != p.c)
+    throw Error(fmt::format("{}: w has {} input channels for x's {} (groups > 1 is not taken yet)", what, tw.shape[1], p.c));
+  int lead = kConvSpatial - p.spatial_dims;
+  for (int i = 0; i < p.spatial_dims; ++i) {
+    p.in[lead + i] = tx.shape[2 + i];
+    p.filter[lead + i] = tw.shape[2 + i];
+  }
+  p.stride = spatial_attr(m, "stride", p.spatial_dims, 1, what);
+  p.padding = spatial_attr(m, "padding", p.spatial_dims, 0, what);
+  p.dilation = spatial_attr(m, "dilation", p.spatial_dims, 1, what);
+  auto groups = m.attrs.find("groups");
+  if (groups != m.attrs.end() && groups->second.is_number_integer() && groups->second.get<int64_t>() != 1)
+    throw Error(fmt::format("{}: groups {} (grouped and depthwise convolutions are not taken yet)", what,
+                            groups->second.dump()));
+  for (int i = 0; i < kConvSpatial; ++i) p.out[i] = p.expected_out(i);
+
+  // The convolution's own output, and the anchor's (the last op of a grown epilogue): one shape.
+  const ir::Node* conv = m.nodes.empty() ? nullptr : g.find(m.nodes.front());
+  const ir::TensorMeta& anchor = g.at(m.anchor).out();
+  std::vector<int64_t> want = {p.n, p.k};
+  for (int i = 0; i < p.spatial_dims; ++i) want.push_back(p.out[lead + i]);
+  if (anchor.shape != want || (conv && !conv->outputs.empty() && conv->out().shape != want))
+    throw Error(fmt::format("{}: the output is shaped [{}], but the attrs give [{}]", what, fmt::join(anchor.shape, ", "),
+                            fmt::join(want, ", ")));
+  if (input_element(numerics) != element_from_string(tx.dtype) || tw.dtype != tx.dtype || anchor.dtype != tx.dtype)
+    throw Error(fmt::format("{}: x, w and the output are {}, {}, {}; numerics {} takes {} for all", what, tx.dtype,
+                            tw.dtype, anchor.dtype, to_string(numerics), to_string(input_element(numerics))));
+  p.element = input_element(numerics);
+  p.arch = arch;
+  const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
+  const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
+  if (m.kernel.contains("epilogue_tree"))
+    p.epilogue = grown_epilogue(m, g, what, p.gemm_m(), p.k, bias, residual, /*channel_axis=*/1);
+  else if (residual)
+    throw Error(what + ": a residual operand without an epilogue tree; fix the rule");
+  else  // alpha * acc (+ bias): the trees growth starts from, without GEMM's beta * C
+    p.epilogue = Epilogue::of(EpilogueTree::from_json(
+        bias ? nlohmann::json::parse(R"(["add", ["mul", "alpha", "acc"], {"row": "bias"}])")
+             : nlohmann::json::parse(R"(["mul", "alpha", "acc"])")));
+  p.validate();
+  return p;
+}
+
+}  // namespace fact::realize

@@ -1,0 +1,108 @@
+// The conv config (id, summary, JSON) and its config space: every (tile, cluster) of the family's data file whose
+// accumulators fit the consumer warpgroup's registers, ranked by how well the implicit GEMM's tiles fill the output
+// and the machine.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/arch_spec.h"
+#include "core/error.h"
+#include "realize/families/conv/family.h"
+#include "realize/family_json.h"
+#include "realize/kernel_family.h"
+
+namespace fact::realize {
+namespace {
+
+// Higher is better: the share of computed tile elements that are output (tiles past M or N compute padding), the
+// last wave's fill across the SMs, and the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA).
+double score(const ConvProblem& p, const ConvConfig& c) {
+  double m = double(p.gemm_m()), n = double(p.k);
+  double tiles_m = std::ceil(m / c.tile_m), tiles_n = std::ceil(n / c.tile_n);
+  double utilization = (m / (tiles_m * c.tile_m)) * (n / (tiles_n * c.tile_n));
+  double sms = ArchSpec::of(p.arch).sm_count;
+  double tiles = tiles_m * tiles_n;
+  double waves = std::ceil(tiles / sms);
+  double fill = tiles / (waves * sms);
+  double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
+  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity);
+}
+
+}  // namespace
+
+nlohmann::json ConvConfig::to_json() const {
+  nlohmann::json j = {{"spatial_dims", spatial_dims}, {"element", element}, {"epilogue", epilogue.to_json()},
+                      {"arch", arch}, {"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k},
+                      {"cluster_m", cluster_m}, {"cluster_n", cluster_n}};
+  j["family"] = "conv";
+  return j;
+}
+
+ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
+  return parse_family_json("conv config", "ConvConfig::to_json", [&] {
+    ConvConfig c;
+    c.spatial_dims = j.at("spatial_dims");
+    c.element = j.at("element");
+    c.epilogue = Epilogue::from_json(j.at("epilogue"));
+    c.arch = j.at("arch");
+    c.tile_m = j.at("tile_m");
+    c.tile_n = j.at("tile_n");
+    c.tile_k = j.at("tile_k");
+    c.cluster_m = j.at("cluster_m");
+    c.cluster_n = j.at("cluster_n");
+    return c;
+  });
+}
+
+std::string ConvConfig::id() const { return config_hash_id("conv_", to_json()); }
+
+std::string ConvConfig::summary() const {
+  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
+                     tile_n, tile_k, cluster_m, cluster_n, epilogue.key());
+}
+
+std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
+  if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue))
+    return "the config is specialized for another spatial rank, element, arch or epilogue";
+  const nlohmann::json limits = family_data("conv").at("limits");
+  // One consumer warpgroup holds the whole tile's fp32 accumulators in registers.
+  int per_thread = c.tile_m * c.tile_n / limits.at("consumer_threads").get<int>();
+  if (per_thread > limits.at("max_accumulators_per_thread").get<int>())
+    return fmt::format("a {}x{} tile gives each of the consumer warpgroup's threads {} accumulators (over {})", c.tile_m,
+                       c.tile_n, per_thread, limits.at("max_accumulators_per_thread").get<int>());
+  int64_t stage_bytes = int64_t{c.tile_m + c.tile_n} * c.tile_k * element_bytes(c.element);
+  if (2 * stage_bytes > limits.at("max_smem_tile_bytes").get<int64_t>())
+    return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory", c.tile_m, c.tile_n, c.tile_k,
+                       2 * stage_bytes);
+  if (c.tile_n >= 2 * p.k && c.tile_n > 64)
+    return fmt::format("tile N {} is over twice the {} output channels", c.tile_n, p.k);
+  return "";
+}
+
+ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) {
+  p.validate();
+  const nlohmann::json axes = family_data("conv").at("config_space");
+  const int tile_k = axes.at("k_tile_bytes").get<int>() / element_bytes(p.element);
+  ConfigRanking<ConvConfig> ranking;
+  for (const auto& mn : axes.at("tiles_mn"))
+    for (const auto& cl : axes.at("clusters_mn")) {
+        ConvConfig c;
+        c.spatial_dims = p.spatial_dims;
+        c.element = p.element;
+        c.epilogue = p.epilogue;
+        c.arch = p.arch;
+        c.tile_m = mn.at(0);
+        c.tile_n = mn.at(1);
+        c.tile_k = tile_k;
+        c.cluster_m = cl.at(0);
+        c.cluster_n = cl.at(1);
+        // Clusters take turns with single CTAs, so a short top_n measures both.
+        ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); },
+                    c.cluster_m * c.cluster_n > 1 ? 1 : 0);
+      }
+  return ranking.ranked(top_n, fmt::format("conv{}d n={} c={} k={} ({}): no conv config can take it", p.spatial_dims,
+                                           p.n, p.c, p.k, to_string(p.element)));
+}
+
+}  // namespace fact::realize

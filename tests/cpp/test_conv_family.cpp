@@ -1,0 +1,210 @@
+// The conv family (issue 17): conv1d/2d/3d matches with their grown epilogues (per-channel [K, 1, 1] vectors are row
+// broadcasts), the problem's checks (TMA's channel alignment, groups, output extents), the config space, the kernel
+// and op wrapper rendered from their templates, the composed call, and (tests named *Nvcc*) nvcc compiles for sm_90a.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/arch_spec.h"
+#include "core/error.h"
+#include "discover/pattern_registry.h"
+#include "discover/plan.h"
+#include "family_nvcc_check.h"
+#include "ir_test_graphs.h"
+#include "realize/families/conv/family.h"
+#include "realize/kernel_family.h"
+
+using namespace fact;
+using namespace fact::realize;
+using fact::discover::Match;
+using fact::discover::Plan;
+using fact::test::GraphDoc;
+using fact::test::Json;
+using fact::test::ref_to;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+Plan plan_of(GraphDoc& d, Numerics numerics = Numerics::x3tf32) {
+  static const auto registry = discover::PatternRegistry::builtin();
+  return discover::make_plan(d.graph(), registry, ir::OpTable::builtin(), ArchSpec::builtin("sm90"), numerics);
+}
+
+// KernelBench's Conv2d_ReLU_BiasAdd shape, small: x [4, 16, 18, 18], w [32, 16, 3, 3] + b [32], stride 1, padding 0
+// -> [4, 32, 16, 16]; then relu and + a [32, 1, 1] parameter (a per-channel vector).
+GraphDoc conv_relu_bias(const std::string& dtype = "float32", int64_t c = 16) {
+  GraphDoc d;
+  d.input("w", {32, c, 3, 3}, dtype, "parameter").input("b", {32}, dtype, "parameter");
+  d.input("bias2", {32, 1, 1}, dtype, "parameter").input("x", {4, c, 18, 18}, dtype);
+  d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), ref_to("b")}, {4, 32, 16, 16}, dtype);
+  d.op("relu", "aten.relu.default", {ref_to("conv2d")}, {4, 32, 16, 16}, dtype);
+  d.op("add", "aten.add.Tensor", {ref_to("relu"), ref_to("bias2")}, {4, 32, 16, 16}, dtype);
+  d.output("add");
+  return d;
+}
+
+const Match& conv_match(const Plan& p) {
+  for (const auto& e : p.entries)
+    if (e.match.family == "conv") return e.match;
+  throw Error("no conv entry in the plan");
+}
+
+ConvProblem problem_of(GraphDoc& d) {
+  Plan p = plan_of(d);
+  return conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
+}
+
+}  // namespace
+
+TEST(ConvFamily, MatchGrowsOverPointwiseOpsWithPerChannelVectors) {
+  GraphDoc d = conv_relu_bias();
+  Plan p = plan_of(d);
+  const Match& m = conv_match(p);
+  EXPECT_EQ(m.anchor, "add");
+  EXPECT_EQ(m.nodes, (std::vector<std::string>{"conv2d", "relu", "add"}));
+  EXPECT_EQ(m.kernel["epilogue_tree"],
+            Json::parse(R"(["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}])"));
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  EXPECT_EQ(cp.spatial_dims, 2);
+  EXPECT_EQ(cp.n, 4);
+  EXPECT_EQ(cp.c, 16);
+  EXPECT_EQ(cp.k, 32);
+  EXPECT_EQ(cp.out, (ConvDims{1, 16, 16}));
+  EXPECT_EQ(cp.numerics(), Numerics::tf32) << "fp32 convolutions multiply in TF32, as cuDNN's default";
+  EXPECT_EQ(cp.gemm_m(), 4 * 16 * 16);
+  EXPECT_EQ(cp.gemm_k(), 16 * 9);
+  EXPECT_EQ(ConvProblem::from_json(cp.to_json()).to_json(), cp.to_json());
+}
+
+TEST(ConvFamily, AttrsStrideDilationPaddingAndOneDimConvs) {
+  GraphDoc d;
+  d.input("w", {64, 32, 5}, "float32", "parameter").input("x", {2, 32, 100});
+  // conv1d(x, w, None, stride [2], padding [3], dilation [2]): (100 + 6 - 8 - 1) // 2 + 1 = 49.
+  d.op("conv1d", "aten.conv1d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2}), Json::array({3}),
+                                         Json::array({2})}, {2, 64, 49});
+  d.output("conv1d");
+  ConvProblem p = problem_of(d);
+  EXPECT_EQ(p.spatial_dims, 1);
+  EXPECT_EQ(p.in, (ConvDims{1, 1, 100}));
+  EXPECT_EQ(p.stride, (ConvDims{1, 1, 2}));
+  EXPECT_EQ(p.padding, (ConvDims{0, 0, 3}));
+  EXPECT_EQ(p.dilation, (ConvDims{1, 1, 2}));
+  EXPECT_EQ(p.out, (ConvDims{1, 1, 49}));
+  EXPECT_EQ(p.epilogue.tree.text(), "mul(alpha,acc)") << "no bias: alpha * acc";
+}
+
+TEST(ConvFamily, UnalignedChannelsAndGroupsStayPyTorchsWithTheReason) {
+  GraphDoc rgb = conv_relu_bias("float32", 3);  // a 3-channel image: not whole 16-byte vectors
+  try {
+    problem_of(rgb);
+    FAIL() << "c = 3 is not a multiple of 4 fp32 channels";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "multiple of 4 channels")) << e.what();
+  }
+  GraphDoc grouped;
+  grouped.input("w", {32, 8, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
+  grouped.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({1, 1}),
+                                               Json::array({0, 0}), Json::array({1, 1}), 2}, {4, 32, 16, 16});
+  grouped.output("conv2d");
+  Plan p = plan_of(grouped);
+  EXPECT_TRUE(std::none_of(p.entries.begin(), p.entries.end(), [](const auto& e) { return e.match.family == "conv"; }))
+      << "the rule's constraint groups == 1 keeps grouped convolutions out";
+}
+
+TEST(ConvFamily, ConfigSpaceKeepsAccumulatorsInRegistersAndRanksClusters) {
+  GraphDoc d = conv_relu_bias();
+  ConvProblem p = problem_of(d);
+  auto space = enumerate_conv_configs(p, 6);
+  ASSERT_EQ(space.ranked.size(), 6u);
+  bool single = false, cluster = false;
+  for (const auto& c : space.ranked) {
+    EXPECT_EQ(conv_config_rejection(p, c), "") << c.summary();
+    EXPECT_EQ(c.tile_k, 32) << "128-byte K tiles of fp32";
+    single |= c.cluster_m * c.cluster_n == 1;
+    cluster |= c.cluster_m * c.cluster_n > 1;
+    EXPECT_EQ(ConvConfig::from_json(c.to_json()).id(), c.id());
+  }
+  EXPECT_TRUE(single && cluster) << "single CTAs and clusters take turns in the ranking";
+  ConvConfig big = space.ranked.front();
+  big.tile_m = 256;
+  big.tile_n = 128;
+  EXPECT_TRUE(has(conv_config_rejection(p, big), "accumulators"));
+}
+
+TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
+  GraphDoc d = conv_relu_bias();
+  ConvProblem p = problem_of(d);
+  ConvConfig c = enumerate_conv_configs(p, 1).ranked.at(0);
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "cutlass::layout::TensorNHWC"));
+  EXPECT_TRUE(has(kernel, "cutlass::conv::Operator::kFprop"));
+  EXPECT_TRUE(has(kernel, "KernelImplicitTmaWarpSpecializedSm90;"));
+  EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
+  EXPECT_TRUE(has(kernel, "a.vectors[0]"));
+  EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
+  std::string op = generate_conv_op_wrapper(c).text;
+  EXPECT_TRUE(has(op, "a.vectors[0] = held[0].data_ptr();"));
+  EXPECT_TRUE(has(op, conv_op_schema(c)));
+  const KernelFamily* family = kernel_family_named("conv");
+  ASSERT_NE(family, nullptr);
+  EXPECT_EQ(family->workload_key("conv", p.to_json()).numerics, "tf32");
+}
+
+TEST(ConvFamily, ComposedCallPassesAttrsAndMakesTheOutputContiguousForViews) {
+  GraphDoc d = conv_relu_bias();
+  Plan p = plan_of(d);
+  const Match& m = conv_match(p);
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
+  const KernelFamily* family = kernel_family_named("conv");
+  Json problem = cp.to_json(), config = c.to_json();
+  OpCallSite site{m, p.graph, problem, config, "torch.ops.fact." + c.id(), "add", "pattern conv at node 'add'",
+                  [&](const char* operand, bool required) -> std::string {
+                    const Json ops = m.kernel.value("operands", Json::object());
+                    const ir::Node* n = bound_node(m, p.graph, ops.value(operand, Json()));
+                    if (!n && required) throw Error(std::string("unbound ") + operand);
+                    return n ? n->name : "None";
+                  },
+                  [&](const char* operand) {
+                    return bound_node(m, p.graph, m.kernel.value("operands", Json::object()).value(operand, Json()));
+                  }};
+  std::string call = family->op_call(site).expression;
+  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], "
+                  "[bias2.reshape(-1)]).contiguous()")
+      << "the module's output is returned as PyTorch returns it: contiguous";
+}
+
+TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
+  GraphDoc d = conv_relu_bias();
+  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_relu_bias", c.summary());
+}
+
+#include <filesystem>
+#include <fstream>
+
+#include "realize/families/gemm/gemm_codegen.h"
+#include "realize/kernel_abi_header.h"
+#include "torch_headers_check.h"
+
+TEST(ConvFamily, OpWrapperParsesAgainstTorchHeaders) {
+  const std::string torch_dir = torch_package_dir();
+  if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  GraphDoc grown = conv_relu_bias();
+  ConvConfig with_vector = enumerate_conv_configs(problem_of(grown), 1).ranked.at(0);
+  GraphDoc plain;
+  plain.input("w", {64, 32, 5}, "float32", "parameter").input("x", {2, 32, 100});
+  plain.op("conv1d", "aten.conv1d.default", {ref_to("x"), ref_to("w")}, {2, 64, 96});
+  plain.output("conv1d");
+  ConvConfig bare = enumerate_conv_configs(problem_of(plain), 1).ranked.at(0);
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "fact_test_conv_wrapper";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ops.cpp") << op_library_source({generate_conv_op_wrapper(with_vector).text,
+                                                       generate_conv_op_wrapper(bare).text})
+                                        .text;
+  auto r = parse_against_torch(torch_dir, dir / "ops.cpp", kernel_abi_include_dir());
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
+}

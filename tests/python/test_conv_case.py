@@ -1,0 +1,63 @@
+"""The conv family's Python side (issue 17): its measurement case (problem parsing, inputs in both layouts, the
+float64 reference, PyTorch's way as a module runs it) and its CPU reference op, checked against PyTorch on the CPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fact.compose.reference import conv as conv_reference
+from fact.realize import family_cases
+from fact.realize.problem_fields import ProblemError
+
+# Conv2d_ReLU_BiasAdd, small: x [2, 8, 10, 10], w [16, 8, 3, 3] + bias, relu, + a [16, 1, 1] vector; what the
+# C++ family's measure_problem writes for it.
+TREE = ["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}]
+PROBLEM = {"spatial_dims": 2, "n": 2, "c": 8, "k": 16, "in": [1, 10, 10], "filter": [1, 3, 3], "out": [1, 8, 8],
+           "stride": [1, 1, 1], "padding": [0, 0, 0], "dilation": [1, 1, 1], "dtype": "float32", "numerics": "tf32",
+           "epilogue": TREE}
+
+
+def test_problem_parses_and_checks_the_output_extent():
+    p = family_cases.parse_family_problem("conv", PROBLEM, "x")
+    assert p.out_shape == (2, 16, 8, 8) and p.reduction == 72 and p.numerics == "tf32"
+    assert p.to_json() == PROBLEM
+    with pytest.raises(ProblemError, match="x.out: .* does not follow"):
+        family_cases.parse_family_problem("conv", {**PROBLEM, "out": [1, 9, 9]}, "x")
+    with pytest.raises(ProblemError, match="fp32 convolutions run TF32"):
+        family_cases.parse_family_problem("conv", {**PROBLEM, "numerics": "3xtf32"}, "x")
+    with pytest.raises(ProblemError, match="no C and no column vectors"):
+        family_cases.parse_family_problem("conv", {**PROBLEM, "epilogue": "bias"}, "x")
+
+
+def test_case_reference_and_baseline_agree_on_the_cpu():
+    p = family_cases.parse_family_problem("conv", PROBLEM, "x")
+    case = family_cases.case_for("conv", p)
+    g = torch.Generator().manual_seed(0)
+    inp = case.make_inputs("cpu", g)
+    assert inp.x.is_contiguous() and not inp.x_last.is_contiguous(), "the module's layout, and the kernel's"
+    assert torch.isnan(inp.x_last).all(), "filled only by the pre-kernel step"
+    case.pre_kernel()(inp)
+    assert torch.equal(inp.x_last, inp.x) and torch.equal(inp.w_last, inp.w)
+    assert inp.x_last.permute(0, 2, 3, 1).is_contiguous(), "channels-last storage"
+    ref = case.reference(inp)["out"]
+    want = F.conv2d(inp.x.double(), inp.w.double(), inp.bias.double()).relu() + inp.vectors["vec0"].double().reshape(-1, 1, 1)
+    assert torch.allclose(ref, want)
+    (name, run), = case.baselines()
+    assert "TF32 allowed" in name
+    got = run(inp)["out"]
+    assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
+    args = case.kernel_args(inp, 0)
+    assert (args.n, args.c, args.k) == (2, 8, 16) and list(args.out_extent) == [1, 8, 8]
+    assert args.x == inp.x_last.data_ptr() and args.vectors[0] == inp.vectors["vec0"].data_ptr()
+    assert args.vectors[1] is None
+
+
+def test_reference_op_is_the_tree_over_the_convolution():
+    entry = {"op": "conv_x", "config": {"epilogue": TREE}}
+    schema, impl, key = conv_reference.reference_op(entry)
+    assert schema.startswith("(Tensor x, Tensor w") and "relu" in key
+    x, w, b, v = torch.randn(2, 8, 9, 9), torch.randn(16, 8, 3, 3), torch.randn(16), torch.randn(16)
+    out = impl(x, w, b, None, [2, 2], [1, 1], [1, 1], [v])
+    want = F.conv2d(x, w, b, stride=2, padding=1).relu() + v.reshape(-1, 1, 1)
+    assert out.shape == want.shape and torch.allclose(out, want, atol=1e-5)
+    with pytest.raises(ValueError, match="reads 1 vectors"):
+        impl(x, w, b, None, [1, 1], [0, 0], [1, 1], [])
