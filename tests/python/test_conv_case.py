@@ -61,3 +61,16 @@ def test_reference_op_is_the_tree_over_the_convolution():
     assert out.shape == want.shape and torch.allclose(out, want, atol=1e-5)
     with pytest.raises(ValueError, match="reads 1 vectors"):
         impl(x, w, b, None, [1, 1], [0, 0], [1, 1], [])
+
+
+def test_reference_in_slices_of_the_batch_equals_the_whole(monkeypatch):
+    from fact.realize import conv_case
+    p = family_cases.parse_family_problem("conv", PROBLEM, "x")
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(1))
+    whole = case.reference(inp)["out"]
+    monkeypatch.setattr(conv_case, "REFERENCE_CHUNK_BYTES", 1)  # one image at a time
+    monkeypatch.setattr(conv_case, "REFERENCE_F64_BYTES", 1)    # and stored in float32
+    sliced = case.reference(inp)["out"]
+    assert whole.dtype == torch.float64 and sliced.dtype == torch.float32
+    assert torch.allclose(sliced.double(), whole, rtol=1e-6, atol=1e-6)

@@ -34,7 +34,7 @@ def test_requests_name_the_family_and_bad_fields():
     assert req.to_json()["family"] == "normalization"
     assert parse_request({"family": "attention", "problem": ATTN}).problem.dtype == "float32"
     with pytest.raises(RequestError, match="request.family"):
-        parse_request({"family": "conv", "problem": NORM})
+        parse_request({"family": "deconv", "problem": NORM})
     with pytest.raises(RequestError, match=r"request.problem.has_bias: RMSNorm"):
         parse_request({"family": "normalization", "problem": {**NORM, "kind": "rms_norm"}})
     with pytest.raises(RequestError, match=r"request.problem.numerics"):

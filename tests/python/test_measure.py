@@ -93,8 +93,8 @@ def test_mirror_names_and_workspace_follow_the_data():
     assert kernel_abi.args_type("rowwise") is kernel_abi.FactRowwiseArgs and not kernel_abi.has_workspace("rowwise")
     assert kernel_abi.FACT_ROWWISE_MAX_INPUTS == 4
     assert kernel_abi.FactRowwiseArgs.inputs.size == 4 * ctypes.sizeof(ctypes.c_void_p)
-    with pytest.raises(ValueError, match="'conv' is not one of attention, gemm"):
-        kernel_abi.args_type("conv")
+    with pytest.raises(ValueError, match="'deconv' is not one of attention, conv, gemm"):
+        kernel_abi.args_type("deconv")
 
 
 def rope_abi(**change) -> dict:

@@ -238,7 +238,8 @@ def test_backend_compiles_the_composed_graph_with_inductor_and_keeps_the_faster(
     assert optimized.uses_fact_ops
     decision = {}
     with torch.no_grad():
-        compiled = dynamo_backend.choose(gm, inputs, optimized, decision)
+        alone = dynamo_backend.inductor(gm, inputs)
+        compiled = dynamo_backend.choose(gm, inputs, optimized, alone, decision)
         got, want = compiled(*inputs), gm(*inputs)
     torch.testing.assert_close(got, want)
     assert decision["used"] in ("fact", "inductor") and decision["fact_ms"] > 0 and decision["inductor_ms"] > 0, \

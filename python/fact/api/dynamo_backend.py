@@ -55,18 +55,18 @@ def inductor(gm, example_inputs):
     return compile_fx(gm, example_inputs)
 
 
-def choose(gm: torch.fx.GraphModule, example_inputs, optimized, decision: dict):
-    """Inductor over the composed graph (FACT's ops for what they won) or Inductor alone, whichever is correct
-    and faster on the example inputs."""
+def choose(gm: torch.fx.GraphModule, example_inputs, optimized, alone, decision: dict):
+    """Inductor over the composed graph (FACT's ops for what they won) or Inductor alone (`alone`, compiled before
+    FACT saw the graph), whichever is correct and faster on the example inputs."""
     if not optimized.uses_fact_ops:
         decision.update(used="inductor", why="no FACT kernel was verified faster than PyTorch on this graph "
                                              "(see the report)")
-        return inductor(gm, example_inputs)
+        return alone
     from torch.fx.experimental.proxy_tensor import make_fx
     graph = optimized._graph
     with torch.no_grad():
         composed_fx = make_fx(lambda *flat: graph._replay(gm, list(flat)))(*example_inputs)
-        with_fact, alone = inductor(composed_fx, example_inputs), inductor(gm, example_inputs)
+        with_fact = inductor(composed_fx, example_inputs)
         if not compare(with_fact(*example_inputs), gm(*example_inputs))[0]:
             decision.update(used="inductor", why="Inductor over FACT's graph differed from the graph (tolerance 1e-2)")
             return alone
@@ -99,15 +99,17 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs, *, options: dict | No
     decision = {"graph": len(decisions), "nodes": len(gm.graph.nodes)}
     decisions.append(decision)
     why = why_inductor_alone(example_inputs)
+    # Inductor alone first, on the graph as Dynamo gave it: what torch.compile would run, whatever FACT does next.
+    alone = inductor(gm, example_inputs)
     if not why:
         from fact.api.optimize import optimize
         try:
             optimized = optimize(gm, tuple(example_inputs), keep_inputs=module_state_inputs(gm, example_inputs),
                                  **options)
             decision["report"] = str(optimized.report.folder or "")
-            return choose(gm, example_inputs, optimized, decision)
+            return choose(gm, example_inputs, optimized, alone, decision)
         except Exception as e:  # noqa: BLE001 - FACT failing on a graph must not fail the user's compile
             why = f"FACT failed on this graph: {type(e).__name__}: {e}"
     decision.update(used="inductor", why=why)
     log.info("fact backend, graph %d: Inductor alone (%s)", decision["graph"], why)
-    return inductor(gm, example_inputs)
+    return alone

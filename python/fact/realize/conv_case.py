@@ -23,6 +23,8 @@ from .measure_case import MeasureCase
 from .problem_fields import JsonProblem, ProblemError, check_keys, integer, paired_choice
 
 SPATIAL = 3  # FACT_CONV_SPATIAL: (d, h, w), a 2-D conv's depth 1
+REFERENCE_CHUNK_BYTES = 1 << 30  # float64 output of one slice of the batch in the reference
+REFERENCE_F64_BYTES = 2 << 30    # a larger reference is kept in float32
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "dtype",
                 "numerics", "epilogue")
@@ -195,13 +197,24 @@ class ConvCase(MeasureCase):
         return fn(x, w, bias, stride=p.stride[own], padding=p.padding[own], dilation=p.dilation[own])
 
     def reference(self, inp: ConvInputs) -> dict:
-        """The tree over the convolution in float64 on the same rounded inputs."""
+        """The tree over the convolution in float64 on the same rounded inputs, a slice of the batch at a time (a
+        level-1 problem's output is 8 GB in float32: its float64 temporaries would not fit beside the inputs); kept in
+        float64 up to REFERENCE_F64_BYTES, else rounded once to float32 (verify.compare reads either)."""
+        import torch
         p = self.problem
         _, activations = epilogue_tables()
         f64 = lambda t: t.double() if t is not None else None  # noqa: E731
-        acc = self._conv(inp.x.double(), inp.w.double())
-        out = evaluate_conv_epilogue(p.tree, activations, acc, f64(inp.bias), f64(inp.residual),
-                                     {s: t.double() for s, t in inp.vectors.items()}, "the conv problem")
+        w, bias = inp.w.double(), f64(inp.bias)
+        vectors = {s: t.double() for s, t in inp.vectors.items()}
+        per_image = math.prod(p.out_shape[1:])
+        dtype = torch.float64 if p.n * per_image * 8 <= REFERENCE_F64_BYTES else torch.float32
+        out = torch.empty(p.out_shape, dtype=dtype, device=inp.x.device)
+        step = max(1, REFERENCE_CHUNK_BYTES // (per_image * 8))
+        for start in range(0, p.n, step):
+            rows = slice(start, start + step)
+            acc = self._conv(inp.x[rows].double(), w)
+            residual = f64(inp.residual[rows]) if inp.residual is not None else None
+            out[rows] = evaluate_conv_epilogue(p.tree, activations, acc, bias, residual, vectors, "the conv problem")
         return {"out": out}
 
     def baselines(self) -> list:
