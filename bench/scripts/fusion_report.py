@@ -1,5 +1,6 @@
 """bench/results/fusion_h100.{json,md}: the generic-fusion benchmark (issue 16) from `fact bench` suites that
-bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode.
+bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode; with --benchmark conv, the convolution benchmark
+(issue 17, bench/results/conv_h100), whose --suite-dirs add each pattern's kernel time against PyTorch's.
 
     python bench/scripts/fusion_report.py [--previous bench/results/fusion_h100.json] --default SUITE.json [...] \
         [--tf32 SUITE.json ...] --device "H100 ..." [--commit SHA] -o bench/results/fusion_h100
@@ -50,7 +51,33 @@ def suites_of_report(report: dict) -> dict:
                                  if p.get(mode)]}] for mode in MODES}
 
 
-def build(suites: dict, device: str, commit: str) -> dict:
+BENCHMARKS = {
+    "fusion": {"title": "Generic fusion benchmark", "format": "fact-fusion-bench",
+               "selection": "bench/fusion_problems.json (bench/scripts/fusion_problems.py)",
+               "default": "each problem's own: 3xtf32 (fp32-accurate) for fp32 models; eager and torch.compile in "
+                          "PyTorch's default fp32 (matmuls full fp32)"},
+    "conv": {"title": "Convolution benchmark", "format": "fact-conv-bench",
+             "selection": "bench/conv_problems.json (bench/scripts/fusion_problems.py --set conv)",
+             "default": "FACT's convolutions in TF32, as PyTorch's cuDNN convolutions by default (torch.backends.cudnn."
+                        "allow_tf32); other ops in each problem's own mode (3xtf32 for fp32 models); eager and "
+                        "torch.compile in PyTorch's defaults"},
+}
+
+
+def kernel_rows(suite_dirs: list[str]) -> dict:
+    """Per problem id, its patterns as the per-problem report.json of an unpacked suite folder gives them: FACT's
+    verified kernel ms against PyTorch's ms for the same subgraph, and whether the composed module kept it."""
+    out = {}
+    for d in suite_dirs:
+        for report in sorted(Path(d).glob("level*/*/report.json")):
+            pid = f"{report.parent.parent.name}/{report.parent.name}"
+            rows = json.loads(report.read_text()).get("patterns", [])
+            out[pid] = [{k: r.get(k) for k in ("rule", "family", "accepted", "fact_ms", "pytorch_ms", "numerics", "why")}
+                        for r in rows]
+    return out
+
+
+def build(suites: dict, device: str, commit: str, benchmark: str = "fusion") -> dict:
     by_id: dict[str, dict] = {}
     for mode, files in suites.items():
         for suite in files:
@@ -59,10 +86,10 @@ def build(suites: dict, device: str, commit: str) -> dict:
                 if mode not in row or p.get("status") in MEASURED:
                     row[mode] = {k: p.get(k) for k in FIELDS}
     problems = sorted(by_id.values(), key=lambda r: (r["level"], int(r["id"].split("/")[1].split("_")[0])))
-    return {"format": "fact-fusion-bench", "version": 1, "device": device, "date": dt.date.today().isoformat(),
-            "commit": commit, "selection": "bench/fusion_problems.json (bench/scripts/fusion_problems.py)",
-            "numerics": {"default": "each problem's own: 3xtf32 (fp32-accurate) for fp32 models; eager and "
-                                    "torch.compile in PyTorch's default fp32 (matmuls full fp32)",
+    b = BENCHMARKS[benchmark]
+    return {"format": b["format"], "version": 1, "title": b["title"], "device": device,
+            "date": dt.date.today().isoformat(), "commit": commit, "selection": b["selection"],
+            "numerics": {"default": b["default"],
                          "tf32": "tf32 for FACT; eager and torch.compile with float32 matmul precision 'high'"},
             "summary": {"level2_vs_eager_default": summary(problems, "level2", "default", "speedup_eager"),
                         "level2_vs_compile_tf32": summary(problems, "level2", "tf32", "speedup_compile"),
@@ -77,7 +104,7 @@ def cell(v, fmt="{:.3g}"):
 
 
 def markdown(doc: dict) -> str:
-    md = [f"# Generic fusion benchmark ({doc['device']}, {doc['date']}, commit {doc['commit']})", "",
+    md = [f"# {doc.get('title', 'Generic fusion benchmark')} ({doc['device']}, {doc['date']}, commit {doc['commit']})", "",
           f"Problems: {doc['selection']}. Numerics: default = {doc['numerics']['default']}; tf32 = "
           f"{doc['numerics']['tf32']}.", *(["", doc["note"], ""] if doc.get("note") else [""]), "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
           "|---|---|---|---|---|---|"]
@@ -98,6 +125,18 @@ def markdown(doc: dict) -> str:
             md.append(f"| {p['id']} | {mode} | {r['status']} | {ops} | {cell(r['composed_ms'], '{:.4g}')} | "
                       f"{cell(r['eager_ms'], '{:.4g}')} | {cell(r['compile_default_ms'], '{:.4g}')} | "
                       f"{cell(r['speedup_eager'], '{:.2f}x')} | {cell(r['speedup_compile'], '{:.2f}x')} | {rel} | {why} |")
+    kernels = [(p["id"], k) for p in doc["problems"] for k in p.get("kernels", []) if k.get("fact_ms") is not None]
+    if kernels:
+        md += ["", "## FACT's kernels against PyTorch's ops (tuning, per pattern)", "",
+               "Each verified winner against what PyTorch runs for the same subgraph, from the problem's report; "
+               "`kept` says whether the composed module uses it (the end-to-end gate can still fall back).", "",
+               "| problem | pattern | numerics | FACT ms | PyTorch ms | ratio | kept | why |", "|---|---|---|---|---|---|---|---|"]
+        for pid, k in kernels:
+            ratio = k["pytorch_ms"] / k["fact_ms"] if k.get("pytorch_ms") else None
+            why = (k.get("why") or "").replace("|", "/")[:140]
+            md.append(f"| {pid} | {k['rule']} | {k.get('numerics') or '—'} | {cell(k['fact_ms'], '{:.4g}')} | "
+                      f"{cell(k.get('pytorch_ms'), '{:.4g}')} | {cell(ratio, '{:.2f}x')} | "
+                      f"{'yes' if k.get('accepted') else 'no'} | {why} |")
     return "\n".join(md) + "\n"
 
 
@@ -110,6 +149,9 @@ def main() -> None:
     ap.add_argument("--commit", default=None, help="the binary's commit (default: this checkout's)")
     ap.add_argument("--note", default="", help="how the suites were run (calls, settings, what is missing)")
     ap.add_argument("-o", "--output", required=True, help="path without extension")
+    ap.add_argument("--benchmark", choices=tuple(BENCHMARKS), default="fusion")
+    ap.add_argument("--suite-dirs", nargs="*", default=[],
+                    help="unpacked suite folders (suite.tgz): each problem's patterns, FACT's kernel vs PyTorch's ms")
     a = ap.parse_args()
     if not a.default and not a.tf32:
         ap.error("name at least one suite.json (--default or --tf32)")
@@ -118,8 +160,12 @@ def main() -> None:
     suites["tf32"] += [json.loads(Path(f).read_text()) for f in a.tf32 or []]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
-    doc = build(suites, a.device, commit)
+    doc = build(suites, a.device, commit, a.benchmark)
     doc["note"] = a.note
+    kernels = kernel_rows(a.suite_dirs)
+    for p in doc["problems"]:
+        if p["id"] in kernels:
+            p["kernels"] = kernels[p["id"]]
     Path(a.output + ".json").write_text(json.dumps(doc, indent=1) + "\n")
     Path(a.output + ".md").write_text(markdown(doc))
     print(markdown(doc).split("## Per problem")[0])

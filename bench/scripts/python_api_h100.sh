@@ -3,7 +3,7 @@
 # bench/scripts/build_device_binary.sh built here (carry .devbin and .cutlass), then runs python_api_h100.py on the
 # MiniGPT block and a Hugging Face GPT-2, writing $OUT/python_api.json.
 # Then here: python bench/scripts/python_api_report.py <python_api.json> -o bench/results/python_api_h100
-# Usage (device): [NUMERICS=tf32] [TOP=1] bash bench/scripts/python_api_h100.sh [MODEL.py ...]
+# Usage (device): [NUMERICS=tf32] [TOP=1] [API_ARGS="--backend-only ..."] bash bench/scripts/python_api_h100.sh [MODEL.py ...]
 set -uo pipefail
 source bench/scripts/device_env.sh
 # The installed package, as a user has it: its own data (fact/_share) and its `fact` console script.
@@ -15,5 +15,5 @@ python3 -c "import fact._core as c; print('fact._core', c.__version__, c.__file_
 nvidia-smi -L
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(bench/problems/level3/minigpt_block.py bench/models/hf_gpt2.py)
-python3 bench/scripts/python_api_h100.py --out "$OUT" --numerics "${NUMERICS:-tf32}" --top "${TOP:-1}" "${models[@]}" \
+python3 bench/scripts/python_api_h100.py --out "$OUT" --numerics "${NUMERICS:-tf32}" --top "${TOP:-1}" ${API_ARGS:-} "${models[@]}" \
   2>&1 | tee "$OUT/python_api.log"
