@@ -28,8 +28,9 @@ int run(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log details");
   auto list = fact::cli::registered_commands();
   std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first < b.first; });
-  for (auto& [name, setup] : list) setup(app);
   try {
+    // Inside the try: a command's setup reads data (the kernel families of data/families), which can be wrong.
+    for (auto& [name, setup] : list) setup(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -216,3 +216,16 @@ def test_unknown_numerics(tmp_path):
     out = tmp_path / "plan.json"
     result = discover(IR_FIXTURES / "standard_matmul.json", out, "--numerics", "fp8")
     assert_option_rejected(result, out, "--numerics", "fp8")
+
+
+def test_a_family_data_file_without_its_family_is_an_error_not_an_abort(tmp_path):
+    """data/families is read while the commands are set up: a file naming a family this build lacks is one error
+    line and exit 1 (it once escaped as std::terminate)."""
+    home = tmp_path / "home"
+    shutil.copytree(REPO_ROOT / "data", home / "data")
+    shutil.copytree(REPO_ROOT / "templates", home / "templates")
+    (home / "data" / "families" / "deconv.json").write_text('{"family": "deconv"}')
+    r = subprocess.run([str(FACT_BIN), "discover", str(IR_FIXTURES / "minigpt_block.json")], capture_output=True,
+                       text=True, cwd=REPO_ROOT, timeout=60, env={**os.environ, "FACT_HOME": str(home)})
+    assert r.returncode == 1, r.stderr
+    assert "deconv.json describes kernel family 'deconv'" in r.stderr and "terminate" not in r.stderr
