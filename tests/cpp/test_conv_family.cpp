@@ -143,6 +143,8 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "KernelImplicitTmaWarpSpecializedSm90;"));
   EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
   EXPECT_TRUE(has(kernel, "a.vectors[0]"));
+  EXPECT_TRUE(has(kernel, "transpose(a.x, x_last")) << "x arrives channels-first";
+  EXPECT_TRUE(has(kernel, "transpose(out_last, a.out")) << "the output leaves channels-first";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.vectors[0] = held[0].data_ptr();"));
@@ -152,7 +154,7 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_EQ(family->workload_key("conv", p.to_json()).numerics, "tf32");
 }
 
-TEST(ConvFamily, ComposedCallPassesAttrsAndMakesTheOutputContiguousForViews) {
+TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
   GraphDoc d = conv_relu_bias();
   Plan p = plan_of(d);
   const Match& m = conv_match(p);
@@ -172,8 +174,8 @@ TEST(ConvFamily, ComposedCallPassesAttrsAndMakesTheOutputContiguousForViews) {
                   }};
   std::string call = family->op_call(site).expression;
   EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], "
-                  "[bias2.reshape(-1)]).contiguous()")
-      << "the module's output is returned as PyTorch returns it: contiguous";
+                  "[bias2.reshape(-1)])")
+      << "channels-first in and out, as PyTorch's convolution: the kernel transposes in its workspace";
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {

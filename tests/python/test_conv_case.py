@@ -33,11 +33,10 @@ def test_case_reference_and_baseline_agree_on_the_cpu():
     case = family_cases.case_for("conv", p)
     g = torch.Generator().manual_seed(0)
     inp = case.make_inputs("cpu", g)
-    assert inp.x.is_contiguous() and not inp.x_last.is_contiguous(), "the module's layout, and the kernel's"
-    assert torch.isnan(inp.x_last).all(), "filled only by the pre-kernel step"
+    assert inp.x.is_contiguous() and inp.outputs["out"][0].is_contiguous(), "channels-first, as the module's"
+    assert torch.isnan(inp.w_last).all(), "filled only by the pre-kernel step"
     case.pre_kernel()(inp)
-    assert torch.equal(inp.x_last, inp.x) and torch.equal(inp.w_last, inp.w)
-    assert inp.x_last.permute(0, 2, 3, 1).is_contiguous(), "channels-last storage"
+    assert torch.equal(inp.w_last, inp.w) and inp.w_last.permute(0, 2, 3, 1).is_contiguous(), "channels-last filter"
     ref = case.reference(inp)["out"]
     want = F.conv2d(inp.x.double(), inp.w.double(), inp.bias.double()).relu() + inp.vectors["vec0"].double().reshape(-1, 1, 1)
     assert torch.allclose(ref, want)
@@ -47,7 +46,8 @@ def test_case_reference_and_baseline_agree_on_the_cpu():
     assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
     args = case.kernel_args(inp, 0)
     assert (args.n, args.c, args.k) == (2, 8, 16) and list(args.out_extent) == [1, 8, 8]
-    assert args.x == inp.x_last.data_ptr() and args.vectors[0] == inp.vectors["vec0"].data_ptr()
+    assert args.x == inp.x.data_ptr() and args.w == inp.w_last.data_ptr()
+    assert args.vectors[0] == inp.vectors["vec0"].data_ptr()
     assert args.vectors[1] is None
 
 

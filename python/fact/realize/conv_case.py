@@ -6,7 +6,8 @@ Verified against the convolution in float64 on the same rounded inputs, within v
 K = c * filter taps. fp32 tensors multiply in TF32: the baseline is PyTorch's own convolution as a module runs it,
 cuDNN with TF32 allowed (PyTorch's default for convolutions, whatever the matmul precision), plus PyTorch's
 epilogue ops; both sides are timed from channels-first tensors as the module holds them (the op's layout change
-counts toward FACT's time: the case's pre-kernel step).
+counts toward FACT's time: the kernel transposes x and the output in its workspace, the case's pre-kernel step
+copies the filter).
 """
 from __future__ import annotations
 
@@ -102,14 +103,13 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
 
 @dataclass
 class ConvInputs:
-    x: object          # [n, c, ...] channels-first, contiguous: as a module holds it
+    x: object          # [n, c, ...] channels-first, dense: as a module holds it (and as the kernel reads it)
     w: object          # [k, c, ...] likewise
-    x_last: object     # x's values in channels-last storage (what the kernel reads), filled by the pre-kernel copy
-    w_last: object     # likewise for w
+    w_last: object     # w's values in channels-last storage (the kernel's filter), filled by the pre-kernel copy
     bias: object       # [k] or None
-    residual: object   # like the output (channels-last storage), or None
+    residual: object   # like the output, channels-first, or None
     vectors: dict      # {"vec<i>": flat [k] or [1]}
-    outputs: dict      # {"out": (channels-first view of the channels-last output, guarded flat buffer)}
+    outputs: dict      # {"out": (the channels-first output, guarded flat buffer)}
 
 
 def channels_last(t):
@@ -137,7 +137,7 @@ class ConvCase(MeasureCase):
         w = p.k * p.reduction
         out = p.n * p.k * math.prod(p.out)
         residual = out if "residual" in tree_leaves(p.tree) else 0
-        return (2 * (x + w) + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem  # x, w twice: both layouts
+        return (x + 2 * w + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem  # w twice: both layouts
 
     def make_inputs(self, device, generator=None) -> ConvInputs:
         """Fresh random operands: x ~ N(0, 1), w scaled by 1/sqrt(K) so outputs are about N(0, 1)."""
@@ -151,26 +151,25 @@ class ConvCase(MeasureCase):
 
         x = randn(p.n, p.c, *p.in_[own])
         w = randn(p.k, p.c, *p.filter[own], scale=1.0 / math.sqrt(p.reduction))
-        x_last, w_last = channels_last(torch.full_like(x, float("nan"))), channels_last(torch.full_like(w, float("nan")))
+        w_last = channels_last(torch.full_like(w, float("nan")))
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
-        residual = channels_last(randn(*p.out_shape)) if "residual" in tree_leaves(p.tree) else None
+        residual = randn(*p.out_shape) if "residual" in tree_leaves(p.tree) else None
         vectors = {slot: (torch.rand(p.k if slots[slot] == "row" else 1, device=device, dtype=torch.float32,
                                      generator=generator) + 0.5).to(dt) for slot in vector_slots(p.tree)}
         numel = math.prod(p.out_shape)
         g = verify.GUARD_ELEMENTS
         buf = torch.full((numel + 2 * g,), float("nan"), device=device, dtype=dt)
-        last = (p.n, *p.out[own], p.k)
-        view = buf[g:g + numel].view(last).permute(0, len(last) - 1, *range(1, len(last) - 1))
-        return ConvInputs(x, w, x_last, w_last, bias, residual, vectors, {"out": (view, buf)})
+        view = buf[g:g + numel].view(p.out_shape)
+        return ConvInputs(x, w, w_last, bias, residual, vectors, {"out": (view, buf)})
 
     def pre_kernel(self):
-        return self.to_channels_last
+        return self.filter_to_channels_last
 
     @staticmethod
-    def to_channels_last(inp: ConvInputs) -> None:
-        """The op's first step, timed with the kernel: the module's channels-first x and w in channels-last storage."""
-        inp.x_last.copy_(inp.x)
+    def filter_to_channels_last(inp: ConvInputs) -> None:
+        """The op's first step, timed with the kernel: the module's channels-first filter in channels-last storage
+        (x and the output are transposed by the kernel itself, in its workspace)."""
         inp.w_last.copy_(inp.w)
 
     def input_tensors(self, inp: ConvInputs) -> list:
@@ -185,7 +184,7 @@ class ConvCase(MeasureCase):
             slots[int(slot[3:])] = t.data_ptr()
         return FactConvArgs(n=p.n, c=p.c, k=p.k, in_extent=arr(p.in_), filter_extent=arr(p.filter),
                             out_extent=arr(p.out), stride=arr(p.stride), padding=arr(p.padding),
-                            dilation=arr(p.dilation), x=ptr(inp.x_last), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
+                            dilation=arr(p.dilation), x=ptr(inp.x), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
                             bias=ptr(inp.bias), residual=ptr(inp.residual), vectors=slots, alpha=1.0,
                             workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
 

@@ -6,7 +6,6 @@
 
 #include "compose/python_expr.h"
 #include "core/error.h"
-#include "ir/op_table.h"
 #include "realize/families/conv/family.h"
 #include "realize/families/gemm/epilogue_sm90_evt.h"
 #include "realize/family_codegen.h"
@@ -66,20 +65,9 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
 
 namespace {
 
-// A view of the output (x.view(n, -1) before a classifier) needs PyTorch's contiguous layout; the op writes
-// channels-last, which another convolution (and any pointwise op) takes as it is.
-bool users_take_channels_last(const OpCallSite& s) {
-  const auto& users = s.graph.users(s.match.anchor);
-  if (users.empty()) return false;
-  for (const auto& u : users) {
-    const ir::Node* n = s.graph.find(u);  // null for the module's output: returned as PyTorch would return it
-    if (!n || n->op.rfind("aten.conv", 0) != 0) return false;
-  }
-  return true;
-}
-
 // x and w as the module has them, bias / residual / vectors as bound, the tuned problem's stride, padding and
-// dilation (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims).
+// dilation (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims); the result is
+// channels-first, as PyTorch's convolution returns it.
 OpCall conv_op_call(const OpCallSite& s) {
   ConvProblem p = ConvProblem::from_json(s.problem);
   auto own = [&](const ConvDims& d) {
@@ -94,7 +82,7 @@ OpCall conv_op_call(const OpCallSite& s) {
   std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true), s.tensor("w", true),
                                  bias == "None" ? bias : bias + ".reshape(-1)", s.tensor("residual", false),
                                  own(p.stride), own(p.padding), own(p.dilation), vectors);
-  return {"", users_take_channels_last(s) ? expr : expr + ".contiguous()"};
+  return {"", expr};
 }
 
 const bool registered = register_typed_family<ConvProblem, ConvConfig>(
