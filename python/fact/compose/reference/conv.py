@@ -26,31 +26,8 @@ _GEMM = _gemm_reference()
 def evaluate_conv_epilogue(tree, activations, acc, bias, residual, vectors, what):
     """The tree over a channels-first convolution output acc [n, k, ...]: the bias and per-channel vectors broadcast
     along dim 1, one-element vectors as scalars, the residual shaped like acc (alpha 1, no C)."""
-    channel = (-1,) + (1,) * (acc.dim() - 2)
-
-    def leaf(name):
-        if ":" in name:  # "row:vec0", "scalar:vec1"
-            kind, slot = name.split(":")
-            v = (vectors or {}).get(slot)
-            if v is None:
-                raise ValueError(f"{what} reads vector slot {slot}, but none was passed")
-            return v.reshape(channel) if kind == "row" else v.reshape(())
-        if name == "acc":
-            return acc
-        if name in ("alpha", "beta"):
-            return 1.0 if name == "alpha" else 0.0
-        if name == "C":
-            return None
-        if name == "residual":
-            if residual is None:
-                raise ValueError(f"{what} reads the residual slot, but none was passed")
-            return residual
-        if bias is None:
-            raise ValueError(f"{what} reads a bias vector, but none was passed")
-        if name != "row":
-            raise ValueError(f"{what} reads the bias as a {name} vector; a convolution's bias is per channel")
-        return bias.reshape(channel)
-
+    row_shape = (-1,) + (1,) * (acc.dim() - 2)
+    leaf = _GEMM.epilogue_leaves(acc, bias, residual, what, vectors, row_shape=row_shape)
     return _GEMM.evaluate_epilogue(tree, activations, leaf)
 
 

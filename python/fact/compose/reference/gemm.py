@@ -203,11 +203,13 @@ def evaluate_epilogue(tree, activations, leaf, linear=None):
     return apply_activation(x, activations[tree[0]], tree[2] if len(tree) == 3 else None)
 
 
-def epilogue_leaves(acc, bias, residual, what, vectors=None, rows=None):
+def epilogue_leaves(acc, bias, residual, what, vectors=None, rows=None, row_shape=(-1,)):
     """The tree's leaves for these tensors (residual already shaped like acc): the kernel runs with alpha = 1,
     beta = 0 and no C. vectors: {"vec<i>": tensor} of the vector slots, flat (row [N], col [rows of acc], scalar
     [1]), shaped here to broadcast; rows: the leading dims of the output ([M] or [batch, M]) when acc is None.
-    `what` names the op or problem in the error when the tree reads a tensor not passed."""
+    row_shape: how a row vector (the bias, a row vec<i>) broadcasts, [N] for a GEMM's [..., N] output, (-1, 1, 1)
+    for a channels-first convolution's [n, N, h, w]. `what` names the op or problem in the error when the tree reads
+    a tensor not passed."""
     def leaf(name):
         if ":" in name:  # "row:vec0", "col:vec1", "scalar:vec2"
             kind, slot = name.split(":")
@@ -215,7 +217,7 @@ def epilogue_leaves(acc, bias, residual, what, vectors=None, rows=None):
             if v is None:
                 raise ValueError(f"{what} reads vector slot {slot}, but none was passed")
             if kind == "row":
-                return v.reshape(-1)
+                return v.reshape(row_shape)
             if kind == "scalar":
                 return v.reshape(())
             lead = tuple(acc.shape[:-1]) if acc is not None else tuple(rows or (v.numel(),))
@@ -232,7 +234,7 @@ def epilogue_leaves(acc, bias, residual, what, vectors=None, rows=None):
             return residual
         if bias is None:
             raise ValueError(f"{what} reads a bias vector, but none was passed")
-        return bias if name == "row" else bias.reshape(-1, 1)
+        return bias.reshape(row_shape) if name == "row" else bias.reshape(-1, 1)
     return leaf
 
 
