@@ -48,6 +48,9 @@ double output_bytes(const ir::Node& node) {
 // Reduction length K of a GEMM-category node: the last dim of its left operand.
 bool is_convolution(const ir::Node& node) { return node.op.find("aten.conv") == 0; }
 
+// What a convolution multiplies in: cuDNN's and FACT's fp32 convolutions run TF32 (PyTorch's default).
+Numerics conv_numerics(Numerics n) { return n == Numerics::fp32 || n == Numerics::x3tf32 ? Numerics::tf32 : n; }
+
 double gemm_k(const ir::Node& node, const std::vector<const ir::TensorMeta*>& ins) {
   // A convolution's reduction is its filter's C x taps (w is [k, c, ...]).
   if (is_convolution(node))
@@ -92,9 +95,8 @@ NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
     case ir::OpCategory::Gemm: {
       double k = gemm_k(node, ins);
       c.flops = 2.0 * out_numel * k;
-      // cuDNN runs fp32 convolutions in TF32 unless told otherwise (PyTorch's default).
       Numerics base = baseline_numerics(ctx.numerics);
-      double rate = a.gemm_rate(is_convolution(node) && base == Numerics::fp32 ? Numerics::tf32 : base);
+      double rate = a.gemm_rate(is_convolution(node) ? conv_numerics(base) : base);
       double tiles = 1;
       if (is_convolution(node)) {
         tiles = std::ceil(out_numel / (kLibraryTile * kLibraryTile));
@@ -159,7 +161,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
   double mem_s = e.bytes_fused / a.dram_bytes_per_s;
   double compute_s = 0, library_s = 0;
   const std::string& fam = match.family;
-  // A convolution is an implicit GEMM (its rule's dims M, N, K); fp32 convolutions run TF32, as cuDNN's do.
+  // A convolution is an implicit GEMM (its rule's dims M, N, K).
   if (fam.find("gemm") != std::string::npos || fam == "conv") {
     auto dim = [&](const char* k, double fallback) {
       auto it = match.dims.find(k);
@@ -183,9 +185,8 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
       double slices = std::max(1.0, std::min(std::floor(a.sm_count / tiles), std::floor(k / 256)));
       eff = std::max(eff, wave_efficiency(tiles * slices, a.sm_count));
     }
-    Numerics mode = fam == "conv" && (ctx.numerics == Numerics::fp32 || ctx.numerics == Numerics::x3tf32)
-                        ? Numerics::tf32 : ctx.numerics;
-    double rate = a.gemm_rate(mode) * kFusedGemmEfficiency * std::max(eff, 1e-3);
+    double rate = a.gemm_rate(fam == "conv" ? conv_numerics(ctx.numerics) : ctx.numerics) * kFusedGemmEfficiency *
+                  std::max(eff, 1e-3);
     compute_s = gemm_flops / rate;  // epilogue arithmetic hides under the main loop
   } else if (fam.find("attention") != std::string::npos) {
     // A causal kernel skips the masked upper triangle; a hand-written chain's matmuls compute it

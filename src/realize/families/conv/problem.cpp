@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "discover/epilogue_growth.h"
 #include "realize/families/conv/family.h"
 #include "realize/families/gemm/epilogue_sm90_evt.h"
 #include "realize/families/gemm/gemm_workload.h"
@@ -12,15 +13,13 @@
 namespace fact::realize {
 namespace {
 
-// An attr list (stride [2, 2], or one value [2] for every dim) as the ABI's (d, h, w), the leading dims `fill`.
+// An attr list (stride [2, 2], or one value [2] for every dim) as the ABI's (d, h, w); `fill`, the attr's default,
+// stands for a dim the convolution does not have and for an attr the call leaves out.
 ConvDims spatial_attr(const discover::Match& m, const char* name, int dims, int64_t fill, const std::string& what) {
   ConvDims out;
   out.fill(fill);
   auto it = m.attrs.find(name);
-  if (it == m.attrs.end() || it->second.is_null()) {
-    for (int i = kConvSpatial - dims; i < kConvSpatial; ++i) out[i] = name == std::string("padding") ? 0 : 1;
-    return out;
-  }
+  if (it == m.attrs.end() || it->second.is_null()) return out;
   std::vector<int64_t> v;
   try {
     v = it->second.is_array() ? it->second.get<std::vector<int64_t>>() : std::vector<int64_t>{it->second.get<int64_t>()};
@@ -154,14 +153,15 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
   p.arch = arch;
   const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
   const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
-  if (m.kernel.contains("epilogue_tree"))
+  if (m.kernel.contains("epilogue_tree")) {
     p.epilogue = grown_epilogue(m, g, what, p.gemm_m(), p.k, bias, residual, /*channel_axis=*/1);
-  else if (residual)
-    throw Error(what + ": a residual operand without an epilogue tree; fix the rule");
-  else  // alpha * acc (+ bias): the trees growth starts from, without GEMM's beta * C
-    p.epilogue = Epilogue::of(EpilogueTree::from_json(
-        bias ? nlohmann::json::parse(R"(["add", ["mul", "alpha", "acc"], {"row": "bias"}])")
-             : nlohmann::json::parse(R"(["mul", "alpha", "acc"])")));
+  } else {
+    // Not grown: the tree growth starts from, alpha * acc (+ bias).
+    nlohmann::json start = discover::starting_epilogue_tree(m);
+    if (start.is_null())
+      throw Error(what + ": a residual operand or extra outputs without an epilogue tree; fix the rule");
+    p.epilogue = Epilogue::of(EpilogueTree::from_json(start));
+  }
   p.validate();
   return p;
 }
