@@ -147,6 +147,9 @@ class LlmAgent : public Agent {
           RowwiseFragment f;
           try {
             f = make_rowwise_fragment(plan.graph, nodes, covered);
+            if (f.inner > 1)
+              throw Error(fmt::format("it reduces dims {} elements apart; the FactRowwiseArgs ABI takes contiguous rows "
+                                      "(FACT generates kernels for strided rows itself)", f.inner));
           } catch (const Error& e) {
             throw ReplyError(fmt::format("pattern '{}': {}", name, e.what()));
           }

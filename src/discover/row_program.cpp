@@ -71,7 +71,7 @@ struct Lowering {
   std::map<std::string, std::string> var;   // fragment value -> C var
   std::map<std::string, bool> per_row;      // C var -> per row
   std::vector<int64_t> full_shape;
-  int trailing = 1;                         // dims folded into cols
+  ReducedDims row_dims;                     // the dims folded into cols
   size_t next = 0;
 
   std::string fresh() { return cident(next++); }
@@ -123,15 +123,17 @@ struct Lowering {
                          const std::string& x) {
     if (!activations().contains(name)) throw Error(fmt::format("node '{}': activation '{}' is not in data/epilogues/activations.json", node_name, name));
     const json& a = activations()[name];
-    std::string decl = fmt::format("const float x = {};", x);
+    std::string names = "const float x", values = x;
     const json table_params = a.value("params", json::object());
     for (const auto& [param, dflt] : table_params.items()) {
       json v = params.contains(param) ? arg_at(node, params[param].get<int>(), param) : json(nullptr);
       if (v.is_null()) v = dflt;
-      decl += fmt::format(" const float {} = {};", param, operand(node_name, v));
+      names += ", const float " + param;
+      values += ", " + operand(node_name, v);
     }
-    // A lambda keeps the table's names (x and the params) local to this one expression.
-    return fmt::format("[&] {{ {} return {}; }}()", decl, a.at("expr").get<std::string>());
+    // A lambda keeps the table's names (x and the params) local to this one expression; it captures nothing
+    // (nvcc 13.0's front end crashed on a [&] lambda in a strided-row kernel, "i_copy_expr_tree").
+    return fmt::format("[]({}) {{ return {}; }}({})", names, a.at("expr").get<std::string>(), values);
   }
 
   void pointwise(const json& node, const json& form) {
@@ -199,14 +201,23 @@ struct Lowering {
     bool row = false;
     std::string x = operand(name, arg_at(node, 0, "self"), &row);
     if (row) throw Error(fmt::format("node '{}' reduces a value that is already one per row", name));
-    int k = row_reduction_trailing_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()),
-                                        static_cast<int>(full_shape.size()));
-    if (k != trailing)
-      throw Error(fmt::format("node '{}' reduces the last {} dims; the fragment's rows are the last {}", name, k, trailing));
+    const int rank = static_cast<int>(full_shape.size());
+    ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()), rank);
+    if (!(k == row_dims))
+      throw Error(fmt::format("node '{}' reduces dims {}..{}; the fragment's rows are dims {}..{}", name, k.first,
+                              k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
     const std::string cols = float_literal(static_cast<double>(p.cols));
     if (f == "sum") var[name] = reduce("sum", x);
     else if (f == "mean") var[name] = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
     else if (f == "max" || f == "min") var[name] = reduce(f, x);
+    else if (f == "norm") {
+      // linalg_vector_norm: ord 2 is the root of the sum of squares, ord 1 the sum of magnitudes.
+      json ord = read_spec(node, form.at("ord"));
+      double o = ord.is_number() ? ord.get<double>() : -1;
+      if (o == 2) var[name] = expr(fmt::format("sqrtf({})", reduce("sum", expr(fmt::format("{0} * {0}", x), false))), true);
+      else if (o == 1) var[name] = reduce("sum", expr(fmt::format("fabsf({})", x), false));
+      else throw Error(fmt::format("node '{}': a vector norm of ord {} is not generated (ord 1 and 2 are)", name, ord.dump()));
+    }
     else if (f == "logsumexp" || f == "softmax" || f == "log_softmax") {
       std::string r = reduce("maxsumexp", x);
       // An all -inf row has max -inf: exp(x - max) would be NaN; PyTorch gives -inf (logsumexp) or NaN (softmax).
@@ -255,9 +266,9 @@ std::string row_partials_of(const std::string& op) {
   return whole.contains(op) ? whole[op].get<std::string>() : "";
 }
 
-int row_reduction_trailing_dims(const std::string& node, const std::string& op, const json& args, const json& kwargs,
-                                int rank) {
-  if (!row_reductions().contains(op)) return 0;
+ReducedDims row_reduction_dims(const std::string& node, const std::string& op, const json& args, const json& kwargs,
+                               int rank) {
+  if (!row_reductions().contains(op)) return {};
   const json& form = row_reductions()[op];
   json n = {{"name", node}, {"args", args}, {"kwargs", kwargs}};
   std::vector<int64_t> dims;
@@ -279,24 +290,33 @@ int row_reduction_trailing_dims(const std::string& node, const std::string& op, 
   std::set<int64_t> s;
   for (auto d : dims) s.insert(d < 0 ? d + rank : d);
   int k = static_cast<int>(s.size());
-  if (k == 0 || *s.begin() != rank - k || *s.rbegin() != rank - 1)
-    throw Error(fmt::format("node '{}' ({}) reduces dims [{}] of a rank-{} tensor, not the trailing ones; a row-wise "
-                            "kernel reduces along rows only", node, op, fmt::join(dims, ","), rank));
+  if (k == 0 || *s.begin() < 0 || *s.rbegin() >= rank || *s.rbegin() - *s.begin() + 1 != k)
+    throw Error(fmt::format("node '{}' ({}) reduces dims [{}] of a rank-{} tensor, which are not adjacent; a row-wise "
+                            "kernel reduces one run of dims", node, op, fmt::join(dims, ","), rank));
   if (k == rank && rank > 1)
     throw Error(fmt::format("node '{}' ({}) reduces the whole tensor to one value; a row-wise kernel needs rows", node, op));
-  return k;
+  return {static_cast<int>(*s.begin()), k};
 }
 
 RowProgram lower_row_program(const json& fragment) {
   if (!fragment.is_object() || fragment.value("format", "") != "fact-rowwise-fragment")
     throw Error("not a fact-rowwise-fragment object");
-  Lowering L{fragment, {}, {}, {}, {}};
+  Lowering L{fragment, {}, {}, {}, {}, {}, 0};
   RowProgram& p = L.p;
   p.rows = fragment.at("rows");
   p.cols = fragment.at("cols");
   p.dtype = fragment.at("dtype");
   L.full_shape = fragment.value("full_shape", std::vector<int64_t>{p.rows, p.cols});
-  L.trailing = fragment.value("trailing_dims", 1);
+  const int rank = static_cast<int>(L.full_shape.size());
+  const int trailing = fragment.value("trailing_dims", 1), inner_dims = fragment.value("inner_dims", 0);
+  if (trailing < 1 || inner_dims < 0 || trailing + inner_dims > std::max(rank, 1))
+    throw Error(fmt::format("fragment: trailing_dims {} and inner_dims {} do not fit its rank-{} tensors", trailing,
+                            inner_dims, rank));
+  L.row_dims = {rank - inner_dims - trailing, trailing};
+  for (int d = rank - inner_dims; d < rank; ++d) p.inner *= L.full_shape[d];
+  if (inner_dims > 0 && fragment.value("inner", int64_t{0}) != p.inner)
+    throw Error(fmt::format("fragment: inner {} is not the product of its last {} dims ({})",
+                            fragment.value("inner", int64_t{0}), inner_dims, p.inner));
   int i = 0;
   for (const auto& in : fragment.at("inputs")) {
     RowStatement s;
@@ -304,6 +324,9 @@ RowProgram lower_row_program(const json& fragment) {
     s.var = L.fresh();
     s.input = i++;
     p.inputs.push_back(in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
+    if (p.inputs.back() == RowInputKind::row_broadcast && p.inner > 1)
+      throw Error(fmt::format("input '{}' is one row shared by every row, but the rows are strided (inner {}); such "
+                              "inputs are generated for contiguous rows only", in.at("name").get<std::string>(), p.inner));
     L.var[in.at("name").get<std::string>()] = L.add(s);
   }
   for (const auto& node : fragment.at("nodes")) {

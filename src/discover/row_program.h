@@ -2,7 +2,10 @@
 // A row-wise fragment (fact-rowwise-fragment JSON, rowwise_fragment.h) lowered to the statements a generated
 // kernel runs: loads of its inputs, float expressions (data/ir/pointwise_ops.json read through the
 // activations' "expr" of data/epilogues/activations.json) and reductions over the row (data/ir/row_reductions.json).
-// Every value is either one per element of the [rows, cols] row block ("full") or one per row.
+// Every value is either one per element of the [rows, cols] row block ("full") or one per row. A row is the
+// reduced dims' elements at one position of the others: contiguous when the reduced dims are the trailing ones,
+// else strided by `inner`, the element count of the dims after them (a reduction over channels of [N, C, H, W]:
+// rows N*H*W of C elements, inner H*W).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +33,7 @@ struct RowProgram {
   std::string output;                    // the var written
   bool output_per_row = false;
   int64_t rows = 0, cols = 0;
+  int64_t inner = 1;                     // stride between a row's elements (1: rows are contiguous)
   std::string dtype;
   std::vector<std::string> ops;          // the fragment's aten ops, graph order (for reports)
   int reductions() const;
@@ -42,11 +46,16 @@ struct RowProgram {
 // the trailing dims, an op no table reads, a mixed dtype, ...).
 RowProgram lower_row_program(const nlohmann::json& fragment);
 
-// How many trailing dims of a rank-`rank` input a row reduction node folds into the row (1 for softmax over
-// the last dim), 0 when the op is not a row reduction of data/ir/row_reductions.json; throws Error naming
-// the node when it reduces dims that are not trailing.
-int row_reduction_trailing_dims(const std::string& node, const std::string& op, const nlohmann::json& args,
-                                const nlohmann::json& kwargs, int rank);
+// The dims of a rank-`rank` input a row reduction node folds into a row: [first, first + count), adjacent
+// (the last one for softmax over the last dim); count 0 when the op is not a row reduction of
+// data/ir/row_reductions.json. Throws Error naming the node when the dims are not adjacent or are all of them.
+struct ReducedDims {
+  int first = 0, count = 0;
+  int after(int rank) const { return rank - first - count; }  // dims behind them (0: the row is contiguous)
+  bool operator==(const ReducedDims&) const = default;
+};
+ReducedDims row_reduction_dims(const std::string& node, const std::string& op, const nlohmann::json& args,
+                               const nlohmann::json& kwargs, int rank);
 
 // Whether an op is one the lowering reads (pointwise table or row reductions).
 bool row_program_reads(const std::string& op);

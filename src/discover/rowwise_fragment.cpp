@@ -87,24 +87,31 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   f.full_shape = full->shape;
   const int rank = static_cast<int>(f.full_shape.size());
   if (rank < 1 || f.full_shape.back() < 1) throw Error(fmt::format("the fragment's values have no last dimension"));
-  int trailing = 0;
+  ReducedDims row_dims;
   for (const auto& name : f.nodes) {
     const ir::Node& n = graph.at(name);
-    int k = row_reduction_trailing_dims(name, n.op, n.args, n.kwargs, rank);
-    if (k == 0) continue;
-    if (trailing && k != trailing)
-      throw Error(fmt::format("node '{}' reduces the last {} dims, another node the last {}; one row per kernel", name, k, trailing));
-    trailing = k;
+    ReducedDims k = row_reduction_dims(name, n.op, n.args, n.kwargs, rank);
+    if (k.count == 0) continue;
+    if (row_dims.count && !(k == row_dims))
+      throw Error(fmt::format("node '{}' reduces dims {}..{}, another node dims {}..{}; one row per kernel", name, k.first,
+                              k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
+    row_dims = k;
   }
-  f.trailing_dims = trailing ? trailing : 1;
-  std::vector<int64_t> lead(f.full_shape.begin(), f.full_shape.end() - f.trailing_dims);
-  std::vector<int64_t> trail(f.full_shape.end() - f.trailing_dims, f.full_shape.end());
+  if (!row_dims.count) row_dims = {rank - 1, 1};
+  f.trailing_dims = row_dims.count;
+  f.inner_dims = row_dims.after(rank);
+  const auto dim = f.full_shape.begin();
+  std::vector<int64_t> lead(dim, dim + row_dims.first), trail(dim + row_dims.first, dim + row_dims.first + row_dims.count);
+  std::vector<int64_t> behind(dim + row_dims.first + row_dims.count, f.full_shape.end());
   f.cols = 1;
   for (auto d : trail) f.cols *= d;
+  for (auto d : behind) f.inner *= d;
   f.rows = full->numel() / f.cols;
-  std::vector<int64_t> keep = lead;
+  std::vector<int64_t> keep = lead, drop = lead;
   keep.insert(keep.end(), trail.size(), 1);
-  auto per_row = [&](const std::vector<int64_t>& s) { return s == keep || s == lead; };
+  keep.insert(keep.end(), behind.begin(), behind.end());
+  drop.insert(drop.end(), behind.begin(), behind.end());
+  auto per_row = [&](const std::vector<int64_t>& s) { return s == keep || s == drop; };
   for (const auto& name : f.nodes) {
     const ir::TensorMeta& t = graph.at(name).out();
     if (t.shape != f.full_shape && !per_row(t.shape))
@@ -116,10 +123,12 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   for (const auto& r : outside) {
     const ir::TensorMeta& in = graph.at(r).out();
     bool like_full = in.shape == f.full_shape;
-    bool row = in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols);
+    bool row = f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols));
     if (!like_full && !row)
-      throw Error(fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or [{}]", r,
-                              fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(trail, ",")));
+      throw Error(f.inner == 1 ? fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or [{}]", r,
+                                             fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(trail, ","))
+                               : fmt::format("input '{}' has shape [{}]; outside inputs of strided rows must be [{}]", r,
+                                             fmt::join(in.shape, ","), fmt::join(f.full_shape, ",")));
     if (in.dtype != f.dtype)
       throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
     f.inputs.push_back(r);
@@ -168,7 +177,8 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
     }
     if (group.size() < 2) continue;  // one op alone gains nothing from fusion
     try {
-      out.push_back(make_rowwise_fragment(plan.graph, group, covered));
+      RowwiseFragment f = make_rowwise_fragment(plan.graph, group, covered);
+      if (f.inner == 1) out.push_back(std::move(f));  // strided rows: generated only, outside the agent's ABI
     } catch (const Error&) {
       // Not a row-wise chain as a whole; the LLM may still propose a part of it.
     }
@@ -236,9 +246,14 @@ json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
   for (const auto& n : f.nodes) nodes.push_back(node_json(graph.at(n)));
   for (size_t i = 0; i < f.inputs.size(); ++i)
     inputs.push_back({{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}});
-  return {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},
-          {"output", f.output}, {"rows", f.rows}, {"cols", f.cols}, {"dtype", f.dtype},
-          {"full_shape", f.full_shape}, {"trailing_dims", f.trailing_dims}};
+  json j = {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},
+            {"output", f.output}, {"rows", f.rows}, {"cols", f.cols}, {"dtype", f.dtype},
+            {"full_shape", f.full_shape}, {"trailing_dims", f.trailing_dims}};
+  if (f.inner_dims > 0) {  // absent for contiguous rows: their fragments (and kernel ids) stay as they were
+    j["inner_dims"] = f.inner_dims;
+    j["inner"] = f.inner;
+  }
+  return j;
 }
 
 }  // namespace fact::discover

@@ -1,8 +1,9 @@
 #pragma once
-// A row-wise op chain no rule covers: a connected set of elementwise / trailing-dim reduction nodes with one
-// value leaving it, every tensor in it shaped like the full tensor ([..., cols], cols the product of the
-// trailing dims its reductions fold, the last dim without one) or one value per row ([..., 1] keepdim or
-// [...]), and its outside inputs either full or one row ([cols] / the trailing dims, broadcast). Such a chain
+// A row-wise op chain no rule covers: a connected set of elementwise / reduction nodes with one value leaving
+// it, every tensor in it shaped like the full tensor (cols the product of the adjacent dims its reductions
+// fold, the last dim without one) or one value per row (those dims kept as 1, or dropped), and its outside
+// inputs either full or, when the reduced dims are the trailing ones, one row ([cols] / those dims, broadcast).
+// Reduced dims with others behind them (channels of [N, C, H, W]) make strided rows: `inner` elements apart. Such a chain
 // is what a kernel with the FactRowwiseArgs ABI (kernel_abi.h, data/families/rowwise.json) can realize: one
 // the agent registered or one generated from the IR (row_program.h).
 #include <cstdint>
@@ -26,7 +27,9 @@ struct RowwiseFragment {
   int64_t rows = 0, cols = 0;
   std::string dtype;                 // of the output
   std::vector<int64_t> full_shape;   // the full tensor's shape (rows x cols elements)
-  int trailing_dims = 1;             // how many trailing dims of full_shape make a row
+  int trailing_dims = 1;             // how many dims of full_shape make a row (the reduced ones)
+  int inner_dims = 0;                // how many dims of full_shape follow them
+  int64_t inner = 1;                 // their element count: the stride between a row's elements
 };
 
 inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in data/families/rowwise.json (a test checks)
@@ -37,7 +40,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
                                       const std::set<std::string>& covered);
 
 // The plan's uncovered op nodes grouped into maximal connected row-wise candidates (those that pass
-// make_rowwise_fragment), in graph order.
+// make_rowwise_fragment with contiguous rows, the registered kernels' ABI), in graph order.
 // Nodes covered by a generated row-wise entry (rule kGeneratedRowwiseRule) count as free: the agent may
 // replace a generated kernel with one it writes.
 std::vector<RowwiseFragment> rowwise_candidates(const Plan& plan);

@@ -56,7 +56,7 @@ std::string end_in_row_partials(const ir::Graph& g, const RowwiseFragment& f, co
   const ir::TensorMeta& x = g.at(f.output).out();
   bool plain = r.args.size() == 1 && ir::is_ref(r.args[0]) && ir::ref_name(r.args[0]) == f.output &&
                std::all_of(r.kwargs.begin(), r.kwargs.end(), [](const json& v) { return v.is_null(); });
-  if (partials.empty() || !plain || x.shape != f.full_shape || f.rows < 2) return "";
+  if (partials.empty() || !plain || x.shape != f.full_shape || f.rows < 2 || f.inner > 1) return "";
   json dims = json::array();
   for (int d = -f.trailing_dims; d < 0; ++d) dims.push_back(d);
   std::vector<int64_t> lead(f.full_shape.begin(), f.full_shape.end() - f.trailing_dims);

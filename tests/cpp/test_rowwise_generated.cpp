@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "core/arch_spec.h"
 #include "core/error.h"
@@ -11,12 +13,16 @@
 #include "discover/row_program.h"
 #include "discover/rowwise_fragment.h"
 #include "family_nvcc_check.h"
+#include "torch_headers_check.h"
 #include "ir_test_graphs.h"
 #include "realize/families/rowwise/rowwise_codegen.h"
+#include "realize/kernel_abi_header.h"
 #include "realize/kernel_family.h"
+#include "realize/families/gemm/gemm_codegen.h"
 
 namespace {
 using namespace fact;
+namespace fs = std::filesystem;
 using fact::test::GraphDoc;
 using fact::test::ref_to;
 using fact::test::Json;
@@ -69,7 +75,7 @@ TEST(RowwiseGenerated, PointwiseChainIsOneEntryWithABroadcastInput) {
   EXPECT_EQ(prog.inputs[1], discover::RowInputKind::row_broadcast);
 }
 
-TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonTrailingOnesAreRefused) {
+TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonAdjacentDimsAreRefused) {
   GraphDoc d;
   d.input("x", {8, 16, 32});
   d.op("e", "aten.exp.default", {ref_to("x")}, {8, 16, 32});
@@ -84,10 +90,86 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonTrailingOnesAreRefused) 
 
   GraphDoc bad;
   bad.input("x", {8, 16, 32});
-  bad.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({1}), true}, {8, 1, 32}).output("s");
+  bad.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({0, 2}), true}, {1, 16, 1}).output("s");
   auto pb = plan_of(bad);
   EXPECT_EQ(generated(pb), nullptr);
-  EXPECT_TRUE(noted(pb, "not the trailing ones")) << fmt::format("{}", fmt::join(pb.notes, "\n"));
+  EXPECT_TRUE(noted(pb, "not adjacent")) << fmt::format("{}", fmt::join(pb.notes, "\n"));
+}
+
+// RMSNorm over the channels of [N, C, H, W] (KernelBench level1/36's graph): the mean reduces dim 1, so a row is
+// C elements H*W apart.
+GraphDoc rms_over_channels(int64_t n, int64_t c, int64_t hw) {
+  GraphDoc d;
+  d.input("x", {n, c, hw, 1});
+  d.op("p", "aten.pow.Tensor_Scalar", {ref_to("x"), 2}, {n, c, hw, 1});
+  d.op("m", "aten.mean.dim", {ref_to("p"), Json::array({1}), true}, {n, 1, hw, 1});
+  d.op("a", "aten.add.Tensor", {ref_to("m"), 1e-5}, {n, 1, hw, 1});
+  d.op("s", "aten.sqrt.default", {ref_to("a")}, {n, 1, hw, 1});
+  d.op("y", "aten.div.Tensor", {ref_to("x"), ref_to("s")}, {n, c, hw, 1}).output("y");
+  return d;
+}
+
+TEST(RowwiseGenerated, ReductionsOverLeadingDimsMakeStridedRows) {
+  auto p = plan_of(rms_over_channels(4, 64, 1000));
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"p", "m", "a", "s", "y"}));
+  const Json& f = e->match.kernel["fragment"];
+  EXPECT_EQ(f["inner_dims"], 2);
+  EXPECT_EQ(f["inner"], 1000);
+  auto prog = discover::lower_row_program(f);
+  EXPECT_EQ(prog.rows, 4000);
+  EXPECT_EQ(prog.cols, 64);
+  EXPECT_EQ(prog.inner, 1000);
+  EXPECT_FALSE(prog.output_per_row);
+  // 64 elements a row: one pass with two threads per row (32 each), a warp on 32 adjacent rows.
+  auto cs = realize::rowwise_kernel_configs(prog, realize::family_data("rowwise").at("space"), ArchSpec::of(Arch::sm90));
+  ASSERT_FALSE(cs.empty());
+  for (const auto& c : cs) {
+    EXPECT_EQ(c.vec, 1) << c.text();
+    EXPECT_GE(c.threads / c.split, 32) << c.text();
+    EXPECT_EQ(c.cluster, 1) << c.text();
+  }
+  EXPECT_TRUE(cs[0].one_pass) << cs[0].text();
+  std::string text = realize::render_rowwise_kernel(prog, cs[0], "t", "");
+  EXPECT_NE(text.find("constexpr int64_t kInner = 1000;"), std::string::npos);
+  EXPECT_NE(text.find("a->rows % 1000 != 0"), std::string::npos);  // whole blocks of strided rows only
+  EXPECT_NE(text.find("col0 * kInner"), std::string::npos);
+  auto back = realize::RowwiseKernelConfig::from_json(cs[0].to_json());
+  EXPECT_EQ(back.split, cs[0].split);
+  // The op keeps the rows' stride: per-row outputs drop (or keep as 1) the reduced dims in the middle.
+  auto problem = realize::kernel_family_for(e->match)->problem_from_match(e->match, p.graph, Numerics::fp32, Arch::sm90);
+  EXPECT_EQ(problem["inner"], 1000);
+  EXPECT_EQ(problem["inner_dims"], 2);
+
+  // A [C] weight broadcast over strided rows is not one of the ABI's shared rows: that node stays PyTorch's.
+  GraphDoc w = rms_over_channels(4, 64, 1000);
+  w.input("g", {64});
+  w.op("z", "aten.mul.Tensor", {ref_to("y"), ref_to("g")}, {4, 64, 1000, 1}).output("z");
+  auto pw = plan_of(w);
+  EXPECT_TRUE(noted(pw, "outside inputs")) << fmt::format("{}", fmt::join(pw.notes, "\n"));
+  // The agent's registered kernels take contiguous rows only: strided regions are not its candidates.
+  EXPECT_TRUE(discover::rowwise_candidates(plan_of(rms_over_channels(4, 64, 1000))).empty());
+}
+
+TEST(RowwiseGenerated, VectorNormsOfOrdOneAndTwo) {
+  // x / ||x||_2 over the rows (KernelBench level1/39's graph).
+  GraphDoc d;
+  d.input("x", {16, 300});
+  d.op("n", "aten.linalg_vector_norm.default", {ref_to("x"), 2, Json::array({1}), true}, {16, 1});
+  d.op("y", "aten.div.Tensor", {ref_to("x"), ref_to("n")}, {16, 300}).output("y");
+  ASSERT_NE(generated(plan_of(d)), nullptr);
+  auto prog = discover::lower_row_program(generated(plan_of(d))->match.kernel["fragment"]);
+  EXPECT_EQ(prog.reductions(), 1);
+  bool root = std::any_of(prog.statements.begin(), prog.statements.end(),
+                          [](const auto& s) { return s.expr.find("sqrtf(") != std::string::npos; });
+  EXPECT_TRUE(root);
+  GraphDoc inf;
+  inf.input("x", {16, 300});
+  inf.op("n", "aten.linalg_vector_norm.default", {ref_to("x"), 3, Json::array({1}), true}, {16, 1});
+  inf.op("y", "aten.div.Tensor", {ref_to("x"), ref_to("n")}, {16, 300}).output("y");
+  auto pi = plan_of(inf);
+  EXPECT_TRUE(noted(pi, "ord 3")) << fmt::format("{}", fmt::join(pi.notes, "\n"));
 }
 
 TEST(RowwiseGenerated, AWholeTensorReductionReadsTheKernelsPerRowPartials) {
@@ -123,12 +205,12 @@ TEST(RowwiseGenerated, AWholeTensorReductionReadsTheKernelsPerRowPartials) {
 }
 
 TEST(RowwiseGenerated, ARegionSplitsAroundANodeThatCannotBeGenerated) {
-  // exp -> sum over dim 1 (not trailing) -> relu: the sum stays PyTorch's, exp and relu are generated apart.
+  // exp -> sum over dims 0 and 2 (not adjacent) -> relu: the sum stays PyTorch's, exp and relu are generated apart.
   GraphDoc d;
   d.input("x", {8, 16, 32});
   d.op("e", "aten.exp.default", {ref_to("x")}, {8, 16, 32});
-  d.op("s", "aten.sum.dim_IntList", {ref_to("e"), Json::array({1}), true}, {8, 1, 32});
-  d.op("r", "aten.relu.default", {ref_to("s")}, {8, 1, 32}).output("r");
+  d.op("s", "aten.sum.dim_IntList", {ref_to("e"), Json::array({0, 2}), true}, {1, 16, 1});
+  d.op("r", "aten.relu.default", {ref_to("s")}, {1, 16, 1}).output("r");
   auto p = plan_of(d);
   std::vector<std::string> anchors;
   for (const auto& e : p.entries)
@@ -240,6 +322,32 @@ TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
   EXPECT_NE(bt.find("i % a.cols"), std::string::npos);
 }
 
+// The generated op of a plan's row-wise entry, as the op library writes it.
+std::string generated_op_wrapper(const GraphDoc& d) {
+  auto p = plan_of(d);
+  const auto* e = generated(p);
+  if (!e) throw Error("no generated row-wise entry");
+  const auto* family = realize::kernel_family_for(e->match);
+  auto problem = family->problem_from_match(e->match, p.graph, Numerics::fp32, Arch::sm90);
+  return family->op_wrapper(family->candidates(problem, 1).ranked.at(0).config);
+}
+
+TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHeaders) {
+  GraphDoc sum;  // one value per strided row, keepdim: [8, 1, 32]
+  sum.input("x", {8, 16, 32});
+  sum.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({1}), true}, {8, 1, 32}).output("s");
+  std::string strided = generated_op_wrapper(sum);
+  EXPECT_NE(strided.find("trailing = 1, inner_dims = 1, inner = 32"), std::string::npos);
+  std::string rms = generated_op_wrapper(rms_over_channels(4, 64, 1000));
+  const std::string torch_dir = torch_package_dir();
+  if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
+  fs::path dir = fs::temp_directory_path() / "fact_test_rowwise_wrapper";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, generated_op_wrapper(softmax_rows(8, 100))}).text;
+  auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
+}
+
 TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm90) {
   GraphDoc one;
   one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
@@ -249,6 +357,14 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(softmax_after_pointwise(1000), false, "rowwise_softmax_two_pass");
   expect_generated_compiles(softmax_rows(32768, 65535), true, "rowwise_softmax_cluster4_one_pass", 4);
   expect_generated_compiles(softmax_rows(16, 1 << 20), false, "rowwise_softmax_cluster4_two_pass", 4);
+  expect_generated_compiles(rms_over_channels(4, 64, 1000), true, "rowwise_rms_strided_one_pass");
+  expect_generated_compiles(rms_over_channels(4, 64, 1000), false, "rowwise_rms_strided_two_pass");
+  GraphDoc lse;  // logsumexp over channels, then relu: one value per strided row (KernelBench level2/43's tail)
+  lse.input("x", {4, 64, 16, 64, 64});
+  lse.op("l", "aten.logsumexp.default", {ref_to("x"), Json::array({1}), true}, {4, 1, 16, 64, 64});
+  lse.op("r", "aten.relu.default", {ref_to("l")}, {4, 1, 16, 64, 64}).output("r");
+  expect_generated_compiles(lse, false, "rowwise_lse_strided_two_pass");
+  expect_generated_compiles(lse, true, "rowwise_lse_strided_one_pass");
 }
 
 }  // namespace

@@ -76,7 +76,8 @@ FACT_BIN = __import__("pathlib").Path(__file__).resolve().parents[2] / "build" /
 @pytest.mark.parametrize("problem,anchor,reduction_after_gemm", [
     ("level1/19_ReLU.py", "relu", False), ("level1/23_Softmax.py", "softmax", False),
     ("level1/88_MinGPTNewGelu.py", "mul_3", False), ("level2/99_Matmul_GELU_Softmax.py", "softmax", True),
-    ("level1/94_MSELoss.py", "pow_1", False), ("level1/100_HingeLoss.py", "clamp", False)])
+    ("level1/94_MSELoss.py", "pow_1", False), ("level1/100_HingeLoss.py", "clamp", False),
+    ("level1/36_RMSNorm_.py", "div", False), ("level1/39_L2Norm_.py", "div", False)])
 def test_fact_discover_shows_generated_rowwise_entries(problem, anchor, reduction_after_gemm, tmp_path):
     import json
     import subprocess
@@ -132,3 +133,39 @@ def test_compare_in_chunks_finds_the_worst_element(monkeypatch):
     assert "not written (still NaN), first at [3, 4]" in verify.compare(out, ref, 1e-6).message
     out[3, 4] = float("inf")
     assert "+-inf" in verify.compare(out, ref, 1e-6).message
+
+
+def _rms_over_channels(n=4, c=8, h=3, w=5):
+    # x / sqrt(mean(x ** 2, dim=1, keepdim) + eps) over [N, C, H, W] (KernelBench level1/36): rows of C elements,
+    # H*W apart.
+    full, per_row = [n, c, h, w], [n, 1, h, w]
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "y", "rows": n * h * w, "cols": c,
+            "dtype": "float32", "full_shape": full, "trailing_dims": 1, "inner_dims": 2, "inner": h * w,
+            "inputs": [{"name": "x", "shape": full, "broadcast": False}],
+            "nodes": [_node("p", "aten.pow.Tensor_Scalar", [{"ref": "x"}, 2], full),
+                      _node("m", "aten.mean.dim", [{"ref": "p"}, [1], True], per_row),
+                      _node("a", "aten.add.Tensor", [{"ref": "m"}, 1e-5], per_row),
+                      _node("s", "aten.sqrt.default", [{"ref": "a"}], per_row),
+                      _node("y", "aten.div.Tensor", [{"ref": "x"}, {"ref": "s"}], full)]}
+
+
+def test_strided_rows_shape_their_inputs_variants_and_reference_on_cpu(monkeypatch):
+    from fact.realize import rowwise_case
+    from fact.realize.rowwise_case import ODD_OUTER, RowwiseCase
+    f = _rms_over_channels()
+    p = parse_problem({"entry": "", "generated": True, "rows": 60, "cols": 8, "dtype": "float32", "numerics": "fp32",
+                       "fragment": f})
+    assert p.inner() == 15 and not p.output_per_row()
+    with pytest.raises(Exception, match="inner"):  # rows must be whole blocks of 15
+        parse_problem({**p.to_json(), "rows": 61})
+    case = RowwiseCase(p)
+    [odd] = case.verify_variants()
+    assert odd.rows == ODD_OUTER * 15 and odd.input_shape(f["inputs"][0]) == (ODD_OUTER, 8, 3, 5)
+    inp = case.make_inputs("cpu")
+    x = inp.inputs[0].double()
+    want = x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
+    ref = case.reference(inp)["out"]
+    assert tuple(ref.shape) == (60, 8)  # the kernel's output buffer: the full tensor's memory, rows x cols
+    assert torch.allclose(ref.reshape(4, 8, 3, 5), want)
+    monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", 8 * 15)  # one block of N per slice
+    assert torch.equal(case.reference(inp)["out"], ref)

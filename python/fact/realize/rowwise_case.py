@@ -17,6 +17,7 @@ from .measure_case import MeasureCase
 from .problem_fields import ProblemError, check_keys, integer
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
+ODD_OUTER = 3  # verify variant of strided rows: an odd count of their blocks of inner rows
 REFERENCE_CHUNK = 1 << 26  # elements per float64 replay slice of a large problem (512 MB per tensor it makes)
 DTYPES = tuple(TOLERANCE)
 ODD_COLS = 33  # verify variant of a flat pointwise kernel: with ODD_ROWS, an odd element count (scalar tail)
@@ -49,11 +50,17 @@ class RowwiseProblem:
         if spec.get("broadcast"):
             return tuple(spec["shape"])
         full = list(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
-        k = self.fragment.get("trailing_dims", 1)
-        lead = len(full) - k
+        lead = len(full) - self.fragment.get("trailing_dims", 1) - self.fragment.get("inner_dims", 0)
         if self.any_cols:  # one trailing dim: the row length may differ from the fragment's
             full[-1] = self.cols
-        return tuple([1] * (lead - 1) + [self.rows] + full[lead:])
+        if lead == 0:  # nothing before the reduced dims: one block of inner rows
+            return tuple(full)
+        return tuple([1] * (lead - 1) + [self.rows // self.inner()] + full[lead:])
+
+    def inner(self) -> int:
+        """Elements between a row's elements: 1 for contiguous rows, else the count of the dims behind the reduced
+        ones (rows are then outer x inner, and a row count is a multiple of it)."""
+        return int(self.fragment.get("inner", 1))
 
     def output_per_row(self) -> bool:
         if self.any_cols:
@@ -95,6 +102,10 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
     if (f.get("cols") != obj["cols"] and not any_cols) or f.get("dtype") != obj["dtype"]:
         raise ProblemError(f"{where}.fragment: its cols/dtype ({f.get('cols')}, {f.get('dtype')}) differ from the "
                            f"problem's ({obj['cols']}, {obj['dtype']})")
+    inner = f.get("inner", 1)
+    if not isinstance(inner, int) or inner < 1 or obj["rows"] % inner:
+        raise ProblemError(f"{where}.rows: {obj['rows']} strided rows are not whole blocks of the fragment's inner "
+                           f"{inner!r} rows")
     return RowwiseProblem(entry=obj["entry"], rows=obj["rows"], cols=obj["cols"], dtype=obj["dtype"],
                           numerics=numerics, fragment=f, generated=generated,
                           any_cols=any_cols)
@@ -156,7 +167,7 @@ class RowwiseCase(MeasureCase):
         broadcast = self._broadcast()
         full = [t for t, b in zip(inp.inputs, broadcast) if not b]
         lead = full[0].shape[0] if full and full[0].dim() > 0 else 1
-        reduced = int(p.fragment.get("trailing_dims", 1))
+        reduced = int(p.fragment.get("trailing_dims", 1)) + int(p.fragment.get("inner_dims", 0))
         step = max(1, REFERENCE_CHUNK // max(1, full[0].numel() // lead)) if full else lead
         if step >= lead or full[0].dim() <= reduced:  # small, or dim 0 is reduced: one replay
             return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, -1)}
@@ -179,6 +190,11 @@ class RowwiseCase(MeasureCase):
         """The same row length at an odd row count: rows past the end are neither read nor written; a flat
         pointwise kernel also at an odd element count."""
         p = self.problem
+        if p.inner() > 1:  # strided rows: an odd count of the dims before the reduced ones, when there are some
+            full = p.fragment.get("full_shape") or []
+            lead = len(full) - p.fragment.get("trailing_dims", 1) - p.fragment.get("inner_dims", 0)
+            odd = ODD_OUTER * p.inner()
+            return [] if lead == 0 or p.rows == odd else [replace(p, rows=odd)]
         out = [] if p.rows == ODD_ROWS else [replace(p, rows=ODD_ROWS)]
         if p.any_cols and p.cols != ODD_COLS:
             out.append(replace(p, rows=ODD_ROWS, cols=ODD_COLS))  # odd element count: the flat kernel's scalar tail

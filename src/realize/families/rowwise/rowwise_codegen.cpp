@@ -58,10 +58,14 @@ struct KernelWriter {
       else if (s.kind == RowStatement::Kind::expr) line(ind, fmt::format("const float {} = {};", s.var, s.expr));
     }
   }
+  bool strided() const { return p.inner > 1; }
+  // Where element `col` of a row is, from the row's first element.
+  std::string at(const std::string& col) const { return strided() ? col + " * kInner" : col; }
+
   // Loads of every input for one access of V elements at column `col` (row pointers in_i).
   void loads(const std::string& ind, const std::string& suffix, const std::string& col) {
     for (size_t i = 0; i < p.inputs.size(); ++i)
-      line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, col, i, suffix));
+      line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, at(col), i, suffix));
   }
 
   // A flat kernel without a broadcast row takes any row length (the verifier runs odd element counts).
@@ -110,6 +114,8 @@ struct KernelWriter {
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
       line("    ", "if (col0 >= kCols) continue;");
     } else {
+      // Strided rows: a thread's loads are independent; unrolled, several are in flight at once.
+      if (strided()) line("  ", "#pragma unroll 4");
       line("  ", "for (int64_t col0 = int64_t(lane) * V; col0 < kCols; col0 += int64_t(kLanes) * V) {");
       for (size_t i = 0; i < p.inputs.size(); ++i) line("    ", fmt::format("float l{}[V];", i));
       loads("    ", "", "col0");
@@ -120,7 +126,7 @@ struct KernelWriter {
     element_body("      ", level, c.one_pass ? "[k][e]" : "[e]");
     for (const auto& b : body_lines) line("      ", b);
     line("    ", "}");
-    if (store) line("    ", "store<V>(out, col0, y);");
+    if (store) line("    ", fmt::format("{}store<V>(out, {}, y);", strided() ? "if (live) " : "", at("col0")));
     line("  ", "}");
   }
 
@@ -134,7 +140,25 @@ struct KernelWriter {
     int max_level = 0;
     for (const auto& [v, l] : lv) max_level = std::max(max_level, l);
     line("", "template <int V>");
-    if (c.cluster > 1) {
+    if (strided()) {
+      // kThreads / kSplit adjacent rows per CTA (adjacent positions behind the reduced dims); the last tile's
+      // spare threads redo the last row and write nothing (every thread takes part in the reductions' barriers).
+      line("", "__global__ void __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
+      line("  ", "constexpr int kRowsPerCta = kThreads / kSplit;");
+      line("  ", "constexpr int64_t kTiles = (kInner + kRowsPerCta - 1) / kRowsPerCta;");
+      line("  ", "const int64_t outer = int64_t(blockIdx.x) / kTiles;");
+      line("  ", "const int64_t pos = (int64_t(blockIdx.x) % kTiles) * kRowsPerCta + threadIdx.x % kRowsPerCta;");
+      line("  ", "const bool live = pos < kInner;");
+      line("  ", "const int64_t row = outer * kInner + (live ? pos : kInner - 1);");
+      line("  ", "const int lane = int(threadIdx.x) / kRowsPerCta;");
+      line("  ", "__shared__ float smem_f[kThreads];");
+      line("  ", "__shared__ MaxSumExp smem_ms[kThreads];");
+      line("  ", "if (row >= a.rows) return;  // uniform over the CTA (rows is a multiple of kInner)");
+      line("  ", "const int64_t first = outer * kCols * kInner + (row - outer * kInner);  // the row's first element");
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + first;", i));
+      line("  ", fmt::format("Element* out = static_cast<Element*>(a.output) + {};", p.output_per_row ? "row" : "first"));
+    } else if (c.cluster > 1) {
       // A cluster of CTAs per row: lanes count across the cluster, so every sweep below strides over all of them.
       line("", "__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
       line("  ", "const int64_t row = int64_t(blockIdx.x) / kCluster;");
@@ -144,12 +168,14 @@ struct KernelWriter {
       line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
       line("  ", "const int lane = kWarpPerRow ? int(threadIdx.x % 32) : int(threadIdx.x);");
     }
-    line("  ", "__shared__ float smem_f[32];");
-    line("  ", "__shared__ MaxSumExp smem_ms[32];");
-    line("  ", "if (row >= a.rows) return;  // uniform over the CTA (or, a warp per row, over the warp)");
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i));
-    line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+    if (!strided()) {
+      line("  ", "__shared__ float smem_f[32];");
+      line("  ", "__shared__ MaxSumExp smem_ms[32];");
+      line("  ", "if (row >= a.rows) return;  // uniform over the CTA (or, a warp per row, over the warp)");
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i));
+      line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+    }
     if (c.one_pass) {
       line("  ", "constexpr int kItems = int((kCols + kLanes * V - 1) / (kLanes * V));");
       for (size_t i = 0; i < p.inputs.size(); ++i) line("  ", fmt::format("float l{}[kItems][V];", i));
@@ -157,7 +183,8 @@ struct KernelWriter {
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
       for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("    ", fmt::format("if (col0 < kCols) load<V>(in{0}, col0, l{0}[k]); else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i));
+        line("    ", fmt::format("if (col0 < kCols) load<V>(in{0}, {1}, l{0}[k]); else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;",
+                               i, at("col0")));
       line("  ", "}");
     }
     row_values(0);
@@ -210,7 +237,7 @@ struct KernelWriter {
       row_values(level + 1);
     }
     if (p.output_per_row) {
-      line("  ", fmt::format("if (lane == 0) out[0] = from_float<Element>({});", p.output));
+      line("  ", fmt::format("if (lane == 0{}) out[0] = from_float<Element>({});", strided() ? " && live" : "", p.output));
     } else {
       sweep(max_level, {fmt::format("y[e] = {};", p.output)}, true);
     }
@@ -226,6 +253,10 @@ std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
   auto grid = [&](int v) { int64_t b = (n / v + kThreads - 1) / kThreads; return dim3(unsigned(b < cap ? b : cap)); };
   if (aligned) flat_kernel<kVec><<<grid(kVec), kThreads, 0, stream>>>(*a);
   else flat_kernel<1><<<grid(1), kThreads, 0, stream>>>(*a);)";
+  if (p.inner > 1)
+    return R"(  constexpr int64_t tiles = (kInner + kThreads / kSplit - 1) / (kThreads / kSplit);
+  if (a->rows / kInner > 2147483647 / tiles) return FACT_ERR_SHAPE;  // CUDA's grid limit
+  row_kernel<1><<<dim3(unsigned(a->rows / kInner * tiles)), kThreads, 0, stream>>>(*a);)";
   if (c.cluster > 1)
     return R"(  // Clusters of more than 8 CTAs are an opt-in of the kernel (the H100 schedules up to 16).
   if (kCluster > 8) {
@@ -247,6 +278,7 @@ std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
 json RowwiseKernelConfig::to_json() const {
   json j = {{"threads", threads}, {"vec", vec}, {"warp_per_row", warp_per_row}, {"one_pass", one_pass}};
   if (cluster > 1) j["cluster"] = cluster;  // absent for a CTA per row: earlier configs keep their ids
+  if (split > 1) j["split"] = split;
   return j;
 }
 
@@ -257,6 +289,9 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
   c.warp_per_row = j.at("warp_per_row");
   c.one_pass = j.at("one_pass");
   c.cluster = j.value("cluster", 1);
+  c.split = j.value("split", 1);
+  if (c.split < 1 || c.split > 32 || (c.split & (c.split - 1)) || c.threads % c.split)
+    throw Error(fmt::format("row-wise config {}: split must be 1, 2, 4, 8, 16 or 32 threads per row, dividing threads", j.dump()));
   if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) || (c.cluster > 1 && c.warp_per_row))
     throw Error(fmt::format("row-wise config {}: cluster must be 1, 2, 4, 8 or 16 CTAs per row, and 1 with a warp per row",
                             j.dump()));
@@ -266,8 +301,9 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
 }
 
 std::string RowwiseKernelConfig::text() const {
-  return fmt::format("{} threads, vec {}{}{}{}", threads, vec, warp_per_row ? ", a warp per row" : "",
+  return fmt::format("{} threads, vec {}{}{}{}{}", threads, vec, warp_per_row ? ", a warp per row" : "",
                      cluster > 1 ? fmt::format(", a cluster of {} CTAs per row", cluster) : "",
+                     split > 1 ? fmt::format(", {} threads per strided row", split) : "",
                      one_pass ? ", one pass (row in registers)" : "");
 }
 
@@ -278,7 +314,33 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
   std::vector<std::pair<double, RowwiseKernelConfig>> scored;
+  if (p.inner > 1 && p.reductions() > 0) {
+    // Strided rows: a warp spans 32 adjacent rows (one coalesced run per access; fewer only when there are
+    // fewer); `split` threads share a row when the rows are long or few.
+    const int64_t warp_rows = std::min<int64_t>(32, int64_t(1) << int(std::ceil(std::log2(double(p.inner)))));
+    const int64_t outer = p.rows / p.inner;
+    for (int threads : space.at("threads").get<std::vector<int>>()) {
+      for (int split = 1; split <= 32 && split <= threads; split *= 2) {
+        const int64_t rows_per_cta = threads / split;
+        if (rows_per_cta < warp_rows || (split > 1 && rows_per_cta > std::max<int64_t>(warp_rows, p.inner))) continue;
+        const int64_t per_thread = (p.cols + split - 1) / split;
+        const double ctas = double(outer) * double((p.inner + rows_per_cta - 1) / rows_per_cta);
+        bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
+        const int64_t cap = std::min<int64_t>(max_regs, 16384 / threads);
+        for (bool one : {true, false}) {
+          if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > cap) continue;
+          // One pass first, a full GPU, few threads per row (each split adds a shared-memory combine), 256 threads.
+          double score = (one ? 0 : 20) + (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) +
+                         std::log2(split) + 0.5 * std::abs(std::log2(threads / 256.0));
+          RowwiseKernelConfig c{threads, 1, false, one};
+          c.split = split;
+          scored.push_back({score, c});
+        }
+      }
+    }
+  }
   for (int threads : space.at("threads").get<std::vector<int>>()) {
+    if (p.inner > 1 && p.reductions() > 0) break;
     for (int vec : {vmax, 1}) {
       if (p.reductions() == 0) {
         // Flat: 256 threads with 16-byte accesses is the copy kernel's shape.
@@ -342,9 +404,12 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"vec", std::to_string(c.vec)},
                                {"warp_per_row", c.warp_per_row ? "true" : "false"},
                                {"cluster", std::to_string(c.cluster)},
+                               {"split", std::to_string(c.split)},
+                               {"inner", std::to_string(p.inner)},
                                {"cols", std::to_string(p.cols)},
                                {"cols_refused", p.reductions() == 0 && w.any_cols() ? "a->cols < 1"
-                                                                                    : fmt::format("a->cols != {}", p.cols)},
+                                                : p.inner > 1 ? fmt::format("a->cols != {} || a->rows % {} != 0", p.cols, p.inner)
+                                                              : fmt::format("a->cols != {}", p.cols)},
                                {"fp32_activation", render_template_file("cutlass/fp32_activation.hpp.in", {})},
                                {"kernel", w.out},
                                {"num_inputs", std::to_string(p.inputs.size())},
