@@ -324,9 +324,6 @@ RowProgram lower_row_program(const json& fragment) {
     s.var = L.fresh();
     s.input = i++;
     p.inputs.push_back(in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
-    if (p.inputs.back() == RowInputKind::row_broadcast && p.inner > 1)
-      throw Error(fmt::format("input '{}' is one row shared by every row, but the rows are strided (inner {}); such "
-                              "inputs are generated for contiguous rows only", in.at("name").get<std::string>(), p.inner));
     L.var[in.at("name").get<std::string>()] = L.add(s);
   }
   for (const auto& node : fragment.at("nodes")) {

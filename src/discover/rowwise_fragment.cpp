@@ -27,6 +27,23 @@ json node_json(const ir::Node& n) {
   return {{"name", n.name}, {"op", n.op}, {"args", n.args}, {"kwargs", n.kwargs}, {"outputs", outs}};
 }
 
+// The dims a broadcast input spans, when it is one row of the full tensor: right-aligned to the full rank, its
+// dims other than 1 form one run equal to the full tensor's there ([C, 1, 1] over [N, C, H, W]: dim 1);
+// count 0 when it is not such a row.
+ReducedDims broadcast_row_dims(const std::vector<int64_t>& in, const std::vector<int64_t>& full) {
+  const int rank = static_cast<int>(full.size()), pad = rank - static_cast<int>(in.size());
+  if (pad < 0) return {};
+  int first = -1, last = -1;
+  for (int d = 0; d < rank; ++d) {
+    int64_t v = d < pad ? 1 : in[d - pad];
+    if (v == 1) continue;
+    if (v != full[d] || (last >= 0 && last != d - 1)) return {};
+    if (first < 0) first = d;
+    last = d;
+  }
+  return first < 0 ? ReducedDims{} : ReducedDims{first, last - first + 1};
+}
+
 // A literal as a pattern argument: numbers compare by value as they are; anything else (strings would read
 // as node references, objects as argument constraints) is wrapped in {"const": v}.
 json pattern_literal(const json& v) {
@@ -97,7 +114,19 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
                               k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
     row_dims = k;
   }
-  if (!row_dims.count) row_dims = {rank - 1, 1};
+  if (!row_dims.count) {
+    // Pointwise only: rows along the last dim, or along the dims a broadcast input spans (a per-channel bias
+    // [C, 1, 1] makes rows of the C channels, strided by H*W) so that it is one row shared by all.
+    row_dims = {rank - 1, 1};
+    for (const auto& v : outside) {
+      const ir::TensorMeta& in = graph.at(v).out();
+      ReducedDims b = broadcast_row_dims(in.shape, f.full_shape);
+      if (in.shape != f.full_shape && b.count) {
+        row_dims = b;
+        break;
+      }
+    }
+  }
   f.trailing_dims = row_dims.count;
   f.inner_dims = row_dims.after(rank);
   const auto dim = f.full_shape.begin();
@@ -123,12 +152,14 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   for (const auto& r : outside) {
     const ir::TensorMeta& in = graph.at(r).out();
     bool like_full = in.shape == f.full_shape;
-    bool row = f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols));
-    if (!like_full && !row)
-      throw Error(f.inner == 1 ? fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or [{}]", r,
-                                             fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(trail, ","))
-                               : fmt::format("input '{}' has shape [{}]; outside inputs of strided rows must be [{}]", r,
-                                             fmt::join(in.shape, ","), fmt::join(f.full_shape, ",")));
+    bool row = broadcast_row_dims(in.shape, f.full_shape) == row_dims ||
+               (f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols)));
+    if (!like_full && !row) {
+      std::vector<int64_t> one_row(f.full_shape.size(), 1);
+      std::copy(trail.begin(), trail.end(), one_row.begin() + row_dims.first);
+      throw Error(fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or one row [{}]", r,
+                              fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(one_row, ",")));
+    }
     if (in.dtype != f.dtype)
       throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
     f.inputs.push_back(r);

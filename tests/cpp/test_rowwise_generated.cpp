@@ -98,14 +98,15 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonAdjacentDimsAreRefused) 
 
 // RMSNorm over the channels of [N, C, H, W] (KernelBench level1/36's graph): the mean reduces dim 1, so a row is
 // C elements H*W apart.
-GraphDoc rms_over_channels(int64_t n, int64_t c, int64_t hw) {
+GraphDoc rms_over_channels(int64_t n, int64_t c, int64_t hw, bool output = true) {
   GraphDoc d;
   d.input("x", {n, c, hw, 1});
   d.op("p", "aten.pow.Tensor_Scalar", {ref_to("x"), 2}, {n, c, hw, 1});
   d.op("m", "aten.mean.dim", {ref_to("p"), Json::array({1}), true}, {n, 1, hw, 1});
   d.op("a", "aten.add.Tensor", {ref_to("m"), 1e-5}, {n, 1, hw, 1});
   d.op("s", "aten.sqrt.default", {ref_to("a")}, {n, 1, hw, 1});
-  d.op("y", "aten.div.Tensor", {ref_to("x"), ref_to("s")}, {n, c, hw, 1}).output("y");
+  d.op("y", "aten.div.Tensor", {ref_to("x"), ref_to("s")}, {n, c, hw, 1});
+  if (output) d.output("y");
   return d;
 }
 
@@ -142,14 +143,58 @@ TEST(RowwiseGenerated, ReductionsOverLeadingDimsMakeStridedRows) {
   EXPECT_EQ(problem["inner"], 1000);
   EXPECT_EQ(problem["inner_dims"], 2);
 
-  // A [C] weight broadcast over strided rows is not one of the ABI's shared rows: that node stays PyTorch's.
-  GraphDoc w = rms_over_channels(4, 64, 1000);
-  w.input("g", {64});
+  // A per-channel [C, 1, 1] weight is the strided rows' shared row; a [H*W, 1] one is no row: it stays PyTorch's.
+  GraphDoc w = rms_over_channels(4, 64, 1000, false);
+  w.input("g", {64, 1000, 1});
   w.op("z", "aten.mul.Tensor", {ref_to("y"), ref_to("g")}, {4, 64, 1000, 1}).output("z");
   auto pw = plan_of(w);
-  EXPECT_TRUE(noted(pw, "outside inputs")) << fmt::format("{}", fmt::join(pw.notes, "\n"));
+  for (const auto& e : pw.entries) {
+    const auto& n = e.match.nodes;
+    EXPECT_FALSE(std::count(n.begin(), n.end(), "m") && std::count(n.begin(), n.end(), "z")) << e.match.anchor;
+  }
+  EXPECT_THROW(discover::make_rowwise_fragment(pw.graph, {"p", "m", "a", "s", "y", "z"}, {}), Error);
+  GraphDoc c = rms_over_channels(4, 64, 1000, false);
+  c.input("g", {64, 1, 1});
+  c.op("z", "aten.mul.Tensor", {ref_to("y"), ref_to("g")}, {4, 64, 1000, 1}).output("z");
+  auto plan_c = plan_of(c);
+  const auto* ec = generated(plan_c);
+  ASSERT_NE(ec, nullptr);
+  ASSERT_EQ(ec->match.nodes.size(), 6u) << fmt::format("{}", fmt::join(plan_c.notes, "\n"));
+  auto pc = discover::lower_row_program(ec->match.kernel["fragment"]);
+  EXPECT_EQ(pc.inputs.at(1), discover::RowInputKind::row_broadcast);
+  std::string ct = realize::render_rowwise_kernel(pc, realize::rowwise_kernel_configs(pc, realize::family_data("rowwise").at("space"),
+                                                                                      ArchSpec::of(Arch::sm90)).at(0), "t", "");
+  EXPECT_NE(ct.find("const Element* in1 = static_cast<const Element*>(a.inputs[1]);"), std::string::npos)
+      << "the shared row is read at its own index, not the strided row's";
   // The agent's registered kernels take contiguous rows only: strided regions are not its candidates.
   EXPECT_TRUE(discover::rowwise_candidates(plan_of(rms_over_channels(4, 64, 1000))).empty());
+}
+
+// A per-channel bias, scale and activation after a convolution (KernelBench level2/2's tail after cuDNN's
+// transposed conv): pointwise only, rows of channels so that the bias is one shared row.
+GraphDoc bias_over_channels() {
+  GraphDoc d;
+  d.input("x", {2, 16, 6, 7}).input("b", {16, 1, 1});
+  d.op("a", "aten.add.Tensor", {ref_to("x"), ref_to("b")}, {2, 16, 6, 7});
+  d.op("m", "aten.mul.Tensor", {ref_to("a"), 2.0}, {2, 16, 6, 7});
+  d.op("s", "aten.sigmoid.default", {ref_to("m")}, {2, 16, 6, 7}).output("s");
+  return d;
+}
+
+TEST(RowwiseGenerated, APerChannelVectorMakesRowsOfChannels) {
+  auto p = plan_of(bias_over_channels());
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  EXPECT_EQ(prog.reductions(), 0);
+  EXPECT_EQ(prog.cols, 16);
+  EXPECT_EQ(prog.inner, 42);
+  EXPECT_EQ(prog.rows, 84);
+  EXPECT_EQ(prog.inputs.at(1), discover::RowInputKind::row_broadcast);
+  auto c = realize::rowwise_kernel_configs(prog, realize::family_data("rowwise").at("space"), ArchSpec::of(Arch::sm90)).at(0);
+  std::string text = realize::render_rowwise_kernel(prog, c, "t", "");
+  EXPECT_NE(text.find("in1[((i + e) / kInner) % kCols]"), std::string::npos);
+  EXPECT_NE(text.find("a->rows % 42 != 0"), std::string::npos);
 }
 
 TEST(RowwiseGenerated, VectorNormsOfOrdOneAndTwo) {
@@ -365,6 +410,13 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   lse.op("r", "aten.relu.default", {ref_to("l")}, {4, 1, 16, 64, 64}).output("r");
   expect_generated_compiles(lse, false, "rowwise_lse_strided_two_pass");
   expect_generated_compiles(lse, true, "rowwise_lse_strided_one_pass");
+  expect_generated_compiles(bias_over_channels(), false, "rowwise_flat_channel_bias");
+  GraphDoc sb;  // softmax over channels, then a per-channel bias (KernelBench level2/91's tail)
+  sb.input("x", {2, 64, 8, 8}).input("b", {64, 1, 1});
+  sb.op("s", "aten.softmax.int", {ref_to("x"), 1}, {2, 64, 8, 8});
+  sb.op("a", "aten.add.Tensor", {ref_to("s"), ref_to("b")}, {2, 64, 8, 8}).output("a");
+  expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
+  expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
 }
 
 }  // namespace

@@ -59,13 +59,16 @@ struct KernelWriter {
     }
   }
   bool strided() const { return p.inner > 1; }
-  // Where element `col` of a row is, from the row's first element.
-  std::string at(const std::string& col) const { return strided() ? col + " * kInner" : col; }
+  bool shared_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::row_broadcast; }
+  // Where element `col` of a row is, from the row's first element (a shared row's elements are contiguous).
+  std::string at(const std::string& col, int input = -1) const {
+    return strided() && (input < 0 || !shared_row(input)) ? col + " * kInner" : col;
+  }
 
   // Loads of every input for one access of V elements at column `col` (row pointers in_i).
   void loads(const std::string& ind, const std::string& suffix, const std::string& col) {
     for (size_t i = 0; i < p.inputs.size(); ++i)
-      line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, at(col), i, suffix));
+      line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, at(col, static_cast<int>(i)), i, suffix));
   }
 
   // A flat kernel without a broadcast row takes any row length (the verifier runs odd element counts).
@@ -75,9 +78,16 @@ struct KernelWriter {
 
   // One access of V elements at flat index i: loads, the element statements, the store.
   void flat_access(const std::string& ind, const std::string& v) {
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      line(ind, fmt::format("float l{0}[{2}];\n{3}load<{2}>(in{0}, {1}, l{0});", i,
-                            p.inputs[i] == discover::RowInputKind::row_broadcast ? "i % a.cols" : "i", v, ind));
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (shared_row(i) && strided()) {
+        // A row of strided rows ([C, 1, 1] over [N, C, H, W]): element i takes the row's element (i / inner) % C.
+        line(ind, fmt::format("float l{0}[{1}];", i, v));
+        line(ind, "#pragma unroll");
+        line(ind, fmt::format("for (int e = 0; e < {1}; ++e) l{0}[e] = to_float(in{0}[((i + e) / kInner) % kCols]);", i, v));
+        continue;
+      }
+      line(ind, fmt::format("float l{0}[{2}];\n{3}load<{2}>(in{0}, {1}, l{0});", i, shared_row(i) ? "i % a.cols" : "i", v, ind));
+    }
     line(ind, fmt::format("float y[{}];", v));
     line(ind, "#pragma unroll");
     line(ind, fmt::format("for (int e = 0; e < {}; ++e) {{", v));
@@ -156,7 +166,8 @@ struct KernelWriter {
       line("  ", "if (row >= a.rows) return;  // uniform over the CTA (rows is a multiple of kInner)");
       line("  ", "const int64_t first = outer * kCols * kInner + (row - outer * kInner);  // the row's first element");
       for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + first;", i));
+        line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]){1};", i,
+                               shared_row(i) ? "" : " + first"));
       line("  ", fmt::format("Element* out = static_cast<Element*>(a.output) + {};", p.output_per_row ? "row" : "first"));
     } else if (c.cluster > 1) {
       // A cluster of CTAs per row: lanes count across the cluster, so every sweep below strides over all of them.
@@ -184,7 +195,7 @@ struct KernelWriter {
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
       for (size_t i = 0; i < p.inputs.size(); ++i)
         line("    ", fmt::format("if (col0 < kCols) load<V>(in{0}, {1}, l{0}[k]); else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;",
-                               i, at("col0")));
+                               i, at("col0", static_cast<int>(i))));
       line("  ", "}");
     }
     row_values(0);
