@@ -52,11 +52,11 @@ def suites_of_report(report: dict) -> dict:
 
 
 BENCHMARKS = {
-    "fusion": {"title": "Generic fusion benchmark", "format": "fact-fusion-bench",
+    "fusion": {"title": "Generic fusion benchmark", "format": "fact-fusion-bench", "problems": "bench/fusion_problems.json",
                "selection": "bench/fusion_problems.json (bench/scripts/fusion_problems.py)",
                "default": "each problem's own: 3xtf32 (fp32-accurate) for fp32 models; eager and torch.compile in "
                           "PyTorch's default fp32 (matmuls full fp32)"},
-    "conv": {"title": "Convolution benchmark", "format": "fact-conv-bench",
+    "conv": {"title": "Convolution benchmark", "format": "fact-conv-bench", "problems": "bench/conv_problems.json",
              "selection": "bench/conv_problems.json (bench/scripts/fusion_problems.py --set conv)",
              "default": "FACT's convolutions in TF32, as PyTorch's cuDNN convolutions by default (torch.backends.cudnn."
                         "allow_tf32); other ops in each problem's own mode (3xtf32 for fp32 models); eager and "
@@ -77,11 +77,20 @@ def kernel_rows(suite_dirs: list[str]) -> dict:
     return out
 
 
-def build(suites: dict, device: str, commit: str, benchmark: str = "fusion") -> dict:
+def selected_ids(benchmark: str) -> set | None:
+    """The benchmark's problem ids (a suite may also have run problems of the other benchmark); None: no list."""
+    path = Path(__file__).resolve().parents[2] / BENCHMARKS[benchmark]["problems"]
+    return {p["id"].removesuffix(".py") for p in json.loads(path.read_text())["problems"]} if path.is_file() else None
+
+
+def build(suites: dict, device: str, commit: str, benchmark: str = "fusion", only_listed: bool = False) -> dict:
     by_id: dict[str, dict] = {}
+    ids = selected_ids(benchmark) if only_listed else None
     for mode, files in suites.items():
         for suite in files:
             for p in suite["problems"]:
+                if ids is not None and p["id"] not in ids:
+                    continue
                 row = by_id.setdefault(p["id"], {"id": p["id"], "level": p["level"]})
                 if mode not in row or p.get("status") in MEASURED:
                     row[mode] = {k: p.get(k) for k in FIELDS}
@@ -150,19 +159,24 @@ def main() -> None:
     ap.add_argument("--note", default="", help="how the suites were run (calls, settings, what is missing)")
     ap.add_argument("-o", "--output", required=True, help="path without extension")
     ap.add_argument("--benchmark", choices=tuple(BENCHMARKS), default="fusion")
+    ap.add_argument("--only-listed", action="store_true",
+                    help="keep only the problems of the benchmark's list (a suite that also ran the other benchmark's)")
     ap.add_argument("--suite-dirs", nargs="*", default=[],
                     help="unpacked suite folders (suite.tgz): each problem's patterns, FACT's kernel vs PyTorch's ms")
     a = ap.parse_args()
     if not a.default and not a.tf32:
         ap.error("name at least one suite.json (--default or --tf32)")
-    suites = suites_of_report(json.loads(Path(a.previous).read_text())) if a.previous else {m: [] for m in MODES}
+    previous = json.loads(Path(a.previous).read_text()) if a.previous else None
+    suites = suites_of_report(previous) if previous else {m: [] for m in MODES}
     suites["default"] += [json.loads(Path(f).read_text()) for f in a.default]
     suites["tf32"] += [json.loads(Path(f).read_text()) for f in a.tf32 or []]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
-    doc = build(suites, a.device, commit, a.benchmark)
+    doc = build(suites, a.device, commit, a.benchmark, a.only_listed)
     doc["note"] = a.note
-    kernels = kernel_rows(a.suite_dirs)
+    # A problem not re-measured keeps its earlier per-pattern rows.
+    kernels = {p["id"]: p["kernels"] for p in (previous or {}).get("problems", []) if p.get("kernels")}
+    kernels.update(kernel_rows(a.suite_dirs))
     for p in doc["problems"]:
         if p["id"] in kernels:
             p["kernels"] = kernels[p["id"]]

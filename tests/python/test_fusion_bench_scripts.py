@@ -91,3 +91,8 @@ def test_report_starts_from_a_previous_report(tmp_path):
     assert rows["level2/12_Gemm_X"]["speedup_eager"] == 1.5, "rows the new suite did not run stay"
     r = subprocess.run([*script, "-o", str(tmp_path / "none")], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode != 0 and "at least one suite" in r.stderr
+    # --only-listed keeps the benchmark's own problems (bench/fusion_problems.json lists level1/19_ReLU, not 12_Gemm_X).
+    r = subprocess.run([*script, "--only-listed", "--default", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+                        "-o", str(tmp_path / "listed")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert [p["id"] for p in json.loads((tmp_path / "listed.json").read_text())["problems"]] == ["level1/19_ReLU"]

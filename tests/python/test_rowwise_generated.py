@@ -169,3 +169,22 @@ def test_strided_rows_shape_their_inputs_variants_and_reference_on_cpu(monkeypat
     assert torch.allclose(ref.reshape(4, 8, 3, 5), want)
     monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", 8 * 15)  # one block of N per slice
     assert torch.equal(case.reference(inp)["out"], ref)
+
+
+def test_a_per_channel_row_is_shared_by_strided_rows_on_cpu():
+    # softmax over channels, then a [C, 1, 1] bias (KernelBench level2/91's tail): the bias is the rows' shared row.
+    n, c, h, w = 2, 8, 3, 5
+    full = [n, c, h, w]
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "a", "rows": n * h * w, "cols": c,
+         "dtype": "float32", "full_shape": full, "trailing_dims": 1, "inner_dims": 2, "inner": h * w,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False}, {"name": "b", "shape": [c, 1, 1], "broadcast": True}],
+         "nodes": [_node("s", "aten.softmax.int", [{"ref": "x"}, 1], full),
+                   _node("a", "aten.add.Tensor", [{"ref": "s"}, {"ref": "b"}], full)]}
+    from fact.realize.rowwise_case import RowwiseCase
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": n * h * w, "cols": c, "dtype": "float32",
+                                      "numerics": "fp32", "fragment": f}))
+    inp = case.make_inputs("cpu")
+    assert tuple(inp.inputs[1].shape) == (c, 1, 1)
+    assert case.kernel_args(inp, 0).input_row_stride[1] == 0
+    x, b = inp.inputs[0].double(), inp.inputs[1].double()
+    assert torch.allclose(case.reference(inp)["out"].reshape(full), torch.softmax(x, 1) + b)
