@@ -224,13 +224,25 @@ struct Lowering {
       if (f == "logsumexp") var[name] = expr(fmt::format("{0}_m + logf({0}_s)", r), true);
       else if (f == "softmax") var[name] = expr(fmt::format("expf({1} - {0}_m) / {0}_s", r, x), false);
       else var[name] = expr(fmt::format("{1} - {0}_m - logf({0}_s)", r, x), false);
-    } else if (f == "layer_norm") {
+    } else if (f == "layer_norm" || f == "instance_norm") {
+      if (f == "instance_norm") {
+        // Per-channel weights index by the row's channel, running statistics make it pointwise: neither generated.
+        for (const char* key : {"weight", "bias"})
+          if (!arg_at(node, form.at(key).get<int>(), key).is_null())
+            throw Error(fmt::format("node '{}': instance_norm with a per-channel {} is not generated", name, key));
+        if (read_spec(node, form.at("use_input_stats")) != json(true))
+          throw Error(fmt::format("node '{}': instance_norm with running statistics is not generated", name));
+      }
       std::string mean = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
       std::string d = expr(fmt::format("{} - {}", x, mean), false);
       std::string sq = expr(fmt::format("{0} * {0}", d), false);
       json eps = read_spec(node, form.at("eps"));
       std::string rstd = expr(fmt::format("rsqrtf({} / {} + {})", reduce("sum", sq), cols, operand(name, eps)), true);
       std::string y = fmt::format("{} * {}", d, rstd);
+      if (f == "instance_norm") {
+        var[name] = expr(y, false);
+        return;
+      }
       for (const char* key : {"weight", "bias"}) {
         json t = arg_at(node, form.at(key).get<int>(), key);
         if (t.is_null()) continue;
@@ -286,6 +298,8 @@ ReducedDims row_reduction_dims(const std::string& node, const std::string& op, c
   } else if (form.contains("normalized_shape")) {
     int64_t k = static_cast<int64_t>(read_spec(n, form["normalized_shape"]).size());
     for (int64_t i = rank - k; i < rank; ++i) dims.push_back(i);
+  } else if (form.contains("from_dim")) {
+    for (int64_t i = form["from_dim"].get<int64_t>(); i < rank; ++i) dims.push_back(i);
   }
   std::set<int64_t> s;
   for (auto d : dims) s.insert(d < 0 ? d + rank : d);

@@ -197,6 +197,26 @@ TEST(RowwiseGenerated, APerChannelVectorMakesRowsOfChannels) {
   EXPECT_NE(text.find("a->rows % 42 != 0"), std::string::npos);
 }
 
+TEST(RowwiseGenerated, InstanceNormWithoutWeightsNormalizesEachChannelsPlane) {
+  GraphDoc d;  // nn.InstanceNorm2d(8) (affine=False): rows of H*W per sample and channel
+  d.input("x", {2, 8, 6, 10});
+  d.op("n", "aten.instance_norm.default", {ref_to("x"), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5, false},
+       {2, 8, 6, 10}).output("n");
+  auto p = plan_of(d);
+  ASSERT_NE(generated(p), nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  auto prog = discover::lower_row_program(generated(p)->match.kernel["fragment"]);
+  EXPECT_EQ(prog.rows, 16);
+  EXPECT_EQ(prog.cols, 60);
+  EXPECT_EQ(prog.reductions(), 2);  // the mean, then the sum of squared deviations
+  GraphDoc w;
+  w.input("x", {2, 8, 6, 10}).input("g", {8});
+  w.op("n", "aten.instance_norm.default", {ref_to("x"), ref_to("g"), nullptr, nullptr, nullptr, true, 0.1, 1e-5, false},
+       {2, 8, 6, 10}).output("n");
+  auto pw = plan_of(w);
+  EXPECT_EQ(generated(pw), nullptr);
+  EXPECT_TRUE(noted(pw, "input 'g' has shape [8]")) << fmt::format("{}", fmt::join(pw.notes, "\n"));
+}
+
 TEST(RowwiseGenerated, VectorNormsOfOrdOneAndTwo) {
   // x / ||x||_2 over the rows (KernelBench level1/39's graph).
   GraphDoc d;

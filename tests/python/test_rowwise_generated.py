@@ -188,3 +188,13 @@ def test_a_per_channel_row_is_shared_by_strided_rows_on_cpu():
     assert case.kernel_args(inp, 0).input_row_stride[1] == 0
     x, b = inp.inputs[0].double(), inp.inputs[1].double()
     assert torch.allclose(case.reference(inp)["out"].reshape(full), torch.softmax(x, 1) + b)
+
+
+def test_instance_norm_fragment_replays_as_pytorch_on_cpu():
+    full = [2, 8, 6, 10]
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "n", "rows": 16, "cols": 60, "dtype": "float32",
+         "full_shape": full, "trailing_dims": 2, "inputs": [{"name": "x", "shape": full, "broadcast": False}],
+         "nodes": [_node("n", "aten.instance_norm.default", [{"ref": "x"}, None, None, None, None, True, 0.1, 1e-5, False],
+                         full)]}
+    x = torch.randn(*full, dtype=torch.float64)
+    assert torch.allclose(replay(f, [x]), torch.nn.functional.instance_norm(x))
