@@ -67,6 +67,35 @@ std::string end_in_row_partials(const ir::Graph& g, const RowwiseFragment& f, co
   return r.name;
 }
 
+// `part` (graph order) cut into runs, each the longest that lowers to a row program from where the previous
+// one ended; a run may close only a few nodes later (two values leave a prefix of a diamond until its join).
+std::vector<std::vector<std::string>> generable_runs(const ir::Graph& g, const std::vector<std::string>& part,
+                                                     const std::set<std::string>& covered) {
+  constexpr size_t kLookahead = 4;
+  auto generable = [&](const std::vector<std::string>& nodes) {
+    try {
+      lower_row_program(fragment_to_json(g, make_rowwise_fragment(g, nodes, covered)));
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  std::vector<std::vector<std::string>> runs;
+  size_t start = 0;
+  while (start < part.size()) {
+    size_t best = 0;  // length of the longest generable run from start
+    for (size_t len = 1; start + len <= part.size() && len <= best + kLookahead; ++len)
+      if (generable({part.begin() + start, part.begin() + start + len})) best = len;
+    if (best == 0) {
+      ++start;  // generable alone earlier, but not from here: left to PyTorch
+      continue;
+    }
+    runs.emplace_back(part.begin() + start, part.begin() + start + best);
+    start += best;
+  }
+  return runs;
+}
+
 PlanEntry entry_for(const Plan& plan, const RowwiseFragment& f, const json& fragment, const CostContext& ctx,
                     int64_t partials) {
   Match m;
@@ -135,7 +164,9 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
       }
     }
     // The region as a whole cannot be generated: leave out the nodes that cannot be generated alone (a
-    // reduction over a leading dim, an input shaped neither like the rows nor one row) and try what is left.
+    // reduction over non-adjacent dims, an input shaped neither like the rows nor one row), then cut each part
+    // that is left into the longest runs (graph order) that can be (a per-channel multiply after an instance
+    // norm: each can, both in one kernel cannot).
     std::set<std::string> rest(group.begin(), group.end());
     for (const auto& n : group) {
       try {
@@ -145,19 +176,24 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
         rest.erase(n);
       }
     }
-    bool split = rest.size() < group.size();
-    for (const auto& part : components(g, split ? rest : std::set<std::string>{})) {
+    for (const auto& part : components(g, rest)) {
       try {
         try_group(part);
+        continue;
       } catch (const Error& e) {
-        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(part, ", "), e.what()));
+        if (part.size() == 1) {
+          plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", part[0], e.what()));
+          continue;
+        }
+        plan.notes.push_back(fmt::format("row-wise region {} is not one kernel ({}); cut into runs that are",
+                                         fmt::join(part, ", "), e.what()));
       }
-    }
-    if (!split) {
-      try {
-        try_group(group);
-      } catch (const Error& e) {
-        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(group, ", "), e.what()));
+      for (const auto& run : generable_runs(g, part, covered)) {
+        try {
+          try_group(run);
+        } catch (const Error& e) {
+          plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", fmt::join(run, ", "), e.what()));
+        }
       }
     }
   }
