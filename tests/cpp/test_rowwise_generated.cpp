@@ -411,11 +411,18 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   std::string strided = generated_op_wrapper(sum);
   EXPECT_NE(strided.find("trailing = 1, inner_dims = 1, inner = 32"), std::string::npos);
   std::string rms = generated_op_wrapper(rms_over_channels(4, 64, 1000));
+  // logsumexp over the channels of a pooled [N, C, 1, 1] (KernelBench level2/42): the rows are contiguous, but the
+  // op must still drop the reduced dim 1, not the last one.
+  GraphDoc pooled;
+  pooled.input("x", {16, 128, 1, 1});
+  pooled.op("l", "aten.logsumexp.default", {ref_to("x"), Json::array({1}), true}, {16, 1, 1, 1}).output("l");
+  std::string lse = generated_op_wrapper(pooled);
+  EXPECT_NE(lse.find("trailing = 1, inner_dims = 2, inner = 1"), std::string::npos) << lse.substr(0, 2000);
   const std::string torch_dir = torch_package_dir();
   if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   fs::path dir = fs::temp_directory_path() / "fact_test_rowwise_wrapper";
   fs::create_directories(dir);
-  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, generated_op_wrapper(softmax_rows(8, 100))}).text;
+  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, generated_op_wrapper(softmax_rows(8, 100))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }

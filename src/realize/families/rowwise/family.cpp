@@ -289,7 +289,7 @@ class RowwiseFamily final : public KernelFamily {
             {"keepdim", program.output_per_row && out_shape.size() == full_shape.size()},
             {"trailing_dims", fragment.value("trailing_dims", 1)},
             {"fragment", fragment}};
-    if (program.inner > 1) {
+    if (fragment.value("inner_dims", 0) > 0) {  // also with inner 1 (dims of size 1 behind): the op's output shape
       problem["inner_dims"] = fragment.at("inner_dims");
       problem["inner"] = program.inner;
     }
