@@ -67,19 +67,22 @@ std::string end_in_row_partials(const ir::Graph& g, const RowwiseFragment& f, co
   return r.name;
 }
 
+// Why `nodes` cannot be one generated kernel, or "" when they can.
+std::string not_generable(const ir::Graph& g, const std::vector<std::string>& nodes, const std::set<std::string>& covered) {
+  try {
+    lower_row_program(fragment_to_json(g, make_rowwise_fragment(g, nodes, covered)));
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 // `part` (graph order) cut into runs, each the longest that lowers to a row program from where the previous
 // one ended; a run may close only a few nodes later (two values leave a prefix of a diamond until its join).
 std::vector<std::vector<std::string>> generable_runs(const ir::Graph& g, const std::vector<std::string>& part,
                                                      const std::set<std::string>& covered) {
   constexpr size_t kLookahead = 4;
-  auto generable = [&](const std::vector<std::string>& nodes) {
-    try {
-      lower_row_program(fragment_to_json(g, make_rowwise_fragment(g, nodes, covered)));
-      return true;
-    } catch (const Error&) {
-      return false;
-    }
-  };
+  auto generable = [&](const std::vector<std::string>& nodes) { return not_generable(g, nodes, covered).empty(); };
   std::vector<std::vector<std::string>> runs;
   size_t start = 0;
   while (start < part.size()) {
@@ -154,6 +157,7 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
     }
   };
   for (const auto& group : components(g, free)) {
+    std::string whole_error;
     try {
       try_group(group);
       continue;
@@ -162,6 +166,7 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
         plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", group[0], e.what()));
         continue;
       }
+      whole_error = e.what();
     }
     // The region as a whole cannot be generated: leave out the nodes that cannot be generated alone (a
     // reduction over non-adjacent dims, an input shaped neither like the rows nor one row), then cut each part
@@ -169,25 +174,27 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
     // norm: each can, both in one kernel cannot).
     std::set<std::string> rest(group.begin(), group.end());
     for (const auto& n : group) {
-      try {
-        lower_row_program(fragment_to_json(g, make_rowwise_fragment(g, {n}, covered)));
-      } catch (const Error& e) {
-        plan.notes.push_back(fmt::format("{} left to PyTorch: {}", n, e.what()));
+      if (std::string why = not_generable(g, {n}, covered); !why.empty()) {
+        plan.notes.push_back(fmt::format("{} left to PyTorch: {}", n, why));
         rest.erase(n);
       }
     }
     for (const auto& part : components(g, rest)) {
-      try {
-        try_group(part);
-        continue;
-      } catch (const Error& e) {
-        if (part.size() == 1) {
-          plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", part[0], e.what()));
+      std::string why = whole_error;  // the whole group (nothing left out) already failed: not tried again
+      if (part.size() != group.size()) {
+        try {
+          try_group(part);
           continue;
+        } catch (const Error& e) {
+          why = e.what();
         }
-        plan.notes.push_back(fmt::format("row-wise region {} is not one kernel ({}); cut into runs that are",
-                                         fmt::join(part, ", "), e.what()));
       }
+      if (part.size() == 1) {
+        plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", part[0], why));
+        continue;
+      }
+      plan.notes.push_back(fmt::format("row-wise region {} is not one kernel ({}); cut into runs that are",
+                                       fmt::join(part, ", "), why));
       for (const auto& run : generable_runs(g, part, covered)) {
         try {
           try_group(run);

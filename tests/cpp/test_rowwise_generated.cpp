@@ -140,8 +140,8 @@ TEST(RowwiseGenerated, ReductionsOverLeadingDimsMakeStridedRows) {
   EXPECT_EQ(back.split, cs[0].split);
   // The op keeps the rows' stride: per-row outputs drop (or keep as 1) the reduced dims in the middle.
   auto problem = realize::kernel_family_for(e->match)->problem_from_match(e->match, p.graph, Numerics::fp32, Arch::sm90);
-  EXPECT_EQ(problem["inner"], 1000);
-  EXPECT_EQ(problem["inner_dims"], 2);
+  EXPECT_EQ(problem["fragment"]["inner"], 1000);
+  EXPECT_EQ(problem["fragment"]["inner_dims"], 2);
 
   // A per-channel [C, 1, 1] weight is the strided rows' shared row; a [H*W, 1] one is no row: it stays PyTorch's.
   GraphDoc w = rms_over_channels(4, 64, 1000, false);

@@ -145,10 +145,6 @@ class RowwiseFamily final : public KernelFamily {
                        {"broadcast", p.at("broadcast")}, {"dtype", p.at("dtype")}, {"arch", p.at("arch")},
                        {"output_per_row", p.at("output_per_row")}, {"keepdim", p.at("keepdim")},
                        {"trailing_dims", p.at("trailing_dims")}, {"kernel", k.to_json()}};
-        if (p.value("inner_dims", 0) > 0) {
-          config["inner_dims"] = p.at("inner_dims");
-          config["inner"] = p.at("inner");
-        }
         set.ranked.push_back(candidate_from_config(config));
       }
       if (set.ranked.empty()) throw Error("rowwise: no config of data/families/rowwise.json's space takes this row");
@@ -230,8 +226,10 @@ class RowwiseFamily final : public KernelFamily {
                              {"schema", op_schema(c)}};
     if (!generated(c)) return render_family_template("rowwise", "op_template", id, values).text;
     values["trailing_dims"] = std::to_string(c.at("trailing_dims").get<int>());
-    values["inner_dims"] = std::to_string(c.value("inner_dims", 0));
-    values["inner"] = std::to_string(c.value("inner", int64_t{1}));
+    // Strided rows: read from the fragment itself (absent for contiguous rows).
+    const json& fragment = c.at("fragment");
+    values["inner_dims"] = std::to_string(fragment.value("inner_dims", 0));
+    values["inner"] = std::to_string(fragment.value("inner", int64_t{1}));
     values["output_per_row"] = c.at("output_per_row").get<bool>() ? "true" : "false";
     values["keepdim"] = c.at("keepdim").get<bool>() ? "true" : "false";
     return render_family_template("rowwise", "generated_op_template", id, values).text;
@@ -278,7 +276,7 @@ class RowwiseFamily final : public KernelFamily {
     for (const auto& n : fragment.at("nodes"))
       if (n.at("name") == fragment.at("output")) out_shape = n.at("outputs").at(0).at("shape").get<std::vector<int64_t>>();
     const auto full_shape = fragment.value("full_shape", std::vector<int64_t>{program.rows, program.cols});
-    json problem = {{"generated", true},
+    return {{"generated", true},
             {"rows", program.rows},
             {"cols", program.cols},
             {"broadcast", broadcast},
@@ -289,11 +287,6 @@ class RowwiseFamily final : public KernelFamily {
             {"keepdim", program.output_per_row && out_shape.size() == full_shape.size()},
             {"trailing_dims", fragment.value("trailing_dims", 1)},
             {"fragment", fragment}};
-    if (fragment.value("inner_dims", 0) > 0) {  // also with inner 1 (dims of size 1 behind): the op's output shape
-      problem["inner_dims"] = fragment.at("inner_dims");
-      problem["inner"] = program.inner;
-    }
-    return problem;
   }
 
   static bool match_operand_bound(const discover::Match& m, size_t i) {
