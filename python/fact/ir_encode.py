@@ -19,6 +19,8 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
+from fact.decompose import decompose_listed
+
 IR_FORMAT = "fact-ir"
 IR_VERSION = 1
 
@@ -208,6 +210,7 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
     (it lower-cases `A` to `a`), and the node name stays export's. `model` lets constants be checked.
     """
     inline_wrappers(ep)
+    decompose_listed(ep)
     blockers: list[str] = []
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
     if input_names is None or len(input_names) != len(user_specs):

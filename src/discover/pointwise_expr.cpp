@@ -168,6 +168,9 @@ json pointwise_tree(const ir::Node& node, const OperandTree& operand) {
   }
   if (form.value("identity", false)) return x();
   if (form.contains("batch_norm")) return batch_norm_node(form["batch_norm"], node, x(), operand);
+  // Epilogue trees have no bool values and no select; generated row-wise kernels take these.
+  if (form.contains("compare") || form.contains("where") || form.contains("predicate"))
+    throw NotPointwise("a comparison or select (generated row-wise kernels only)");
   throw Error(fmt::format("data/{}: {} has a form FACT does not read: {}", kOpsFile, node.op, form.dump()));
 }
 

@@ -179,6 +179,18 @@ struct Lowering {
         e = fmt::format("fminf({}, {})", e, operand(name, hi, &r));
         row = row && r;
       }
+    } else if (form.contains("compare")) {
+      // A bool is held as 1 or 0 (a select tests it against 0); NaN compares false except under ne, as in C++.
+      static const std::map<std::string, std::string> ops = {{"lt", "<"}, {"le", "<="}, {"gt", ">"},
+                                                             {"ge", ">="}, {"eq", "=="}, {"ne", "!="}};
+      std::string a = opnd(0), b = opnd(1);
+      e = fmt::format("({} {} {} ? 1.0f : 0.0f)", a, ops.at(form["compare"].get<std::string>()), b);
+    } else if (form.contains("where")) {
+      std::string c = opnd(0), a = opnd(1), b = opnd(2);
+      e = fmt::format("({} != 0.0f ? {} : {})", c, a, b);
+    } else if (form.contains("predicate")) {
+      if (form["predicate"] != "isnan") throw Error(fmt::format("node '{}': predicate {} has no lowering", name, form["predicate"].dump()));
+      e = fmt::format("(isnan({}) ? 1.0f : 0.0f)", opnd(0));
     } else if (form.contains("identity_if")) {
       const json& c = form["identity_if"];
       if (read_spec(node, c) != c.at("equals")) throw Error(fmt::format("node '{}' ({}) is not pointwise here (training mode)", name, node.at("op").get<std::string>()));
@@ -271,6 +283,12 @@ bool RowProgram::computes_nothing() const {
   });
 }
 
+bool yields_bool(const std::string& op) {
+  if (!pointwise_ops().contains(op)) return false;
+  const json& form = pointwise_ops()[op];
+  return form.contains("compare") || form.contains("predicate");
+}
+
 bool row_program_reads(const std::string& op) { return pointwise_ops().contains(op) || row_reductions().contains(op); }
 
 std::string row_partials_of(const std::string& op) {
@@ -345,7 +363,7 @@ RowProgram lower_row_program(const json& fragment) {
     p.ops.push_back(op);
     const std::string name = node.at("name");
     if (node.at("outputs").size() != 1) throw Error(fmt::format("node '{}' ({}) has several results", name, op));
-    if (node["outputs"][0].value("dtype", "") != p.dtype)
+    if (node["outputs"][0].value("dtype", "") != p.dtype && !(yields_bool(op) && node["outputs"][0].value("dtype", "") == "bool"))
       throw Error(fmt::format("node '{}' is {}, the fragment {}; mixed dtypes are not generated", name,
                               node["outputs"][0].value("dtype", ""), p.dtype));
     if (pointwise_ops().contains(op)) L.pointwise(node, pointwise_ops()[op]);

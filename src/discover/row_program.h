@@ -57,6 +57,10 @@ struct ReducedDims {
 ReducedDims row_reduction_dims(const std::string& node, const std::string& op, const nlohmann::json& args,
                                const nlohmann::json& kwargs, int rank);
 
+// Whether the op is a comparison or predicate of data/ir/pointwise_ops.json: its bool result is a value a
+// generated kernel holds as 1 or 0, never the fragment's output.
+bool yields_bool(const std::string& op);
+
 // Whether an op is one the lowering reads (pointwise table or row reductions).
 bool row_program_reads(const std::string& op);
 

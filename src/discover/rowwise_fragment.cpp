@@ -146,7 +146,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     if (t.shape != f.full_shape && !per_row(t.shape))
       throw Error(fmt::format("node '{}' has shape [{}]; inside a row-wise fragment every value is [{}] or one per row",
                               name, fmt::join(t.shape, ","), fmt::join(f.full_shape, ",")));
-    if (t.dtype != f.dtype)
+    if (t.dtype != f.dtype && !(t.dtype == "bool" && yields_bool(graph.at(name).op)))
       throw Error(fmt::format("node '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", name, t.dtype, f.dtype));
   }
   for (const auto& r : outside) {

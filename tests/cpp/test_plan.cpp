@@ -75,9 +75,9 @@ TEST(Plan, UncoveredOpsAreListedWithoutViews) {
   // is left to PyTorch, counted per op.
   GraphDoc d;
   d.input("x", {8, 8});
-  d.op("r", "aten.eq.Scalar", {ref_to("x"), 0}, {8, 8});
-  d.op("v", "aten.view.default", {ref_to("r"), Json::array({64})}, {64});
-  d.op("r2", "aten.eq.Scalar", {ref_to("v"), 1}, {64});
+  d.op("r", "aten.eq.Scalar", {ref_to("x"), 0}, {8, 8}, "bool");
+  d.op("v", "aten.view.default", {ref_to("r"), Json::array({64})}, {64}, "bool");
+  d.op("r2", "aten.eq.Scalar", {ref_to("v"), 1}, {64}, "bool");
   d.output("r2");
   auto g = d.graph();
   auto p = fact::discover::make_plan(g, fact::discover::PatternRegistry::builtin(), ops(),

@@ -10,6 +10,7 @@
 #include "core/arch_spec.h"
 #include "core/error.h"
 #include "discover/plan.h"
+#include "discover/pointwise_expr.h"
 #include "discover/row_program.h"
 #include "discover/rowwise_fragment.h"
 #include "family_nvcc_check.h"
@@ -271,6 +272,52 @@ TEST(RowwiseGenerated, AWholeTensorReductionReadsTheKernelsPerRowPartials) {
       EXPECT_EQ(e.match.kernel["fragment"].value("output", ""), e.match.anchor) << "no entry writes partials in place of pow";
 }
 
+// kl_div(log(p), t) as PyTorch decomposes it (xlogy: a zero test, a NaN test, two selects), then its sum.
+GraphDoc kl_div_terms() {
+  GraphDoc d;
+  d.input("p", {64, 100}).input("t", {64, 100});
+  d.op("logp", "aten.log.default", {ref_to("p")}, {64, 100});
+  d.op("tlogp", "aten.mul.Tensor", {ref_to("t"), ref_to("logp")}, {64, 100});
+  d.op("zero", "aten.eq.Scalar", {ref_to("t"), 0}, {64, 100}, "bool");
+  d.op("logt", "aten.log.default", {ref_to("t")}, {64, 100});
+  d.op("tlogt", "aten.mul.Tensor", {ref_to("t"), ref_to("logt")}, {64, 100});
+  d.op("w", "aten.where.ScalarSelf", {ref_to("zero"), 0, ref_to("tlogt")}, {64, 100});
+  d.op("nan", "aten.isnan.default", {ref_to("t")}, {64, 100}, "bool");
+  d.op("w1", "aten.where.ScalarSelf", {ref_to("nan"), Json{{"float", "nan"}}, ref_to("w")}, {64, 100});
+  d.op("sub", "aten.sub.Tensor", {ref_to("w1"), ref_to("tlogp")}, {64, 100});
+  d.op("sum", "aten.sum.default", {ref_to("sub")}, {}).output("sum");
+  return d;
+}
+
+TEST(RowwiseGenerated, ComparisonsAndSelectsAreOneKernelHoldingBoolsAsOneOrZero) {
+  auto p = plan_of(kl_div_terms());
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes.size(), 9u) << "the bool values stay inside the kernel";
+  EXPECT_EQ(e->match.kernel["fragment"]["output"], "sub__row_partials");
+  auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  std::string exprs;
+  for (const auto& st : prog.statements) exprs += st.expr + "\n";
+  EXPECT_NE(exprs.find("== 0.000000000e+00f ? 1.0f : 0.0f"), std::string::npos) << exprs;
+  EXPECT_NE(exprs.find("(isnan("), std::string::npos) << exprs;
+  EXPECT_NE(exprs.find("!= 0.0f ? __int_as_float(0x7fffffff) :"), std::string::npos) << exprs;
+
+  // A bool is never the kernel's result: a comparison read outside the region is PyTorch's.
+  GraphDoc out;
+  out.input("x", {8, 16});
+  out.op("lt", "aten.lt.Scalar", {ref_to("x"), 1.0}, {8, 16}, "bool").output("lt");
+  auto po = plan_of(out);
+  EXPECT_EQ(generated(po), nullptr);
+  EXPECT_TRUE(noted(po, "output 'lt' is bool")) << fmt::format("{}", fmt::join(po.notes, "\n"));
+
+  // GEMM epilogue trees have no bools: pointwise_tree refuses a comparison or a select, so growth stops there.
+  auto g = kl_div_terms().graph();
+  auto leaf = [](const Json& ref) { return Json(ref["ref"]); };
+  EXPECT_THROW(discover::pointwise_tree(g.at("zero"), leaf), discover::NotPointwise);
+  EXPECT_THROW(discover::pointwise_tree(g.at("w"), leaf), discover::NotPointwise);
+  EXPECT_THROW(discover::pointwise_tree(g.at("nan"), leaf), discover::NotPointwise);
+}
+
 TEST(RowwiseGenerated, ARegionSplitsAroundANodeThatCannotBeGenerated) {
   // exp -> sum over dims 0 and 2 (not adjacent) -> relu: the sum stays PyTorch's, exp and relu are generated apart.
   GraphDoc d;
@@ -449,6 +496,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   sb.input("x", {2, 64, 8, 8}).input("b", {64, 1, 1});
   sb.op("s", "aten.softmax.int", {ref_to("x"), 1}, {2, 64, 8, 8});
   sb.op("a", "aten.add.Tensor", {ref_to("s"), ref_to("b")}, {2, 64, 8, 8}).output("a");
+  expect_generated_compiles(kl_div_terms(), true, "rowwise_kl_div_partials_one_pass");
   expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
 }

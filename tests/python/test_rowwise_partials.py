@@ -1,44 +1,67 @@
 """A whole-tensor reduction after a generated row-wise region (a loss's mean): `fact discover` ends the region's
 kernel in the per-row partials and leaves the mean to PyTorch over them; `fact compose` with that kernel accepted
-(CPU reference ops) gives the module's value."""
+(CPU reference ops) gives the module's value. Losses that are one ATen op (smooth_l1_loss, kl_div,
+triplet_margin_loss) reach the same kernels through their decompositions."""
 import json
 
+import pytest
 import torch
 from composed_module import REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, needs_fact_binary
 
 from fact.compose.reference_ops import register_reference_ops
 
-PROBLEM = REPO_ROOT / "tests" / "python" / "data" / "compose" / "hinge_loss.py"
+COMPOSE = REPO_ROOT / "tests" / "python" / "data" / "compose"
 
 pytestmark = needs_fact_binary
 
+# problem, the region's anchor, its nodes, partials (rows) or 0 for a kernel ending in one value per row, and the
+# ops PyTorch keeps in the composed module.
+CASES = {
+    "hinge_loss": ("clamp", ["mul", "rsub", "clamp"], 48, ["mean.default"]),
+    "huber_loss": ("where", ["sub", "abs_1", "lt", "pow_1", "mul", "div", "sub_1", "where"], 48, ["mean.default"]),
+    "kl_div_loss": ("sub", ["log", "mul", "eq", "log_1", "mul_1", "where", "isnan", "where_1", "sub"], 48,
+                    ["sum.default", "div.Tensor"]),
+    "triplet_loss": ("clamp_min", ["sub", "add", "linalg_vector_norm", "sub_1", "add_1", "linalg_vector_norm_1",
+                                   "add_2", "sub_2", "clamp_min"], 0, ["mean.default"]),
+}
 
-def test_the_mean_reads_the_kernels_partials_and_equals_the_module(tmp_path):
-    r = fact("discover", PROBLEM, "--json", tmp_path / "plan.json")
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_loss_is_one_kernel_and_the_composed_module_equals_it(name, tmp_path):
+    anchor, nodes, partials, kept = CASES[name]
+    problem_file = COMPOSE / f"{name}.py"
+    r = fact("discover", problem_file, "--json", tmp_path / "plan.json")
     assert r.returncode == 0, r.stderr
-    assert "per-row partials" in r.stdout
     plan = json.loads((tmp_path / "plan.json").read_text())
     [p] = plan["patterns"]
     fragment = p["kernel"]["fragment"]
-    assert p["rule"] == "rowwise_generated" and p["anchor"] == "clamp" and fragment["output"] == "clamp__row_partials"
-    assert p["dims"]["partials"] == 48
+    assert p["rule"] == "rowwise_generated" and p["anchor"] == anchor and p["nodes"] == nodes
+    if partials:
+        assert "per-row partials" in r.stdout
+        assert fragment["output"] == f"{anchor}__row_partials" and p["dims"]["partials"] == partials
+    else:
+        assert fragment["output"] == anchor and "partials" not in p["dims"]
     config = {"generated": True, "fragment": fragment, "cols": fragment["cols"], "dtype": "float32", "arch": "sm90",
               "broadcast": [bool(i["broadcast"]) for i in fragment["inputs"]], "output_per_row": True,
               "keepdim": False, "trailing_dims": 1,
               "kernel": {"threads": 128, "vec": 4, "warp_per_row": True, "one_pass": True, "cluster": 1}}
     problem = {k: v for k, v in config.items() if k != "kernel"} | {"rows": fragment["rows"], "numerics": "fp32"}
     row = {"pattern": p["rule"], "anchor": p["anchor"], "family": "rowwise", "status": "tuned", "fact_ms": 0.5,
-           "baseline_ms": 1.0, "winner": "rowwise_partials_test", "config": config, "problem": problem}
+           "baseline_ms": 1.0, "winner": f"rowwise_{name}_test", "config": config, "problem": problem}
     (tmp_path / "tune.json").write_text(json.dumps({"format": "fact-tune-report", "version": 1, "arch": "sm90",
                                                     "numerics": "fp32", "rows": [row]}))
     out = tmp_path / "composed"
-    r = fact("compose", tmp_path / "plan.json", tmp_path / "tune.json", "--model", PROBLEM, "--out", out)
+    r = fact("compose", tmp_path / "plan.json", tmp_path / "tune.json", "--model", problem_file, "--out", out)
     assert r.returncode == 0, r.stderr
     source = (out / "model_new.py").read_text()
-    assert "torch.ops.fact." in source and "torch.ops.aten.mean.default(" in source
-    assert "torch.ops.aten.clamp" not in source, "the region is the kernel's"
+    assert "torch.ops.fact." in source
+    for op in kept:
+        assert f"torch.ops.aten.{op}(" in source, op
+    for node in nodes:
+        assert f"{node} = torch.ops.aten." not in source, f"{node} is the kernel's"
+    assert not any(f"aten.{op}." in source for op in ("smooth_l1_loss", "kl_div", "triplet_margin_loss")), "decomposed"
     register_reference_ops(out / "manifest.json")
-    module = load_model_new(out, "composed_partials")
+    module = load_model_new(out, f"composed_{name}")
     assert_model_new_equals_model(module, atol=1e-6, rtol=1e-5)
     with torch.no_grad():
         assert module.ModelNew()(*module.get_inputs()).shape == torch.Size([])

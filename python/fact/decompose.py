@@ -1,0 +1,142 @@
+"""Replaces, in an exported graph, each call of an op data/ir/aten_ops.json marks "decompose" by the ops of
+PyTorch's own decomposition of it (torch._decomp's table, else the op's CompositeImplicitAutograd kernel).
+
+A loss such as smooth_l1_loss or kl_div is one ATen op no kernel family reads; its decomposition is pointwise ops
+and a reduction, which FACT generates one kernel from. Only the listed calls change: torch.export's
+run_decompositions would also rewrite the rest of the graph (batch_norm, dropout), which FACT's tables read as they
+are. A call whose decomposition cannot be traced on its arguments' meta values stays whole.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import operator
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from fact.paths import data_dir
+
+
+@functools.cache
+def decomposed_ops() -> frozenset[str]:
+    ops = json.loads((data_dir() / "ir" / "aten_ops.json").read_text())["ops"]
+    return frozenset(name for name, entry in ops.items() if entry.get("decompose"))
+
+
+def decomposition(op: torch._ops.OpOverload):
+    from torch._decomp import decomposition_table
+    if op in decomposition_table:
+        return decomposition_table[op]
+    return op.decompose if op._can_decompose() else None
+
+
+def listed_decompositions() -> dict:
+    """The table make_fx applies inside a decomposition, so a listed op it calls (kl_div's xlogy) goes too."""
+    table = {}
+    for name in decomposed_ops():
+        _, op, overload = name.split(".")
+        target = getattr(getattr(torch.ops.aten, op), overload)
+        if (fn := decomposition(target)) is not None:
+            table[target] = fn
+    return table
+
+
+def traced_decomposition(node: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]] | None:
+    """The decomposition traced on meta tensors shaped like the call's tensor arguments, and those arguments (one
+    per placeholder, in order); None when it cannot be traced or reads a constant tensor of its own."""
+    fn = decomposition(node.target)
+    flat, spec = pytree.tree_flatten((node.args, node.kwargs))
+    positions = [i for i, a in enumerate(flat) if isinstance(a, torch.fx.Node)]
+    vals = [flat[i].meta.get("val") for i in positions]
+    if fn is None or not all(isinstance(v, torch.Tensor) for v in vals):
+        return None
+
+    def call(*tensors):
+        values = list(flat)
+        for i, t in zip(positions, tensors):
+            values[i] = t
+        args, kwargs = pytree.tree_unflatten(values, spec)
+        return fn(*args, **kwargs)
+
+    metas = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta") for v in vals]
+    try:
+        traced = make_fx(call, decomposition_table=listed_decompositions())(*metas)
+    except Exception:  # noqa: BLE001 - a decomposition that does not trace here: the op stays whole
+        return None
+    if any(n.op == "get_attr" for n in traced.graph.nodes):
+        return None
+    selects_take_numbers(traced.graph)
+    return traced, [flat[i] for i in positions]
+
+
+def selects_take_numbers(graph: torch.fx.Graph) -> None:
+    """torch.where(c, 0, x) traces as where.self over a scalar_tensor(0); the where overloads that take the number
+    keep it a literal, as export writes them, so a generated kernel reads no 0-d tensor."""
+    aten = torch.ops.aten
+    overload = {(True, False): aten.where.ScalarSelf, (False, True): aten.where.ScalarOther, (True, True): aten.where.Scalar}
+    for node in list(graph.nodes):
+        if node.target is not aten.where.self or node.kwargs:
+            continue
+        cond, a, b = node.args
+        number = [getattr(v, "target", None) is aten.scalar_tensor.default and not v.args[1:] for v in (a, b)]
+        if not any(number):
+            continue
+        node.target = overload[tuple(number)]
+        node.args = (cond, *(v.args[0] if n else v for v, n in zip((a, b), number)))
+    for node in reversed(list(graph.nodes)):
+        if node.target is aten.scalar_tensor.default and not node.users:
+            graph.erase_node(node)
+
+
+def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphModule, operands: list) -> None:
+    env: dict = {}
+    operands_left = iter(operands)
+    result = None
+    with graph.inserting_before(node):
+        for inner in traced.graph.nodes:
+            if inner.op == "placeholder":
+                env[inner] = next(operands_left)
+            elif inner.op == "output":
+                result = inner.args[0]
+            else:
+                env[inner] = graph.node_copy(inner, lambda n: env[n])
+    copies = [n for n in env.values() if n not in operands]
+    result = pytree.tree_map(lambda r: env[r] if isinstance(r, torch.fx.Node) else r, result)
+    if isinstance(result, (list, tuple)):
+        for user in list(node.users):
+            if user.target is not operator.getitem:
+                raise ValueError(f"{node.name}: a result used whole")
+            user.replace_all_uses_with(result[user.args[1]])
+            graph.erase_node(user)
+    else:
+        node.replace_all_uses_with(result)
+    graph.erase_node(node)
+    for n in reversed(copies):  # a decomposition may compute what its result does not use
+        if not n.users and not n.is_impure():
+            graph.erase_node(n)
+
+
+def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
+    """Decomposes the listed calls of `ep`'s graph in place; returns the names of the calls it replaced."""
+    listed = decomposed_ops()
+    gm = ep.graph_module
+    done = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if str(node.target) not in listed:
+            continue
+        found = traced_decomposition(node)
+        if found is None:
+            continue
+        results = node.meta.get("val")
+        if isinstance(results, (list, tuple)) and any(u.target is not operator.getitem for u in node.users):
+            continue
+        inline(gm.graph, node, *found)
+        done.append(node.name)
+    if done:
+        gm.recompile()
+    return done
