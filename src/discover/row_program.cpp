@@ -75,6 +75,9 @@ struct Lowering {
   size_t next = 0;
 
   std::string fresh() { return cident(next++); }
+  std::set<std::string> channel_inputs;     // fragment inputs read per channel
+
+  bool channel_input(const std::string& name) const { return channel_inputs.count(name) > 0; }
 
   std::string add(RowStatement s) {
     per_row[s.var] = s.per_row;
@@ -236,28 +239,22 @@ struct Lowering {
       if (f == "logsumexp") var[name] = expr(fmt::format("{0}_m + logf({0}_s)", r), true);
       else if (f == "softmax") var[name] = expr(fmt::format("expf({1} - {0}_m) / {0}_s", r, x), false);
       else var[name] = expr(fmt::format("{1} - {0}_m - logf({0}_s)", r, x), false);
-    } else if (f == "layer_norm" || f == "instance_norm") {
-      if (f == "instance_norm") {
-        // Per-channel weights index by the row's channel, running statistics make it pointwise: neither generated.
-        for (const char* key : {"weight", "bias"})
-          if (!arg_at(node, form.at(key).get<int>(), key).is_null())
-            throw Error(fmt::format("node '{}': instance_norm with a per-channel {} is not generated", name, key));
-        if (read_spec(node, form.at("use_input_stats")) != json(true))
-          throw Error(fmt::format("node '{}': instance_norm with running statistics is not generated", name));
-      }
+    } else if (f == "layer_norm" || f == "instance_norm" || f == "group_norm") {
+      // Running statistics make an instance norm pointwise, with other inputs: not generated.
+      if (f == "instance_norm" && read_spec(node, form.at("use_input_stats")) != json(true))
+        throw Error(fmt::format("node '{}': instance_norm with running statistics is not generated", name));
       std::string mean = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
       std::string d = expr(fmt::format("{} - {}", x, mean), false);
       std::string sq = expr(fmt::format("{0} * {0}", d), false);
       json eps = read_spec(node, form.at("eps"));
       std::string rstd = expr(fmt::format("rsqrtf({} / {} + {})", reduce("sum", sq), cols, operand(name, eps)), true);
       std::string y = fmt::format("{} * {}", d, rstd);
-      if (f == "instance_norm") {
-        var[name] = expr(y, false);
-        return;
-      }
       for (const char* key : {"weight", "bias"}) {
         json t = arg_at(node, form.at(key).get<int>(), key);
         if (t.is_null()) continue;
+        // Instance and group norms weigh each channel: their weight and bias are channel inputs.
+        if (f != "layer_norm" && !(is_ref(t) && channel_input(t["ref"])))
+          throw Error(fmt::format("node '{}': its {} is not a per-channel input of the fragment", name, key));
         y = fmt::format(fmt::runtime(std::string(key) == "weight" ? "({}) * {}" : "({}) + {}"), y, operand(name, t));
       }
       var[name] = expr(y, false);
@@ -287,6 +284,14 @@ bool yields_bool(const std::string& op) {
   if (!pointwise_ops().contains(op)) return false;
   const json& form = pointwise_ops()[op];
   return form.contains("compare") || form.contains("predicate");
+}
+
+bool row_reduction_weight_arg(const std::string& op, int index) {
+  if (!row_reductions().contains(op)) return false;
+  const json& form = row_reductions()[op];
+  const std::string f = form.at("form");
+  if (f != "instance_norm" && f != "group_norm") return false;
+  return form.at("weight").get<int>() == index || form.at("bias").get<int>() == index;
 }
 
 bool row_program_reads(const std::string& op) { return pointwise_ops().contains(op) || row_reductions().contains(op); }
@@ -327,7 +332,14 @@ ReducedDims row_reduction_dims(const std::string& node, const std::string& op, c
                             "kernel reduces one run of dims", node, op, fmt::join(dims, ","), rank));
   if (k == rank && rank > 1)
     throw Error(fmt::format("node '{}' ({}) reduces the whole tensor to one value; a row-wise kernel needs rows", node, op));
-  return {static_cast<int>(*s.begin()), k};
+  int64_t groups = 1;
+  if (form.contains("groups")) {
+    json g = read_spec(n, form["groups"]);
+    if (!g.is_number_integer() || g.get<int64_t>() < 1)
+      throw Error(fmt::format("node '{}' ({}): groups {} is not a positive integer", node, op, g.dump()));
+    groups = g.get<int64_t>();
+  }
+  return {static_cast<int>(*s.begin()), k, groups};
 }
 
 RowProgram lower_row_program(const json& fragment) {
@@ -344,7 +356,8 @@ RowProgram lower_row_program(const json& fragment) {
   if (trailing < 1 || inner_dims < 0 || trailing + inner_dims > std::max(rank, 1))
     throw Error(fmt::format("fragment: trailing_dims {} and inner_dims {} do not fit its rank-{} tensors", trailing,
                             inner_dims, rank));
-  L.row_dims = {rank - inner_dims - trailing, trailing};
+  const int64_t groups = fragment.value("groups", int64_t{1});
+  L.row_dims = {rank - inner_dims - trailing, trailing, groups};
   for (int d = rank - inner_dims; d < rank; ++d) p.inner *= L.full_shape[d];
   if (inner_dims > 0 && fragment.value("inner", int64_t{0}) != p.inner)
     throw Error(fmt::format("fragment: inner {} is not the product of its last {} dims ({})",
@@ -355,7 +368,16 @@ RowProgram lower_row_program(const json& fragment) {
     s.kind = RowStatement::Kind::load;
     s.var = L.fresh();
     s.input = i++;
-    p.inputs.push_back(in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
+    ChannelIndex ch;
+    if (in.contains("channel")) {
+      ch = {in["channel"].at("channels").get<int64_t>(), in["channel"].at("inner").get<int64_t>()};
+      if (ch.channels < 1 || ch.inner < 1) throw Error(fmt::format("fragment input '{}': bad channel {}", in.at("name").get<std::string>(), in["channel"].dump()));
+      if (p.inner > 1) throw Error(fmt::format("fragment input '{}': a per-channel input of strided rows is not generated", in.at("name").get<std::string>()));
+      L.channel_inputs.insert(in.at("name").get<std::string>());
+    }
+    p.inputs.push_back(ch.channels ? RowInputKind::channel
+                       : in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
+    p.channel.push_back(ch);
     L.var[in.at("name").get<std::string>()] = L.add(s);
   }
   for (const auto& node : fragment.at("nodes")) {

@@ -25,11 +25,17 @@ struct RowStatement {
   std::string operand;  // reduce: the per-element var reduced
 };
 
-enum class RowInputKind { full, row_broadcast };  // [rows, cols] or one [cols] row shared by every row
+// [rows, cols]; one [cols] row shared by every row; or one value per channel (a norm's [C] weight): element f of
+// the flattened full tensor reads channel (f / channel_inner) % channels, whatever the rows are.
+enum class RowInputKind { full, row_broadcast, channel };
+struct ChannelIndex {
+  int64_t channels = 0, inner = 1;  // C, and the elements of one channel's plane (H*W; 1 for [N, C])
+};
 
 struct RowProgram {
   std::vector<RowStatement> statements;  // in evaluation order
   std::vector<RowInputKind> inputs;
+  std::vector<ChannelIndex> channel;     // parallel to inputs: how a channel input is indexed
   std::string output;                    // the var written
   bool output_per_row = false;
   int64_t rows = 0, cols = 0;
@@ -51,6 +57,7 @@ RowProgram lower_row_program(const nlohmann::json& fragment);
 // data/ir/row_reductions.json. Throws Error naming the node when the dims are not adjacent or are all of them.
 struct ReducedDims {
   int first = 0, count = 0;
+  int64_t groups = 1;  // the first reduced dim splits into this many rows (group_norm's groups of channels)
   int after(int rank) const { return rank - first - count; }  // dims behind them (0: the row is contiguous)
   bool operator==(const ReducedDims&) const = default;
 };
@@ -60,6 +67,9 @@ ReducedDims row_reduction_dims(const std::string& node, const std::string& op, c
 // Whether the op is a comparison or predicate of data/ir/pointwise_ops.json: its bool result is a value a
 // generated kernel holds as 1 or 0, never the fragment's output.
 bool yields_bool(const std::string& op);
+
+// Whether argument `index` of a row reduction op is the per-channel weight or bias of an instance or group norm.
+bool row_reduction_weight_arg(const std::string& op, int index);
 
 // Whether an op is one the lowering reads (pointwise table or row reductions).
 bool row_program_reads(const std::string& op);

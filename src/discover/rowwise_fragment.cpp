@@ -55,6 +55,21 @@ json pattern_literal(const json& v) {
   return {{"const", v}};
 }
 
+// Whether `input` is read inside the fragment only as the per-channel weight or bias of a norm (instance_norm,
+// group_norm: data/ir/row_reductions.json's "weight" / "bias" of those forms).
+bool per_channel_arg(const ir::Graph& graph, const std::vector<std::string>& nodes, const std::string& input) {
+  bool read = false;
+  for (const auto& name : nodes) {
+    const ir::Node& n = graph.at(name);
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (!ir::is_ref(n.args[i]) || ir::ref_name(n.args[i]) != input) continue;
+      if (!row_reduction_weight_arg(n.op, static_cast<int>(i))) return false;
+      read = true;
+    }
+  }
+  return read;
+}
+
 }  // namespace
 
 RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<std::string>& names, const std::set<std::string>& covered) {
@@ -129,13 +144,19 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   }
   f.trailing_dims = row_dims.count;
   f.inner_dims = row_dims.after(rank);
+  f.groups = row_dims.groups;
   const auto dim = f.full_shape.begin();
   std::vector<int64_t> lead(dim, dim + row_dims.first), trail(dim + row_dims.first, dim + row_dims.first + row_dims.count);
   std::vector<int64_t> behind(dim + row_dims.first + row_dims.count, f.full_shape.end());
+  if (f.groups > 1 && (trail.empty() || trail[0] % f.groups || f.inner_dims > 0))
+    throw Error(fmt::format("the fragment's rows split dim {} ({}) into {} groups, which do not divide it", row_dims.first,
+                            trail.empty() ? 0 : trail[0], f.groups));
   f.cols = 1;
   for (auto d : trail) f.cols *= d;
+  f.cols /= f.groups;
   for (auto d : behind) f.inner *= d;
   f.rows = full->numel() / f.cols;
+  for (int d = 2; d < rank; ++d) f.channel_inner *= f.full_shape[d];
   std::vector<int64_t> keep = lead, drop = lead;
   keep.insert(keep.end(), trail.size(), 1);
   keep.insert(keep.end(), behind.begin(), behind.end());
@@ -152,8 +173,21 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   for (const auto& r : outside) {
     const ir::TensorMeta& in = graph.at(r).out();
     bool like_full = in.shape == f.full_shape;
-    bool row = broadcast_row_dims(in.shape, f.full_shape) == row_dims ||
-               (f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols)));
+    bool row = f.groups == 1 && (broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{row_dims.first, row_dims.count} ||
+                                 (f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols))));
+    // One value per channel (dim 1 of a rank >= 2 tensor) where rows are not channels: a norm's [C] weight, or a
+    // [C, 1, ..] broadcast; element f reads channel (f / channel_inner) % C. Contiguous rows only.
+    bool channel = !like_full && !row && f.inner == 1 && rank >= 2 && in.numel() == f.full_shape[1] &&
+                   (per_channel_arg(graph, f.nodes, r) ||
+                    broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{1, 1});
+    f.channels.push_back(channel ? f.full_shape[1] : 0);
+    if (channel) {
+      if (in.dtype != f.dtype)
+        throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
+      f.inputs.push_back(r);
+      f.broadcast.push_back(true);
+      continue;
+    }
     if (!like_full && !row) {
       std::vector<int64_t> one_row(f.full_shape.size(), 1);
       std::copy(trail.begin(), trail.end(), one_row.begin() + row_dims.first);
@@ -209,7 +243,9 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
     if (group.size() < 2) continue;  // one op alone gains nothing from fusion
     try {
       RowwiseFragment f = make_rowwise_fragment(plan.graph, group, covered);
-      if (f.inner == 1) out.push_back(std::move(f));  // strided rows: generated only, outside the agent's ABI
+      // Strided rows, groups and channel inputs: generated only, outside the agent's ABI.
+      bool plain = f.inner == 1 && f.groups == 1 && std::all_of(f.channels.begin(), f.channels.end(), [](int64_t c) { return c == 0; });
+      if (plain) out.push_back(std::move(f));
     } catch (const Error&) {
       // Not a row-wise chain as a whole; the LLM may still propose a part of it.
     }
@@ -275,11 +311,15 @@ json fragment_rule(const ir::Graph& graph, const RowwiseFragment& f, const std::
 json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
   json nodes = json::array(), inputs = json::array();
   for (const auto& n : f.nodes) nodes.push_back(node_json(graph.at(n)));
-  for (size_t i = 0; i < f.inputs.size(); ++i)
-    inputs.push_back({{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}});
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    json in = {{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}};
+    if (f.channels[i]) in["channel"] = {{"channels", f.channels[i]}, {"inner", f.channel_inner}};
+    inputs.push_back(in);
+  }
   json j = {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},
             {"output", f.output}, {"rows", f.rows}, {"cols", f.cols}, {"dtype", f.dtype},
             {"full_shape", f.full_shape}, {"trailing_dims", f.trailing_dims}};
+  if (f.groups > 1) j["groups"] = f.groups;  // absent otherwise, as below
   if (f.inner_dims > 0) {  // absent for contiguous rows: their fragments (and kernel ids) stay as they were
     j["inner_dims"] = f.inner_dims;
     j["inner"] = f.inner;

@@ -23,7 +23,10 @@ struct RowwiseFragment {
   std::vector<std::string> nodes;    // graph order
   std::string output;                // the node whose value leaves the fragment
   std::vector<std::string> inputs;   // outside tensor values, in order of first use ($in0, $in1, ...)
-  std::vector<bool> broadcast;       // parallel to inputs: true for a [cols] row shared by every row
+  std::vector<bool> broadcast;       // parallel to inputs: true for a [cols] row shared by every row, or a channel input
+  std::vector<int64_t> channels;     // parallel to inputs: C for a per-channel input (read by channel), else 0
+  int64_t channel_inner = 1;         // elements of one channel's plane: the product of the dims after dim 1
+  int64_t groups = 1;                // rows per leading position of the reduced dims (group_norm's groups)
   int64_t rows = 0, cols = 0;
   std::string dtype;                 // of the output
   std::vector<int64_t> full_shape;   // the full tensor's shape (rows x cols elements)

@@ -153,7 +153,8 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
       auto it = owner.find(in);
       if (p.reductions() > 0 && it != owner.end() && it->second->match.family == "gemm")
         plan.notes.push_back(fmt::format("reduction after gemm at {}: generated row-wise kernel reading its output "
-                                         "once (a CTA of the GEMM does not own whole rows of N={})", in, f.cols));
+                                         "once (a CTA of the GEMM does not own whole rows of N={})", in,
+                                         g.at(in).out().shape.empty() ? f.cols : g.at(in).out().shape.back()));
     }
   };
   for (const auto& group : components(g, free)) {

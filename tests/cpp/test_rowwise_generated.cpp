@@ -45,6 +45,9 @@ bool noted(const discover::Plan& p, const std::string& text) {
   return false;
 }
 
+// The family's ranked kernel configs for a program (defined below).
+std::vector<realize::RowwiseKernelConfig> configs_of(const discover::RowProgram& p, Arch arch = Arch::sm90);
+
 GraphDoc pointwise_chain() {
   GraphDoc d;
   d.input("x", {64, 100}).input("b", {100});
@@ -198,7 +201,7 @@ TEST(RowwiseGenerated, APerChannelVectorMakesRowsOfChannels) {
   EXPECT_NE(text.find("a->rows % 42 != 0"), std::string::npos);
 }
 
-TEST(RowwiseGenerated, InstanceNormWithoutWeightsNormalizesEachChannelsPlane) {
+TEST(RowwiseGenerated, InstanceNormNormalizesEachChannelsPlaneWithOrWithoutWeights) {
   GraphDoc d;  // nn.InstanceNorm2d(8) (affine=False): rows of H*W per sample and channel
   d.input("x", {2, 8, 6, 10});
   d.op("n", "aten.instance_norm.default", {ref_to("x"), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5, false},
@@ -213,9 +216,51 @@ TEST(RowwiseGenerated, InstanceNormWithoutWeightsNormalizesEachChannelsPlane) {
   w.input("x", {2, 8, 6, 10}).input("g", {8});
   w.op("n", "aten.instance_norm.default", {ref_to("x"), ref_to("g"), nullptr, nullptr, nullptr, true, 0.1, 1e-5, false},
        {2, 8, 6, 10}).output("n");
-  auto pw = plan_of(w);
-  EXPECT_EQ(generated(pw), nullptr);
-  EXPECT_TRUE(noted(pw, "input 'g' has shape [8]")) << fmt::format("{}", fmt::join(pw.notes, "\n"));
+  auto pw = plan_of(w);  // nn.InstanceNorm2d(8, affine=True): the weight is read by channel (row % 8)
+  ASSERT_NE(generated(pw), nullptr) << fmt::format("{}", fmt::join(pw.notes, "\n"));
+  const Json& f = generated(pw)->match.kernel["fragment"];
+  EXPECT_EQ(f["inputs"][1]["channel"], (Json{{"channels", 8}, {"inner", 60}}));
+  auto pr = discover::lower_row_program(f);
+  EXPECT_EQ(pr.inputs[1], discover::RowInputKind::channel);
+}
+
+// nn.GroupNorm(groups, C) over x, then hardtanh (KernelBench level2/30's tail; 4-D: level1/35).
+GraphDoc group_norm_hardtanh(std::vector<int64_t> shape, int64_t groups) {
+  GraphDoc d;
+  d.input("x", shape).input("w", {shape[1]}).input("b", {shape[1]});
+  d.op("gn", "aten.group_norm.default", {ref_to("x"), groups, ref_to("w"), ref_to("b"), 1e-5, false}, shape);
+  d.op("t", "aten.hardtanh.default", {ref_to("gn")}, shape).output("t");
+  return d;
+}
+
+TEST(RowwiseGenerated, GroupNormRowsAreGroupsAndItsWeightsAreReadByChannel) {
+  auto p = plan_of(group_norm_hardtanh({16, 64}, 8));
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"gn", "t"}));
+  const Json& f = e->match.kernel["fragment"];
+  EXPECT_EQ(f["rows"], 128);  // 16 samples x 8 groups
+  EXPECT_EQ(f["cols"], 8);
+  EXPECT_EQ(f["groups"], 8);
+  EXPECT_EQ(f["inputs"][1]["channel"], (Json{{"channels", 64}, {"inner", 1}}));
+  EXPECT_EQ(f["inputs"][2]["broadcast"], true) << "read whole by every row";
+  auto prog = discover::lower_row_program(f);
+  EXPECT_EQ(prog.reductions(), 2);
+  EXPECT_EQ(prog.inputs[1], discover::RowInputKind::channel);
+  auto c = configs_of(prog).at(0);
+  std::string text = realize::render_rowwise_kernel(prog, c, "t", "");
+  EXPECT_NE(text.find("in1[((row * kCols + col0 + e) / 1) % 64]"), std::string::npos) << text;
+
+  auto p4 = plan_of(group_norm_hardtanh({2, 8, 6, 10}, 4));  // a row: 2 channels' 6 x 10 planes
+  ASSERT_NE(generated(p4), nullptr) << fmt::format("{}", fmt::join(p4.notes, "\n"));
+  const Json& f4 = generated(p4)->match.kernel["fragment"];
+  EXPECT_EQ(f4["rows"], 8);
+  EXPECT_EQ(f4["cols"], 120);
+  EXPECT_EQ(f4["inputs"][1]["channel"], (Json{{"channels", 8}, {"inner", 60}}));
+
+  // Groups that do not divide the channels: PyTorch's (which refuses them too).
+  auto bad = plan_of(group_norm_hardtanh({16, 60}, 8));
+  EXPECT_TRUE(noted(bad, "into 8 groups, which do not divide it")) << fmt::format("{}", fmt::join(bad.notes, "\n"));
 }
 
 TEST(RowwiseGenerated, VectorNormsOfOrdOneAndTwo) {
@@ -363,7 +408,7 @@ TEST(RowwiseGenerated, SingleOpsSharedIntermediatesAndMixedDtypes) {
   EXPECT_TRUE(noted(pm, "mixed dtypes")) << fmt::format("{}", fmt::join(pm.notes, "\n"));
 }
 
-std::vector<realize::RowwiseKernelConfig> configs_of(const discover::RowProgram& p, Arch arch = Arch::sm90) {
+std::vector<realize::RowwiseKernelConfig> configs_of(const discover::RowProgram& p, Arch arch) {
   return realize::rowwise_kernel_configs(p, realize::family_data("rowwise").at("space"), ArchSpec::of(arch));
 }
 
@@ -465,11 +510,13 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   pooled.op("l", "aten.logsumexp.default", {ref_to("x"), Json::array({1}), true}, {16, 1, 1, 1}).output("l");
   std::string lse = generated_op_wrapper(pooled);
   EXPECT_NE(lse.find("trailing = 1, inner_dims = 2, inner = 1"), std::string::npos) << lse.substr(0, 2000);
+  std::string gn = generated_op_wrapper(group_norm_hardtanh({16, 64}, 8));
+  EXPECT_NE(gn.find("const int64_t channels[] = { 0, 64, 64 };"), std::string::npos) << gn.substr(0, 2000);
   const std::string torch_dir = torch_package_dir();
   if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   fs::path dir = fs::temp_directory_path() / "fact_test_rowwise_wrapper";
   fs::create_directories(dir);
-  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, generated_op_wrapper(softmax_rows(8, 100))}).text;
+  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, generated_op_wrapper(softmax_rows(8, 100))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
@@ -497,6 +544,8 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   sb.op("s", "aten.softmax.int", {ref_to("x"), 1}, {2, 64, 8, 8});
   sb.op("a", "aten.add.Tensor", {ref_to("s"), ref_to("b")}, {2, 64, 8, 8}).output("a");
   expect_generated_compiles(kl_div_terms(), true, "rowwise_kl_div_partials_one_pass");
+  expect_generated_compiles(group_norm_hardtanh({16, 64}, 8), true, "rowwise_group_norm_one_pass");
+  expect_generated_compiles(group_norm_hardtanh({2, 8, 64, 64}, 4), false, "rowwise_group_norm_4d_two_pass");
   expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
 }

@@ -198,3 +198,39 @@ def test_instance_norm_fragment_replays_as_pytorch_on_cpu():
                          full)]}
     x = torch.randn(*full, dtype=torch.float64)
     assert torch.allclose(replay(f, [x]), torch.nn.functional.instance_norm(x))
+
+
+def test_group_norm_rows_are_groups_and_its_weights_are_channel_inputs_on_cpu(monkeypatch):
+    # GroupNorm(4 groups of 2 channels) over [N, 8, 3, 5], then hardtanh (KernelBench level2/30's tail on 4-D): a row is
+    # one sample's group (2 channels' planes), weight and bias are read per channel.
+    from fact.realize import rowwise_case
+    from fact.realize.rowwise_case import ODD_OUTER, RowwiseCase
+    n, c, h, w, g = 4, 8, 3, 5, 4
+    full = [n, c, h, w]
+    chan = {"channels": c, "inner": h * w}
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "t", "rows": n * g, "cols": c // g * h * w,
+         "dtype": "float32", "full_shape": full, "trailing_dims": 3, "groups": g,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False},
+                    {"name": "wt", "shape": [c], "broadcast": True, "channel": chan},
+                    {"name": "b", "shape": [c], "broadcast": True, "channel": chan}],
+         "nodes": [_node("gn", "aten.group_norm.default", [{"ref": "x"}, g, {"ref": "wt"}, {"ref": "b"}, 1e-5, False], full),
+                   _node("t", "aten.hardtanh.default", [{"ref": "gn"}], full)]}
+    p = parse_problem({"entry": "", "generated": True, "rows": n * g, "cols": c // g * h * w, "dtype": "float32",
+                       "numerics": "fp32", "fragment": f})
+    assert p.block() == g and not p.output_per_row()
+    with pytest.raises(Exception, match="groups"):  # rows must be whole samples
+        parse_problem({**p.to_json(), "rows": n * g + 1})
+    case = RowwiseCase(p)
+    [odd] = case.verify_variants()
+    assert odd.rows == ODD_OUTER * g and odd.input_shape(f["inputs"][0]) == (ODD_OUTER, c, h, w)
+    assert odd.input_shape(f["inputs"][1]) == (c,)
+    inp = case.make_inputs("cpu")
+    args = case.kernel_args(inp, 0)
+    assert args.input_row_stride[1] == 0 and args.input_row_stride[2] == 0
+    x, wt, b = (t.double() for t in inp.inputs)
+    want = torch.nn.functional.hardtanh(torch.nn.functional.group_norm(x, g, wt, b, 1e-5))
+    ref = case.reference(inp)["out"]
+    assert tuple(ref.shape) == (n * g, c // g * h * w)
+    assert torch.allclose(ref.reshape(full), want)
+    monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", c * h * w)  # one sample per slice: weights stay whole
+    assert torch.equal(case.reference(inp)["out"], ref)

@@ -2,7 +2,8 @@
 registered one (FactRowwiseArgs ABI) against the
 fragment it stands for (fact-rowwise-fragment JSON from its registry record), replayed with PyTorch's ATen
 ops in float64 as the reference and in the kernel's dtype as the baseline (PyTorch's own ops, one launch
-each, as the module ran them). A [cols] input (broadcast) is one row shared by every row (row stride 0).
+each, as the module ran them). A [cols] input (broadcast) is one row shared by every row (row stride 0); a
+per-channel one ("channel") is read whole by every row too.
 """
 from __future__ import annotations
 
@@ -55,12 +56,16 @@ class RowwiseProblem:
             full[-1] = self.cols
         if lead == 0:  # nothing before the reduced dims: one block of inner rows
             return tuple(full)
-        return tuple([1] * (lead - 1) + [self.rows // self.inner()] + full[lead:])
+        return tuple([1] * (lead - 1) + [self.rows // self.block()] + full[lead:])
 
     def inner(self) -> int:
         """Elements between a row's elements: 1 for contiguous rows, else the count of the dims behind the reduced
         ones (rows are then outer x inner, and a row count is a multiple of it)."""
         return int(self.fragment.get("inner", 1))
+
+    def block(self) -> int:
+        """Rows per position of the dims before the reduced ones: inner rows, or group_norm's groups."""
+        return self.inner() * int(self.fragment.get("groups", 1))
 
     def output_per_row(self) -> bool:
         if self.any_cols:
@@ -102,10 +107,10 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
     if (f.get("cols") != obj["cols"] and not any_cols) or f.get("dtype") != obj["dtype"]:
         raise ProblemError(f"{where}.fragment: its cols/dtype ({f.get('cols')}, {f.get('dtype')}) differ from the "
                            f"problem's ({obj['cols']}, {obj['dtype']})")
-    inner = f.get("inner", 1)
-    if not isinstance(inner, int) or inner < 1 or obj["rows"] % inner:
-        raise ProblemError(f"{where}.rows: {obj['rows']} strided rows are not whole blocks of the fragment's inner "
-                           f"{inner!r} rows")
+    inner, groups = f.get("inner", 1), f.get("groups", 1)
+    if not isinstance(inner, int) or not isinstance(groups, int) or inner < 1 or groups < 1 or obj["rows"] % (inner * groups):
+        raise ProblemError(f"{where}.rows: {obj['rows']} rows are not whole blocks of the fragment's inner {inner!r} x "
+                           f"groups {groups!r} rows")
     return RowwiseProblem(entry=obj["entry"], rows=obj["rows"], cols=obj["cols"], dtype=obj["dtype"],
                           numerics=numerics, fragment=f, generated=generated,
                           any_cols=any_cols)
@@ -190,10 +195,10 @@ class RowwiseCase(MeasureCase):
         """The same row length at an odd row count: rows past the end are neither read nor written; a flat
         pointwise kernel also at an odd element count."""
         p = self.problem
-        if p.inner() > 1:  # strided rows: an odd count of the dims before the reduced ones, when there are some
+        if p.block() > 1:  # strided rows or groups: an odd count of the dims before the reduced ones, if any
             full = p.fragment.get("full_shape") or []
             lead = len(full) - p.fragment.get("trailing_dims", 1) - p.fragment.get("inner_dims", 0)
-            odd = ODD_OUTER * p.inner()
+            odd = ODD_OUTER * p.block()
             return [] if lead == 0 or p.rows == odd else [replace(p, rows=odd)]
         out = [] if p.rows == ODD_ROWS else [replace(p, rows=ODD_ROWS)]
         if p.any_cols and p.cols != ODD_COLS:

@@ -230,6 +230,12 @@ class RowwiseFamily final : public KernelFamily {
     const json& fragment = c.at("fragment");
     values["inner_dims"] = std::to_string(fragment.value("inner_dims", 0));
     values["inner"] = std::to_string(fragment.value("inner", int64_t{1}));
+    std::string channels;  // a per-channel input's C (0: a full input or a shared row)
+    for (size_t i = 0; i < broadcast.size(); ++i) {
+      const json& in = fragment.at("inputs").at(i);
+      channels += fmt::format("{}{}", i ? ", " : "", in.contains("channel") ? in["channel"].at("channels").get<int64_t>() : 0);
+    }
+    values["channels"] = channels;
     values["output_per_row"] = c.at("output_per_row").get<bool>() ? "true" : "false";
     values["keepdim"] = c.at("keepdim").get<bool>() ? "true" : "false";
     return render_family_template("rowwise", "generated_op_template", id, values).text;
@@ -263,7 +269,7 @@ class RowwiseFamily final : public KernelFamily {
     json broadcast = json::array();
     bool full = false;
     for (size_t i = 0; i < program.inputs.size(); ++i) {
-      bool b = program.inputs[i] == discover::RowInputKind::row_broadcast;
+      bool b = program.inputs[i] != discover::RowInputKind::full;
       full |= !b;
       broadcast.push_back(b);
       if (!match_operand_bound(m, i)) throw Error(fmt::format("{}: the match binds no tensor for $in{}", where, i));

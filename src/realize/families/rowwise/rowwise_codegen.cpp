@@ -60,6 +60,17 @@ struct KernelWriter {
   }
   bool strided() const { return p.inner > 1; }
   bool shared_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::row_broadcast; }
+  bool channel(size_t i) const { return p.inputs[i] == discover::RowInputKind::channel; }
+  // Element `flat` (of the flattened full tensor) of channel input i: its channel's value.
+  std::string channel_value(size_t i, const std::string& flat) const {
+    return fmt::format("to_float(in{}[(({}) / {}) % {}])", i, flat, p.channel[i].inner, p.channel[i].channels);
+  }
+  // One access's loads of input i: V elements from column `col` of the row (channel inputs element by element).
+  std::string load_line(size_t i, const std::string& col, const std::string& dst) const {
+    if (channel(i))
+      return fmt::format("for (int e = 0; e < V; ++e) {}[e] = {};", dst, channel_value(i, "row * kCols + " + col + " + e"));
+    return fmt::format("load<V>(in{}, {}, {});", i, at(col, static_cast<int>(i)), dst);
+  }
   // Where element `col` of a row is, from the row's first element (a shared row's elements are contiguous).
   std::string at(const std::string& col, int input = -1) const {
     return strided() && (input < 0 || !shared_row(input)) ? col + " * kInner" : col;
@@ -67,18 +78,23 @@ struct KernelWriter {
 
   // Loads of every input for one access of V elements at column `col` (row pointers in_i).
   void loads(const std::string& ind, const std::string& suffix, const std::string& col) {
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      line(ind, fmt::format("load<V>(in{}, {}, l{}{});", i, at(col, static_cast<int>(i)), i, suffix));
+    for (size_t i = 0; i < p.inputs.size(); ++i) line(ind, load_line(i, col, fmt::format("l{}{}", i, suffix)));
   }
 
   // A flat kernel without a broadcast row takes any row length (the verifier runs odd element counts).
   bool any_cols() const {
-    return std::none_of(p.inputs.begin(), p.inputs.end(), [](auto k) { return k == discover::RowInputKind::row_broadcast; });
+    return std::all_of(p.inputs.begin(), p.inputs.end(), [](auto k) { return k == discover::RowInputKind::full; });
   }
 
   // One access of V elements at flat index i: loads, the element statements, the store.
   void flat_access(const std::string& ind, const std::string& v) {
     for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (channel(i)) {
+        line(ind, fmt::format("float l{0}[{1}];", i, v));
+        line(ind, "#pragma unroll");
+        line(ind, fmt::format("for (int e = 0; e < {1}; ++e) l{0}[e] = {2};", i, v, channel_value(i, "i + e")));
+        continue;
+      }
       if (shared_row(i) && strided()) {
         // A row of strided rows ([C, 1, 1] over [N, C, H, W]): element i takes the row's element (i / inner) % C.
         line(ind, fmt::format("float l{0}[{1}];", i, v));
@@ -194,8 +210,8 @@ struct KernelWriter {
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
       for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("    ", fmt::format("if (col0 < kCols) load<V>(in{0}, {1}, l{0}[k]); else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;",
-                               i, at("col0", static_cast<int>(i))));
+        line("    ", fmt::format("if (col0 < kCols) {{ {1} }} else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i,
+                               load_line(i, "col0", fmt::format("l{}[k]", i))));
       line("  ", "}");
     }
     row_values(0);
@@ -404,7 +420,7 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
   }
   std::string broadcast;
   for (size_t i = 0; i < p.inputs.size(); ++i)
-    broadcast += fmt::format("{}{}", i ? ", " : "", p.inputs[i] == discover::RowInputKind::row_broadcast ? "true" : "false");
+    broadcast += fmt::format("{}{}", i ? ", " : "", p.inputs[i] != discover::RowInputKind::full ? "true" : "false");
   json describe = c.to_json();
   describe["ops"] = p.ops;
   return render_template_file("rowwise/generated_kernel.cu.in",
