@@ -84,6 +84,9 @@ struct Lowering {
     if (s.kind == RowStatement::Kind::reduce && s.reduce == "maxsumexp") {
       per_row[s.var + "_m"] = per_row[s.var + "_s"] = true;
     }
+    if (s.kind == RowStatement::Kind::reduce && s.reduce == "meanvar") {
+      per_row[s.var + "_m"] = per_row[s.var + "_v"] = true;
+    }
     p.statements.push_back(s);
     return s.var;
   }
@@ -243,12 +246,11 @@ struct Lowering {
       // Running statistics make an instance norm pointwise, with other inputs: not generated.
       if (f == "instance_norm" && read_spec(node, form.at("use_input_stats")) != json(true))
         throw Error(fmt::format("node '{}': instance_norm with running statistics is not generated", name));
-      std::string mean = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
-      std::string d = expr(fmt::format("{} - {}", x, mean), false);
-      std::string sq = expr(fmt::format("{0} * {0}", d), false);
+      // Mean and variance in one sweep (Welford): a row too long for registers is read twice, not three times.
+      std::string mv = reduce("meanvar", x);
       json eps = read_spec(node, form.at("eps"));
-      std::string rstd = expr(fmt::format("rsqrtf({} / {} + {})", reduce("sum", sq), cols, operand(name, eps)), true);
-      std::string y = fmt::format("{} * {}", d, rstd);
+      std::string rstd = expr(fmt::format("rsqrtf({}_v + {})", mv, operand(name, eps)), true);
+      std::string y = fmt::format("({} - {}_m) * {}", x, mv, rstd);
       for (const char* key : {"weight", "bias"}) {
         json t = arg_at(node, form.at(key).get<int>(), key);
         if (t.is_null()) continue;

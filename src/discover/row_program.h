@@ -17,11 +17,12 @@ namespace fact::discover {
 struct RowStatement {
   enum class Kind { load, expr, reduce };
   Kind kind = Kind::expr;
-  std::string var;      // C identifier of the value (reduce maxsumexp: var_m and var_s)
+  std::string var;      // C identifier of the value (reduce maxsumexp: var_m and var_s; meanvar: var_m and var_v)
   bool per_row = false; // one value per row (else per element)
   int input = -1;       // load: the fragment input it reads
   std::string expr;     // expr: C++ float expression over earlier vars
-  std::string reduce;   // reduce: "sum", "max", "min" or "maxsumexp" (online max and sum of exp(x - max))
+  std::string reduce;   // reduce: "sum", "max", "min", "maxsumexp" (online max and sum of exp(x - max)) or "meanvar"
+                        // (Welford's mean and population variance in one sweep)
   std::string operand;  // reduce: the per-element var reduced
 };
 

@@ -211,7 +211,7 @@ TEST(RowwiseGenerated, InstanceNormNormalizesEachChannelsPlaneWithOrWithoutWeigh
   auto prog = discover::lower_row_program(generated(p)->match.kernel["fragment"]);
   EXPECT_EQ(prog.rows, 16);
   EXPECT_EQ(prog.cols, 60);
-  EXPECT_EQ(prog.reductions(), 2);  // the mean, then the sum of squared deviations
+  EXPECT_EQ(prog.reductions(), 1);  // mean and variance in one Welford sweep
   GraphDoc w;
   w.input("x", {2, 8, 6, 10}).input("g", {8});
   w.op("n", "aten.instance_norm.default", {ref_to("x"), ref_to("g"), nullptr, nullptr, nullptr, true, 0.1, 1e-5, false},
@@ -245,11 +245,13 @@ TEST(RowwiseGenerated, GroupNormRowsAreGroupsAndItsWeightsAreReadByChannel) {
   EXPECT_EQ(f["inputs"][1]["channel"], (Json{{"channels", 64}, {"inner", 1}}));
   EXPECT_EQ(f["inputs"][2]["broadcast"], true) << "read whole by every row";
   auto prog = discover::lower_row_program(f);
-  EXPECT_EQ(prog.reductions(), 2);
+  EXPECT_EQ(prog.reductions(), 1);
+  EXPECT_EQ(prog.statements[3].reduce, "meanvar");
   EXPECT_EQ(prog.inputs[1], discover::RowInputKind::channel);
   auto c = configs_of(prog).at(0);
   std::string text = realize::render_rowwise_kernel(prog, c, "t", "");
   EXPECT_NE(text.find("in1[((row * kCols + col0 + e) / 1) % 64]"), std::string::npos) << text;
+  EXPECT_NE(text.find("row_reduce(a_v3, OpMeanM2{}, smem_mv)"), std::string::npos) << text;
 
   auto p4 = plan_of(group_norm_hardtanh({2, 8, 6, 10}, 4));  // a row: 2 channels' 6 x 10 planes
   ASSERT_NE(generated(p4), nullptr) << fmt::format("{}", fmt::join(p4.notes, "\n"));
@@ -546,6 +548,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(kl_div_terms(), true, "rowwise_kl_div_partials_one_pass");
   expect_generated_compiles(group_norm_hardtanh({16, 64}, 8), true, "rowwise_group_norm_one_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 8, 64, 64}, 4), false, "rowwise_group_norm_4d_two_pass");
+  expect_generated_compiles(group_norm_hardtanh({2, 64, 512, 512}, 8), false, "rowwise_group_norm_cluster4_two_pass", 4);
   expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
 }

@@ -234,3 +234,18 @@ def test_group_norm_rows_are_groups_and_its_weights_are_channel_inputs_on_cpu(mo
     assert torch.allclose(ref.reshape(full), want)
     monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", c * h * w)  # one sample per slice: weights stay whole
     assert torch.equal(case.reference(inp)["out"], ref)
+
+
+def test_a_fragment_reading_log_is_verified_on_positive_inputs():
+    # KL divergence terms log(p) * t: random normal draws would make NaN on both sides, which the verifier reads as
+    # elements the kernel never wrote.
+    from fact.realize.rowwise_case import RowwiseCase, reads_positive_domain
+    f = _gelu_chain()
+    assert not reads_positive_domain(f)
+    f["nodes"][0] = _node("m", "aten.log.default", [{"ref": "x"}], f["full_shape"])
+    assert reads_positive_domain(f)
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": 8, "cols": 64, "dtype": "float32",
+                                      "numerics": "fp32", "fragment": f}))
+    inp = case.make_inputs("cpu")
+    assert bool((inp.inputs[0] > 0).all())
+    assert bool(torch.isfinite(case.reference(inp)["out"]).all())

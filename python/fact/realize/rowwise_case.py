@@ -7,6 +7,8 @@ per-channel one ("channel") is read whole by every row too.
 """
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, replace
 
 from fact.agent.fragment_replay import bytes_moved, replay
@@ -16,6 +18,7 @@ from . import verify
 from .kernel_abi import FACT_ROWWISE_MAX_INPUTS, FactRowwiseArgs
 from .measure_case import MeasureCase
 from .problem_fields import ProblemError, check_keys, integer
+from ..paths import data_dir
 
 ODD_ROWS = 37  # verify variant: a row count no block tiling divides
 ODD_OUTER = 3  # verify variant of strided rows: an odd count of their blocks of inner rows
@@ -116,6 +119,21 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
                           any_cols=any_cols)
 
 
+@functools.cache
+def positive_domain_ops() -> frozenset[str]:
+    """The aten ops data/ir/pointwise_ops.json reads as an activation whose data/epilogues/activations.json entry
+    has domain "positive" (log, sqrt, rsqrt)."""
+    data = data_dir()
+    ops = json.loads((data / "ir" / "pointwise_ops.json").read_text())["ops"]
+    acts = json.loads((data / "epilogues" / "activations.json").read_text())["activations"]
+    return frozenset(op for op, form in ops.items()
+                     if acts.get(form.get("activation", ""), {}).get("domain") == "positive")
+
+
+def reads_positive_domain(fragment: dict) -> bool:
+    return any(n["op"] in positive_domain_ops() for n in fragment["nodes"])
+
+
 @dataclass
 class RowwiseInputs:
     inputs: list         # [rows, cols] or, broadcast, [cols], in the fragment's input order
@@ -143,8 +161,12 @@ class RowwiseCase(MeasureCase):
         import torch
         p = self.problem
         dt = verify.torch_dtype(p.dtype)
-        ins = [torch.randn(*p.input_shape(s), device=device, generator=generator).to(dt)
-               for s in p.fragment["inputs"]]
+        if reads_positive_domain(p.fragment):  # log(p) of a KL divergence: NaN on negative draws, on both sides
+            ins = [(torch.rand(*p.input_shape(s), device=device, generator=generator) * 0.99 + 0.01).to(dt)
+                   for s in p.fragment["inputs"]]
+        else:
+            ins = [torch.randn(*p.input_shape(s), device=device, generator=generator).to(dt)
+                   for s in p.fragment["inputs"]]
         g, n = verify.GUARD_ELEMENTS, p.out_elements()
         buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
         return RowwiseInputs(ins, {"out": (buf[g:g + n].view(p.rows, n // p.rows), buf)})

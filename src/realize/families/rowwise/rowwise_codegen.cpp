@@ -25,14 +25,14 @@ const char* element_type(const std::string& dtype) {
 
 // The reduction level of every var: how many reductions (in sequence) its value needs.
 std::map<std::string, int> levels(const RowProgram& p) {
-  static const std::regex ident(R"(\bv\d+(_m|_s)?\b)");
+  static const std::regex ident(R"(\bv\d+(_m|_s|_v)?\b)");
   std::map<std::string, int> lv;
   for (const auto& s : p.statements) {
     if (s.kind == RowStatement::Kind::load) {
       lv[s.var] = 0;
     } else if (s.kind == RowStatement::Kind::reduce) {
       int l = lv.at(s.operand) + 1;
-      lv[s.var] = lv[s.var + "_m"] = lv[s.var + "_s"] = l;
+      lv[s.var] = lv[s.var + "_m"] = lv[s.var + "_s"] = lv[s.var + "_v"] = l;
     } else {
       int l = 0;
       for (std::sregex_iterator it(s.expr.begin(), s.expr.end(), ident), end; it != end; ++it) l = std::max(l, lv.at(it->str()));
@@ -179,6 +179,7 @@ struct KernelWriter {
       line("  ", "const int lane = int(threadIdx.x) / kRowsPerCta;");
       line("  ", "__shared__ float smem_f[kThreads];");
       line("  ", "__shared__ MaxSumExp smem_ms[kThreads];");
+      line("  ", "__shared__ MeanM2 smem_mv[kThreads];");
       line("  ", "if (row >= a.rows) return;  // uniform over the CTA (rows is a multiple of kInner)");
       line("  ", "const int64_t first = outer * kCols * kInner + (row - outer * kInner);  // the row's first element");
       for (size_t i = 0; i < p.inputs.size(); ++i)
@@ -198,6 +199,7 @@ struct KernelWriter {
     if (!strided()) {
       line("  ", "__shared__ float smem_f[32];");
       line("  ", "__shared__ MaxSumExp smem_ms[32];");
+      line("  ", "__shared__ MeanM2 smem_mv[32];");
       line("  ", "if (row >= a.rows) return;  // uniform over the CTA (or, a warp per row, over the warp)");
       for (size_t i = 0; i < p.inputs.size(); ++i)
         line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i));
@@ -231,6 +233,9 @@ struct KernelWriter {
         } else if (r->reduce == "maxsumexp") {
           line("  ", fmt::format("MaxSumExp a_{}{{-INFINITY, 0.0f}};", r->var));
           acc.push_back(fmt::format("add_exp(a_{}, {});", r->var, r->operand));
+        } else if (r->reduce == "meanvar") {
+          line("  ", fmt::format("MeanM2 a_{}{{0.0f, 0.0f, 0.0f}};", r->var));
+          acc.push_back(fmt::format("add_value(a_{}, {});", r->var, r->operand));
         } else {
           const char* init = r->reduce == "sum" ? "0.0f" : r->reduce == "max" ? "-INFINITY" : "INFINITY";
           line("  ", fmt::format("float a_{} = {};", r->var, init));
@@ -245,6 +250,9 @@ struct KernelWriter {
         } else if (r->reduce == "maxsumexp") {
           line("  ", fmt::format("const MaxSumExp r_{0} = row_reduce(a_{0}, OpMaxSumExp{{}}, smem_ms);", r->var));
           line("  ", fmt::format("const float {0}_m = r_{0}.m, {0}_s = r_{0}.s;", r->var));
+        } else if (r->reduce == "meanvar") {
+          line("  ", fmt::format("const MeanM2 r_{0} = row_reduce(a_{0}, OpMeanM2{{}}, smem_mv);", r->var));
+          line("  ", fmt::format("const float {0}_m = r_{0}.mean, {0}_v = r_{0}.m2 / r_{0}.n;", r->var));
         } else {
           const char* op = r->reduce == "sum" ? "OpSum" : r->reduce == "max" ? "OpMax" : "OpMin";
           line("  ", fmt::format("const float {0} = row_reduce(a_{0}, {1}{{}}, smem_f);", r->var, op));
