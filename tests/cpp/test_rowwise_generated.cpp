@@ -436,6 +436,10 @@ TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
   for (const auto& c : configs_of(longp, Arch::sm80)) EXPECT_FALSE(c.one_pass || c.cluster > 1) << c.text();
   for (const auto& c : configs_of(longp))
     if (c.one_pass) EXPECT_GT(c.cluster, 1) << c.text();
+  // Rows of 16 (GroupNorm of 512 groups over 8192 channels, KernelBench level2/62): a warp per row first, not a
+  // CTA of mostly idle threads.
+  auto shortp = configs_of(program_of(group_norm_hardtanh({1024, 8192}, 512)));
+  EXPECT_TRUE(shortp.at(0).warp_per_row) << shortp.at(0).text();
 }
 
 TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
