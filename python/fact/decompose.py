@@ -1,5 +1,6 @@
 """Replaces, in an exported graph, each call of an op data/ir/aten_ops.json marks "decompose" by the ops of
-PyTorch's own decomposition of it (torch._decomp's table, else the op's CompositeImplicitAutograd kernel).
+PyTorch's own decomposition of it (torch._decomp's table, else the op's CompositeImplicitAutograd kernel), and each
+(values, indices) reduction whose indices are never read by its values-only op ("values_only").
 
 A loss such as smooth_l1_loss or kl_div is one ATen op no kernel family reads; its decomposition is pointwise ops
 and a reduction, which FACT generates one kernel from. Only the listed calls change: torch.export's
@@ -21,9 +22,46 @@ from fact.paths import data_dir
 
 
 @functools.cache
+def op_table() -> dict:
+    return json.loads((data_dir() / "ir" / "aten_ops.json").read_text())["ops"]
+
+
+@functools.cache
 def decomposed_ops() -> frozenset[str]:
-    ops = json.loads((data_dir() / "ir" / "aten_ops.json").read_text())["ops"]
-    return frozenset(name for name, entry in ops.items() if entry.get("decompose"))
+    return frozenset(name for name, entry in op_table().items() if entry.get("decompose"))
+
+
+def aten_overload(name: str) -> torch._ops.OpOverload:
+    _, op, overload = name.split(".")
+    return getattr(getattr(torch.ops.aten, op), overload)
+
+
+def values_only(graph: torch.fx.Graph) -> list[str]:
+    """Rewrites max.dim / min.dim calls whose indices are never read as amax / amin over [dim] (data/ir/aten_ops.json
+    "values_only"): one result, a row reduction generated kernels take. Returns the rewritten calls' names."""
+    done = []
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        target = op_table().get(str(node.target), {}).get("values_only")
+        users = list(node.users)
+        # export keeps getitem(., 1) of the indices even when nothing reads it
+        if not target or not users or any(u.target is not operator.getitem or (u.args[1] != 0 and u.users)
+                                          for u in users):
+            continue
+        x, dim, *rest = node.args
+        keepdim = rest[0] if rest else node.kwargs.get("keepdim", False)
+        with graph.inserting_before(node):
+            values = graph.call_function(aten_overload(target), (x, [dim], keepdim))
+        values.meta = {k: v for k, v in node.meta.items() if k != "val"}
+        values.meta["val"] = node.meta["val"][0]
+        for u in users:
+            if u.args[1] == 0:
+                u.replace_all_uses_with(values)
+            graph.erase_node(u)
+        graph.erase_node(node)
+        done.append(node.name)
+    return done
 
 
 def decomposition(op: torch._ops.OpOverload):
@@ -37,8 +75,7 @@ def listed_decompositions() -> dict:
     """The table make_fx applies inside a decomposition, so a listed op it calls (kl_div's xlogy) goes too."""
     table = {}
     for name in decomposed_ops():
-        _, op, overload = name.split(".")
-        target = getattr(getattr(torch.ops.aten, op), overload)
+        target = aten_overload(name)
         if (fn := decomposition(target)) is not None:
             table[target] = fn
     return table
@@ -120,7 +157,8 @@ def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphMod
 
 
 def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
-    """Decomposes the listed calls of `ep`'s graph in place; returns the names of the calls it replaced."""
+    """Decomposes the listed calls of `ep`'s graph in place, then rewrites values-only reductions; returns the names
+    of the calls it replaced."""
     listed = decomposed_ops()
     gm = ep.graph_module
     done = []
@@ -137,6 +175,7 @@ def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
             continue
         inline(gm.graph, node, *found)
         done.append(node.name)
+    done += values_only(gm.graph)
     if done:
         gm.recompile()
     return done
