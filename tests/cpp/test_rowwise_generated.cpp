@@ -251,7 +251,15 @@ TEST(RowwiseGenerated, GroupNormRowsAreGroupsAndItsWeightsAreReadByChannel) {
   auto c = configs_of(prog).at(0);
   std::string text = realize::render_rowwise_kernel(prog, c, "t", "");
   EXPECT_NE(text.find("in1[((row * kCols + col0 + e) / 1) % 64]"), std::string::npos) << text;
-  EXPECT_NE(text.find("row_reduce(a_v3, OpMeanM2{}, smem_mv)"), std::string::npos) << text;
+  // Mean then variance from registers in one pass; Welford's single sweep when the row is read from memory.
+  ASSERT_TRUE(c.one_pass);
+  EXPECT_NE(text.find("a_v3_v += ("), std::string::npos) << text;
+  EXPECT_EQ(text.find("OpMeanM2{}, smem_mv"), std::string::npos) << text;
+  auto cs = configs_of(prog);
+  auto two = std::find_if(cs.begin(), cs.end(), [](const auto& k) { return !k.one_pass; });
+  ASSERT_NE(two, cs.end());
+  EXPECT_NE(realize::render_rowwise_kernel(prog, *two, "t", "").find("row_reduce(a_v3, OpMeanM2{}, smem_mv)"),
+            std::string::npos);
 
   auto p4 = plan_of(group_norm_hardtanh({2, 8, 6, 10}, 4));  // a row: 2 channels' 6 x 10 planes
   ASSERT_NE(generated(p4), nullptr) << fmt::format("{}", fmt::join(p4.notes, "\n"));
@@ -552,6 +560,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(kl_div_terms(), true, "rowwise_kl_div_partials_one_pass");
   expect_generated_compiles(group_norm_hardtanh({16, 64}, 8), true, "rowwise_group_norm_one_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 8, 64, 64}, 4), false, "rowwise_group_norm_4d_two_pass");
+  expect_generated_compiles(group_norm_hardtanh({2, 8, 16, 16}, 4), true, "rowwise_group_norm_4d_one_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 64, 512, 512}, 8), false, "rowwise_group_norm_cluster4_two_pass", 4);
   expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");

@@ -249,3 +249,30 @@ def test_a_fragment_reading_log_is_verified_on_positive_inputs():
     inp = case.make_inputs("cpu")
     assert bool((inp.inputs[0] > 0).all())
     assert bool(torch.isfinite(case.reference(inp)["out"]).all())
+
+
+def test_an_instance_norm_with_a_channel_multiplier_keeps_whole_samples_in_its_variants():
+    # instance_norm, clamp, then * a [C, 1, 1, 1] multiplier (KernelBench level2/79's tail): the odd-row variant must
+    # keep the 16 channels the multiplier broadcasts over (37 rows made [1, 37, ...] and the replay failed).
+    from fact.realize.rowwise_case import ODD_OUTER, RowwiseCase
+    n, c, d, h, w = 2, 16, 3, 4, 5
+    full = [n, c, d, h, w]
+    chan = {"channels": c, "inner": d * h * w}
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "m", "rows": n * c, "cols": d * h * w,
+         "dtype": "float32", "full_shape": full, "trailing_dims": 3,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False},
+                    {"name": "k", "shape": [c, 1, 1, 1], "broadcast": True, "channel": chan}],
+         "nodes": [_node("i", "aten.instance_norm.default",
+                         [{"ref": "x"}, None, None, None, None, True, 0.1, 1e-5, False], full),
+                   _node("m", "aten.mul.Tensor", [{"ref": "i"}, {"ref": "k"}], full)]}
+    p = parse_problem({"entry": "", "generated": True, "rows": n * c, "cols": d * h * w, "dtype": "float32",
+                       "numerics": "fp32", "fragment": f})
+    assert p.block() == c
+    case = RowwiseCase(p)
+    [odd] = case.verify_variants()
+    assert odd.rows == ODD_OUTER * c and odd.input_shape(f["inputs"][0]) == (ODD_OUTER, c, d, h, w)
+    odd_case = RowwiseCase(odd)
+    inp = odd_case.make_inputs("cpu")
+    x, k = (t.double() for t in inp.inputs)
+    want = torch.nn.functional.instance_norm(x) * k
+    assert torch.allclose(odd_case.reference(inp)["out"].reshape(ODD_OUTER, c, d, h, w), want)

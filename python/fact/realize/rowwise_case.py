@@ -59,7 +59,12 @@ class RowwiseProblem:
             full[-1] = self.cols
         if lead == 0:  # nothing before the reduced dims: one block of inner rows
             return tuple(full)
+        if self.channel_inputs():  # the channels (dim 1) stay whole: a row count is whole samples
+            return tuple([self.rows // self.block()] + full[1:])
         return tuple([1] * (lead - 1) + [self.rows // self.block()] + full[lead:])
+
+    def channel_inputs(self) -> bool:
+        return any("channel" in s for s in self.fragment["inputs"])
 
     def inner(self) -> int:
         """Elements between a row's elements: 1 for contiguous rows, else the count of the dims behind the reduced
@@ -67,8 +72,15 @@ class RowwiseProblem:
         return int(self.fragment.get("inner", 1))
 
     def block(self) -> int:
-        """Rows per position of the dims before the reduced ones: inner rows, or group_norm's groups."""
-        return self.inner() * int(self.fragment.get("groups", 1))
+        """Rows per position of the dims before the reduced ones: inner rows, or group_norm's groups; with per-channel
+        inputs, rows per sample (the dims between the first and the reduced ones, channels among them, stay whole)."""
+        b = self.inner() * int(self.fragment.get("groups", 1))
+        full = self.fragment.get("full_shape") or []
+        lead = len(full) - self.fragment.get("trailing_dims", 1) - self.fragment.get("inner_dims", 0)
+        if self.channel_inputs():
+            for d in full[1:max(lead, 1)]:
+                b *= d
+        return b
 
     def output_per_row(self) -> bool:
         if self.any_cols:

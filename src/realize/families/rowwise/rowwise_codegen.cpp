@@ -224,7 +224,7 @@ struct KernelWriter {
         if (s.kind == RowStatement::Kind::reduce && lv.at(s.var) == level + 1) reds.push_back(&s);
       // With the row in registers, max then sum of exp(x - max) costs one expf per element; the online update
       // (a pass over memory per level) costs a branch and up to two.
-      std::vector<const RowStatement*> max_then_sum;
+      std::vector<const RowStatement*> max_then_sum, mean_then_var;
       for (const auto* r : reds) {
         if (r->reduce == "maxsumexp" && c.one_pass) {
           line("  ", fmt::format("float a_{}_m = -INFINITY;", r->var));
@@ -233,6 +233,12 @@ struct KernelWriter {
         } else if (r->reduce == "maxsumexp") {
           line("  ", fmt::format("MaxSumExp a_{}{{-INFINITY, 0.0f}};", r->var));
           acc.push_back(fmt::format("add_exp(a_{}, {});", r->var, r->operand));
+        } else if (r->reduce == "meanvar" && c.one_pass) {
+          // The row in registers: the mean, then the squared deviations from it (exact two-pass, no memory traffic;
+          // Welford's division per element cost short rows 2x on the H100).
+          line("  ", fmt::format("float a_{}_m = 0.0f;", r->var));
+          acc.push_back(fmt::format("a_{0}_m += {1};", r->var, r->operand));
+          mean_then_var.push_back(r);
         } else if (r->reduce == "meanvar") {
           line("  ", fmt::format("MeanM2 a_{}{{0.0f, 0.0f, 0.0f}};", r->var));
           acc.push_back(fmt::format("add_value(a_{}, {});", r->var, r->operand));
@@ -250,6 +256,8 @@ struct KernelWriter {
         } else if (r->reduce == "maxsumexp") {
           line("  ", fmt::format("const MaxSumExp r_{0} = row_reduce(a_{0}, OpMaxSumExp{{}}, smem_ms);", r->var));
           line("  ", fmt::format("const float {0}_m = r_{0}.m, {0}_s = r_{0}.s;", r->var));
+        } else if (r->reduce == "meanvar" && c.one_pass) {
+          line("  ", fmt::format("const float {0}_m = row_reduce(a_{0}_m, OpSum{{}}, smem_f) / float(kCols);", r->var));
         } else if (r->reduce == "meanvar") {
           line("  ", fmt::format("const MeanM2 r_{0} = row_reduce(a_{0}, OpMeanM2{{}}, smem_mv);", r->var));
           line("  ", fmt::format("const float {0}_m = r_{0}.mean, {0}_v = r_{0}.m2 / r_{0}.n;", r->var));
@@ -257,6 +265,16 @@ struct KernelWriter {
           const char* op = r->reduce == "sum" ? "OpSum" : r->reduce == "max" ? "OpMax" : "OpMin";
           line("  ", fmt::format("const float {0} = row_reduce(a_{0}, {1}{{}}, smem_f);", r->var, op));
         }
+      }
+      if (!mean_then_var.empty()) {
+        std::vector<std::string> devs;
+        for (const auto* r : mean_then_var) {
+          line("  ", fmt::format("float a_{}_v = 0.0f;", r->var));
+          devs.push_back(fmt::format("a_{0}_v += ({1} - {0}_m) * ({1} - {0}_m);", r->var, r->operand));
+        }
+        sweep(level, devs, false);
+        for (const auto* r : mean_then_var)
+          line("  ", fmt::format("const float {0}_v = row_reduce(a_{0}_v, OpSum{{}}, smem_f) / float(kCols);", r->var));
       }
       if (!max_then_sum.empty()) {
         // x == max gives 1 where x - max is NaN (+-inf rows), as the online update's (max, sum) would.
