@@ -448,6 +448,16 @@ TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
   // CTA of mostly idle threads.
   auto shortp = configs_of(program_of(group_norm_hardtanh({1024, 8192}, 512)));
   EXPECT_TRUE(shortp.at(0).warp_per_row) << shortp.at(0).text();
+  // One value per row after one reduction (a loss's per-row partials): reading each row once either way, the rows
+  // stream through a CTA each instead of sitting in the registers of a cluster.
+  GraphDoc hinge;
+  hinge.input("p", {32768, 32768}).input("t", {32768});
+  hinge.op("m", "aten.mul.Tensor", {ref_to("p"), ref_to("t")}, {32768, 32768});
+  hinge.op("c", "aten.clamp_min.default", {ref_to("m"), 0}, {32768, 32768});
+  hinge.op("mean", "aten.mean.default", {ref_to("c")}, {}).output("mean");
+  auto partials = configs_of(program_of(hinge));
+  EXPECT_FALSE(partials.at(0).one_pass) << partials.at(0).text();
+  EXPECT_EQ(partials.at(0).cluster, 1) << partials.at(0).text();
 }
 
 TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {

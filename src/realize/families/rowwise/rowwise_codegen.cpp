@@ -367,6 +367,12 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
   std::vector<std::pair<double, RowwiseKernelConfig>> scored;
+  // One value per row after one reduction level (a loss's per-row partials, a row sum): streaming reads each row
+  // once too, so holding it in registers (which long rows buy with clusters) gains nothing. Measured on the H100
+  // (2026-11-26): hinge loss partials over 32768 x 32768, one-pass 8-CTA clusters 2.00 ms for 1.43 ms of reads.
+  int top_level = 0;
+  for (const auto& [v, l] : levels(p)) top_level = std::max(top_level, l);
+  const double two_pass_cost = p.output_per_row && top_level <= 1 ? 0 : 20;
   if (p.inner > 1 && p.reductions() > 0) {
     // Strided rows: a warp spans 32 adjacent rows (one coalesced run per access; fewer only when there are
     // fewer); `split` threads share a row when the rows are long or few.
@@ -383,7 +389,7 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
         for (bool one : {true, false}) {
           if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > cap) continue;
           // One pass first, a full GPU, few threads per row (each split adds a shared-memory combine), 256 threads.
-          double score = (one ? 0 : 20) + (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) +
+          double score = (one ? 0 : two_pass_cost) + (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) +
                          std::log2(split) + 0.5 * std::abs(std::log2(threads / 256.0));
           RowwiseKernelConfig c{threads, 1, false, one};
           c.split = split;
@@ -421,7 +427,7 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
             // Lanes past the row's end idle: a 256-thread CTA on rows of 16 (group norms of 512 groups) ran 4.6x
             // slower than PyTorch on the H100 (2026-11-26), a warp per row idles 8x fewer.
             const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
-            double score = (one ? 0 : 20) + (vec == vmax ? 0 : 10) + idle +
+            double score = (one ? 0 : two_pass_cost) + (vec == vmax ? 0 : 10) + idle +
                            std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
                            (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster);
             RowwiseKernelConfig c{threads, vec, wpr, one};
