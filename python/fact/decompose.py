@@ -128,18 +128,25 @@ def selects_take_numbers(graph: torch.fx.Graph) -> None:
             graph.erase_node(node)
 
 
-def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphModule, operands: list) -> None:
+def copy_body(graph: torch.fx.Graph, body: torch.fx.Graph, operands, before: torch.fx.Node) -> tuple[dict, object]:
+    """Copies `body`'s nodes into `graph` before `before`, its placeholders bound to `operands` in order; returns
+    the map from body nodes to their values in `graph` and the body's output argument (of body nodes)."""
     env: dict = {}
     operands_left = iter(operands)
     result = None
-    with graph.inserting_before(node):
-        for inner in traced.graph.nodes:
+    with graph.inserting_before(before):
+        for inner in body.nodes:
             if inner.op == "placeholder":
                 env[inner] = next(operands_left)
             elif inner.op == "output":
                 result = inner.args[0]
             else:
                 env[inner] = graph.node_copy(inner, lambda n: env[n])
+    return env, result
+
+
+def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphModule, operands: list) -> None:
+    env, result = copy_body(graph, traced.graph, operands, node)
     copies = [n for n in env.values() if n not in operands]
     result = pytree.tree_map(lambda r: env[r] if isinstance(r, torch.fx.Node) else r, result)
     if isinstance(result, (list, tuple)):

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from fact.decompose import decompose_listed
+from fact.decompose import copy_body, decompose_listed
 
 IR_FORMAT = "fact-ir"
 IR_VERSION = 1
@@ -158,16 +158,7 @@ def inline_wrappers(ep: ExportedProgram) -> None:
         body = getattr(gm, node.args[where].target)
         if any(n.op == "get_attr" for n in body.graph.nodes) or any(u.target is not operator.getitem for u in node.users):
             continue  # a nested region, or results used whole: left as it is (the graph then cannot be replayed)
-        operands = iter(node.args[where + 1:])
-        env, results = {}, None
-        with graph.inserting_before(node):
-            for inner in body.graph.nodes:
-                if inner.op == "placeholder":
-                    env[inner] = next(operands)
-                elif inner.op == "output":
-                    results = inner.args[0]
-                else:
-                    env[inner] = graph.node_copy(inner, lambda n: env[n])
+        env, results = copy_body(graph, body.graph, node.args[where + 1:], node)
         results = list(results) if isinstance(results, (list, tuple)) else [results]
         for user in list(node.users):
             user.replace_all_uses_with(env.get(results[user.args[1]], results[user.args[1]]))

@@ -180,15 +180,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     bool channel = !like_full && !row && f.inner == 1 && rank >= 2 && in.numel() == f.full_shape[1] &&
                    (per_channel_arg(graph, f.nodes, r) ||
                     broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{1, 1});
-    f.channels.push_back(channel ? f.full_shape[1] : 0);
-    if (channel) {
-      if (in.dtype != f.dtype)
-        throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
-      f.inputs.push_back(r);
-      f.broadcast.push_back(true);
-      continue;
-    }
-    if (!like_full && !row) {
+    if (!like_full && !row && !channel) {
       std::vector<int64_t> one_row(f.full_shape.size(), 1);
       std::copy(trail.begin(), trail.end(), one_row.begin() + row_dims.first);
       throw Error(fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or one row [{}]", r,
@@ -197,7 +189,8 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     if (in.dtype != f.dtype)
       throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
     f.inputs.push_back(r);
-    f.broadcast.push_back(row && !like_full);
+    f.broadcast.push_back((row || channel) && !like_full);  // a channel input is read whole by every row too
+    f.channels.push_back(channel ? f.full_shape[1] : 0);
   }
   if (f.inputs.empty()) throw Error("the fragment reads no tensor from outside");
   if (static_cast<int>(f.inputs.size()) > kRowwiseMaxInputs)

@@ -54,7 +54,7 @@ class RowwiseProblem:
         if spec.get("broadcast"):
             return tuple(spec["shape"])
         full = list(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
-        lead = len(full) - self.fragment.get("trailing_dims", 1) - self.fragment.get("inner_dims", 0)
+        lead = self.lead_dims()
         if self.any_cols:  # one trailing dim: the row length may differ from the fragment's
             full[-1] = self.cols
         if lead == 0:  # nothing before the reduced dims: one block of inner rows
@@ -75,12 +75,15 @@ class RowwiseProblem:
         """Rows per position of the dims before the reduced ones: inner rows, or group_norm's groups; with per-channel
         inputs, rows per sample (the dims between the first and the reduced ones, channels among them, stay whole)."""
         b = self.inner() * int(self.fragment.get("groups", 1))
-        full = self.fragment.get("full_shape") or []
-        lead = len(full) - self.fragment.get("trailing_dims", 1) - self.fragment.get("inner_dims", 0)
         if self.channel_inputs():
-            for d in full[1:max(lead, 1)]:
+            for d in (self.fragment.get("full_shape") or [])[1:max(self.lead_dims(), 1)]:
                 b *= d
         return b
+
+    def lead_dims(self) -> int:
+        """How many dims of the full tensor come before the reduced ones."""
+        rank = len(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
+        return rank - self.fragment.get("trailing_dims", 1) - self.fragment.get("inner_dims", 0)
 
     def output_per_row(self) -> bool:
         if self.any_cols:
@@ -230,10 +233,8 @@ class RowwiseCase(MeasureCase):
         pointwise kernel also at an odd element count."""
         p = self.problem
         if p.block() > 1:  # strided rows or groups: an odd count of the dims before the reduced ones, if any
-            full = p.fragment.get("full_shape") or []
-            lead = len(full) - p.fragment.get("trailing_dims", 1) - p.fragment.get("inner_dims", 0)
             odd = ODD_OUTER * p.block()
-            return [] if lead == 0 or p.rows == odd else [replace(p, rows=odd)]
+            return [] if p.lead_dims() == 0 or p.rows == odd else [replace(p, rows=odd)]
         out = [] if p.rows == ODD_ROWS else [replace(p, rows=ODD_ROWS)]
         if p.any_cols and p.cols != ODD_COLS:
             out.append(replace(p, rows=ODD_ROWS, cols=ODD_COLS))  # odd element count: the flat kernel's scalar tail

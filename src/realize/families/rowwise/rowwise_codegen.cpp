@@ -156,6 +156,21 @@ struct KernelWriter {
     line("  ", "}");
   }
 
+  // A second sweep over a row held in registers, after the first made each reduction's `_m`: sums `term` (fmt
+  // arguments: the reduction's var, its operand) into `<var>_<suffix>`, `scale` appended to the reduced sum.
+  void second_sum(int level, const std::vector<const RowStatement*>& reds, const std::string& suffix,
+                  const std::string& term, const std::string& scale) {
+    if (reds.empty()) return;
+    std::vector<std::string> acc;
+    for (const auto* r : reds) {
+      line("  ", fmt::format("float a_{}_{} = 0.0f;", r->var, suffix));
+      acc.push_back(fmt::format("a_{}_{} += {};", r->var, suffix, fmt::format(fmt::runtime(term), r->var, r->operand)));
+    }
+    sweep(level, acc, false);
+    for (const auto* r : reds)
+      line("  ", fmt::format("const float {0}_{1} = row_reduce(a_{0}_{1}, OpSum{{}}, smem_f){2};", r->var, suffix, scale));
+  }
+
   void row_values(int level) {
     for (const auto& s : p.statements)
       if (s.kind == RowStatement::Kind::expr && s.per_row && lv.at(s.var) == level)
@@ -266,27 +281,9 @@ struct KernelWriter {
           line("  ", fmt::format("const float {0} = row_reduce(a_{0}, {1}{{}}, smem_f);", r->var, op));
         }
       }
-      if (!mean_then_var.empty()) {
-        std::vector<std::string> devs;
-        for (const auto* r : mean_then_var) {
-          line("  ", fmt::format("float a_{}_v = 0.0f;", r->var));
-          devs.push_back(fmt::format("a_{0}_v += ({1} - {0}_m) * ({1} - {0}_m);", r->var, r->operand));
-        }
-        sweep(level, devs, false);
-        for (const auto* r : mean_then_var)
-          line("  ", fmt::format("const float {0}_v = row_reduce(a_{0}_v, OpSum{{}}, smem_f) / float(kCols);", r->var));
-      }
-      if (!max_then_sum.empty()) {
-        // x == max gives 1 where x - max is NaN (+-inf rows), as the online update's (max, sum) would.
-        std::vector<std::string> sums;
-        for (const auto* r : max_then_sum) {
-          line("  ", fmt::format("float a_{}_s = 0.0f;", r->var));
-          sums.push_back(fmt::format("a_{0}_s += {1} == {0}_m ? 1.0f : expf({1} - {0}_m);", r->var, r->operand));
-        }
-        sweep(level, sums, false);
-        for (const auto* r : max_then_sum)
-          line("  ", fmt::format("const float {0}_s = row_reduce(a_{0}_s, OpSum{{}}, smem_f);", r->var));
-      }
+      second_sum(level, mean_then_var, "v", "({1} - {0}_m) * ({1} - {0}_m)", " / float(kCols)");
+      // x == max gives 1 where x - max is NaN (+-inf rows), as the online update's (max, sum) would.
+      second_sum(level, max_then_sum, "s", "{1} == {0}_m ? 1.0f : expf({1} - {0}_m)", "");
       row_values(level + 1);
     }
     if (p.output_per_row) {
