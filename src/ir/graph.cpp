@@ -74,6 +74,13 @@ void Graph::build_index() {
 
 bool is_ref(const Json& arg) { return arg.is_object() && arg.contains("ref") && arg["ref"].is_string(); }
 
+bool is_module_state(const Graph& g, const Node& n) {
+  const Node* v = &n;
+  while (v->kind == NodeKind::Op && v->category == OpCategory::View && !v->args.empty() && is_ref(v->args[0]))
+    v = &g.at(ref_name(v->args[0]));
+  return v->kind == NodeKind::Parameter || v->kind == NodeKind::Buffer || v->kind == NodeKind::Constant;
+}
+
 const std::string& ref_name(const Json& arg) {
   if (!is_ref(arg)) throw Error("expected a graph value {\"ref\": name}, got " + arg.dump());
   return arg["ref"].get_ref<const std::string&>();

@@ -74,6 +74,10 @@ struct Graph {
   std::unordered_map<std::string, std::vector<std::string>> users_;
 };
 
+// Whether the node's value is module state (a parameter, buffer or constant), itself or through views (t,
+// permute, view, ...): the same values on every call until something updates it in place.
+bool is_module_state(const Graph& g, const Node& n);
+
 // Helpers on encoded argument values.
 bool is_ref(const Json& arg);
 const std::string& ref_name(const Json& arg);

@@ -341,7 +341,8 @@ TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
            "g.batch_stride_a = a.batch_stride_a == 0 ? 0 : a.m * ld;"})
     EXPECT_TRUE(contains(src.text, part)) << "missing " << part;
   EXPECT_TRUE(contains(src.text, "\"mainloop_transform\":\"split3_tf32\""));
-  for (const char* sym : {"_can_implement(", "_workspace_bytes(", "_run(", "_describe(void)"})
+  for (const char* sym : {"_can_implement(", "_workspace_bytes(", "_prepared_b_bytes(", "_prepare_b(", "_run(",
+                          "_describe(void)"})
     EXPECT_TRUE(contains(src.text, "fact_" + c.id() + sym)) << sym;
   EXPECT_FALSE(contains(src.text, "{{"));
   EXPECT_FALSE(contains(src.text, "gemm/device/gemm_universal.h\"")) << "no 2.x mma.sync kernel";
@@ -365,7 +366,11 @@ TEST(GemmCodegen, OpWrapperDefinesCudaAndMetaOps) {
   b.epilogue = Epilogue::named("bias");
   auto w = generate_gemm_op_wrapper({a, b}).text;
   for (const auto& c : {a, b}) {
-    EXPECT_TRUE(contains(w, "\"gemm_" + c.id() + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor\");"));
+    EXPECT_TRUE(contains(w, "\"gemm_" + c.id() +
+                                "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, *, bool b_constant=False) -> Tensor\");"));
+    // A weight's pre-pass copy is kept by the op only when the caller marks b constant.
+    EXPECT_TRUE(contains(w, "if (b_constant) {  // a module weight"));
+    EXPECT_TRUE(contains(w, "fact_" + c.id() + "_prepare_b(&args, out)"));
     EXPECT_TRUE(contains(w, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_cuda)"));
     EXPECT_TRUE(contains(w, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_meta)"));
     EXPECT_TRUE(contains(w, "fact_" + c.id() + "_run(&args)"));
@@ -411,7 +416,9 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   auto describe = reinterpret_cast<const char* (*)()>(dlsym(lib, (prefix + "_describe").c_str()));
   auto can_implement = reinterpret_cast<int (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_can_implement").c_str()));
   auto workspace_bytes = reinterpret_cast<size_t (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_workspace_bytes").c_str()));
-  ASSERT_TRUE(describe && can_implement && workspace_bytes);
+  auto prepared_b_bytes =
+      reinterpret_cast<size_t (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_prepared_b_bytes").c_str()));
+  ASSERT_TRUE(describe && can_implement && workspace_bytes && prepared_b_bytes);
   EXPECT_EQ(nlohmann::json::parse(describe()), c.to_json());
 
   auto fake = [](uintptr_t at) { return reinterpret_cast<void*>(at); };
@@ -435,6 +442,15 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   EXPECT_GE(workspace_bytes(&a), a_copy + b_copy);
   EXPECT_LT(cutlass_part(a_copy + b_copy), size_t(1) << 20);
   EXPECT_EQ(can_implement(&a), FACT_OK);
+  // B' kept by the caller (a weight): its size is B's copy, and the workspace leaves it out.
+  EXPECT_EQ(prepared_b_bytes(&a), b_copy);
+  size_t whole = workspace_bytes(&a);
+  a.prepared_b = fake(1 << 23);
+  EXPECT_EQ(workspace_bytes(&a), whole - b_copy);
+  EXPECT_EQ(can_implement(&a), FACT_OK);
+  a.prepared_b = fake((1 << 23) + 4);  // TMA reads it: 16-byte aligned
+  EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE);
+  a.prepared_b = nullptr;
   a.d = fake((1 << 22) + 4);  // D must stay 16-byte aligned for TMA
   EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE);
   dlclose(lib);

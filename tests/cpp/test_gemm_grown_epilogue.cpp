@@ -224,12 +224,13 @@ TEST(GrownEpilogueOp, VectorsRideInATensorListOnlyWhenTheTreeReadsThem) {
   c.epilogue = Epilogue::named("bias");
   std::string plain = gemm_op_wrapper_fragment(c);
   EXPECT_FALSE(contains(plain, "vectors"));
-  EXPECT_EQ(gemm_op_schema_arguments(c.epilogue), "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor");
+  EXPECT_EQ(gemm_op_schema_arguments(c.epilogue),
+            "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, *, bool b_constant=False) -> Tensor");
   c.epilogue = Epilogue::of(tree(R"(["add", ["mul", {"scalar": "vec4"}, "acc"], {"col": "vec1"}])"));
   std::string op = gemm_op_wrapper_fragment(c);
   EXPECT_EQ(gemm_op_schema_arguments(c.epilogue),
-            "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, Tensor[] vectors) -> Tensor");
-  EXPECT_TRUE(contains(op, "Tensor? residual, Tensor[] vectors) -> Tensor\");")) << op;
+            "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, Tensor[] vectors, *, bool b_constant=False) -> Tensor");
+  EXPECT_TRUE(contains(op, "Tensor? residual, Tensor[] vectors, *, bool b_constant=False) -> Tensor\");")) << op;
   EXPECT_TRUE(contains(op, "const int64_t vector_numel[] = {batch * m, int64_t(1)};")) << op;
   EXPECT_TRUE(contains(op, "const int vector_slot[] = {1, 4};")) << op;
   EXPECT_TRUE(contains(op, "args.vectors[vector_slot[j]] = vectors[j].data_ptr();")) << op;
@@ -262,9 +263,9 @@ struct GrownMatch {
 };
 
 GrownMatch grown_match(const std::vector<int64_t>& vec_shape, const std::string& vec_dtype, const char* tree_json,
-                       bool residual = false) {
+                       bool residual = false, const char* weight_kind = "parameter") {
   GrownMatch g;
-  g.doc.input("x", {8, 64}).input("w", {32, 64}, "float32", "parameter").input("b", {32}, "float32", "parameter")
+  g.doc.input("x", {8, 64}).input("w", {32, 64}, "float32", weight_kind).input("b", {32}, "float32", "parameter")
       .input("v", vec_shape, vec_dtype, "parameter").input("r", {8, 32})
       .op("linear", "aten.linear.default", {fact::test::ref_to("x"), fact::test::ref_to("w"), fact::test::ref_to("b")}, {8, 32})
       .output("linear");
@@ -323,9 +324,53 @@ TEST(GrownEpilogueWorkload, MatchWithEpilogueTreeBindsAndChecksItsSlots) {
                        "epilogue_tree: "));
 }
 
+namespace {
+
+OpCall grown_op_call(const GrownMatch& g, const ir::Graph& graph) {
+  GemmProblem p = gemm_problem_from_match(g.m, graph, Numerics::tf32, Arch::sm90);
+  auto c = realize::test::sm90_bf16_cooperative();
+  c.epilogue = p.epilogue;
+  json problem = p.to_json(), config = c.to_json();
+  OpCallSite site{g.m, graph, problem, config, "torch.ops.fact.gemm_x", "linear", "pattern linear_bias",
+                  [&](const char* operand, bool) -> std::string {
+                    std::string var = g.m.kernel["operands"].value(operand, "");
+                    return var.empty() ? "None" : g.m.inputs.at(var);
+                  },
+                  [&](const char* operand) -> const ir::Node* {
+                    std::string var = g.m.kernel["operands"].value(operand, "");
+                    return var.empty() ? nullptr : graph.find(g.m.inputs.at(var));
+                  }};
+  return kernel_family_named("gemm")->op_call(site);
+}
+
+}  // namespace
+
+// A Linear's weight is module state: the problem says so (its own tuning key, timed with B's pre-pass copy kept),
+// and the op call marks it so the op keeps that copy; a weight passed as a forward input is neither.
+TEST(GrownEpilogueWorkload, AWeightThatIsModuleStateIsMarkedConstant) {
+  const char* row = R"(["mul", ["add", ["mul", "alpha", "acc"], {"row": "bias"}], {"row": "vec0"}])";
+  auto param = grown_match({1, 32}, "float32", row);
+  auto input = grown_match({1, 32}, "float32", row, false, "input");
+  ir::Graph pg = param.doc.graph(), ig = input.doc.graph();
+  GemmProblem p = gemm_problem_from_match(param.m, pg, Numerics::x3tf32, Arch::sm90);
+  GemmProblem q = gemm_problem_from_match(input.m, ig, Numerics::x3tf32, Arch::sm90);
+  EXPECT_TRUE(p.b.constant);
+  EXPECT_FALSE(q.b.constant);
+  EXPECT_FALSE(p.a.constant);
+  EXPECT_TRUE(GemmProblem::from_json(p.to_json()).b.constant);
+  EXPECT_FALSE(q.to_json()["b"].contains("constant"));
+  EXPECT_NE(p.workload_key(), q.workload_key());
+  EXPECT_TRUE(contains(p.workload_key(), "_wb_"));
+  json pm = kernel_family_named("gemm")->measure_problem(p.to_json());
+  EXPECT_EQ(pm.value("b_constant", false), true);
+  EXPECT_FALSE(kernel_family_named("gemm")->measure_problem(q.to_json()).contains("b_constant"));
+  EXPECT_TRUE(contains(grown_op_call(param, pg).expression, ", b_constant=True)"));
+  EXPECT_FALSE(contains(grown_op_call(input, ig).expression, "b_constant"));
+}
+
 TEST(GrownEpilogueWorkload, OpCallPassesTheSlotsFlattened) {
   const char* row = R"(["mul", ["add", ["mul", "alpha", "acc"], {"row": "bias"}], {"row": "vec0"}])";
-  auto g = grown_match({1, 32}, "float32", row);
+  auto g = grown_match({1, 32}, "float32", row, false, "input");
   ir::Graph graph = g.doc.graph();
   GemmProblem p = gemm_problem_from_match(g.m, graph, Numerics::tf32, Arch::sm90);
   auto c = realize::test::sm90_bf16_cooperative();

@@ -79,6 +79,22 @@ TEST(IrGraph, ParsesIndexesAndFindsUsers) {
   EXPECT_THROW(g.at("linear").out(1), fact::Error);
 }
 
+// Module state seen through views is still module state (a Linear weight as addmm's t(w)); op results and
+// forward inputs are not.
+TEST(IrGraph, ModuleStateIsFollowedThroughViews) {
+  GraphDoc d;
+  d.input("x", {4, 8}).input("w", {16, 8}, "float32", "parameter").input("m", {8}, "float32", "buffer");
+  d.op("wt", "aten.t.default", {ref_to("w")}, {8, 16});
+  d.op("wv", "aten.view.default", {ref_to("wt"), Json::array({8, 16})}, {8, 16});
+  d.op("xt", "aten.t.default", {ref_to("x")}, {8, 4});
+  d.op("mm", "aten.mm.default", {ref_to("x"), ref_to("wv")}, {4, 16});
+  d.op("mt", "aten.t.default", {ref_to("mm")}, {16, 4});
+  d.output("mt").output("xt");
+  fact::ir::Graph g = d.graph();
+  for (const char* name : {"w", "m", "wt", "wv"}) EXPECT_TRUE(fact::ir::is_module_state(g, g.at(name))) << name;
+  for (const char* name : {"x", "xt", "mm", "mt"}) EXPECT_FALSE(fact::ir::is_module_state(g, g.at(name))) << name;
+}
+
 TEST(IrGraph, RoundTripsThroughJson) {
   auto g = small_mlp().graph();
   auto again = fact::ir::parse_graph(fact::ir::to_json(g), "round trip", fact::ir::OpTable::builtin());

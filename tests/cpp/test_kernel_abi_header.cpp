@@ -90,7 +90,7 @@ TEST(KernelAbiHeader, HeaderHasTheSharedPartsThenEveryFamilysStructInRegistryOrd
   // Members, comments and exports as the data says.
   EXPECT_TRUE(contains(h, "  const void* c;") && contains(h, "/* source for beta; may be null when beta == 0 */"));
   EXPECT_TRUE(contains(h, "Exported by each gemm kernel: fact_<id>_can_implement, fact_<id>_workspace_bytes, "
-                          "fact_<id>_run, fact_<id>_describe."));
+                          "fact_<id>_prepared_b_bytes, fact_<id>_prepare_b, fact_<id>_run, fact_<id>_describe."));
   EXPECT_TRUE(contains(h, "Exported by each rope kernel: fact_<id>_can_implement, fact_<id>_run, fact_<id>_describe."));
 }
 
@@ -106,12 +106,13 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
 
 // Sizes of the ABI's structs on LP64 (every offset is checked against the ctypes mirror by
 // tests/python/test_measure.py): a change of layout must bump the version. Version 2 added FactGemmArgs::vectors
-// (the epilogue's vec<i> slots) after residual.
-TEST(KernelAbiHeader, VersionTwoLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 2);
-  EXPECT_EQ(sizeof(FactGemmArgs), 240u);
+// (the epilogue's vec<i> slots) after residual, version 3 FactGemmArgs::prepared_b (a kept copy of B) after them.
+TEST(KernelAbiHeader, VersionThreeLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 3);
+  EXPECT_EQ(sizeof(FactGemmArgs), 248u);
   EXPECT_EQ(offsetof(FactGemmArgs, vectors), 144u);
-  EXPECT_EQ(offsetof(FactGemmArgs, alpha), 208u);
+  EXPECT_EQ(offsetof(FactGemmArgs, prepared_b), 208u);
+  EXPECT_EQ(offsetof(FactGemmArgs, alpha), 216u);
   EXPECT_EQ(FACT_GEMM_MAX_VECTORS, fact::realize::kMaxEpilogueVectors);
   EXPECT_EQ(sizeof(FactAttentionArgs), 192u);
   EXPECT_EQ(offsetof(FactAttentionArgs, causal), 180u);

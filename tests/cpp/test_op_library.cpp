@@ -240,7 +240,7 @@ TEST(OpLibrary, WritesKernelsOpsAndManifest) {
   EXPECT_TRUE(contains(ops, "TORCH_LIBRARY_FRAGMENT(fact, m)"));
   for (const auto& c : {a, b}) {
     EXPECT_TRUE(contains(read(dir / "kernels" / (c.id() + ".cu")), "fact_" + c.id() + "_run"));
-    EXPECT_TRUE(contains(ops, "\"gemm_" + c.id() + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor\");"));
+    EXPECT_TRUE(contains(ops, "\"gemm_" + c.id() + "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, *, bool b_constant=False) -> Tensor\");"));
     EXPECT_TRUE(contains(ops, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_meta)"));
     EXPECT_TRUE(contains(ops, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_cuda)"));
   }

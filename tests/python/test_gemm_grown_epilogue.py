@@ -86,7 +86,7 @@ def test_reference_op_takes_the_vectors_in_slot_order():
     tree = ["add", ["mul", {"scalar": "vec4"}, "acc"], {"col": "vec1"}]
     schema, op, key = ref_gemm.reference_op({"op": "gemm_x", "epilogue": tree, "epilogue_tree": tree,
                                              "activations": activations})
-    assert schema == ref_gemm.SCHEMA_WITH_VECTORS and schema.endswith("Tensor? residual, Tensor[] vectors) -> Tensor")
+    assert schema == ref_gemm.SCHEMA_WITH_VECTORS and schema.endswith("Tensor? residual, Tensor[] vectors, *, bool b_constant=False) -> Tensor")
     a, b = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
     col, scale = torch.randn(6), torch.tensor([3.0])
     out = op(a, b, None, None, [col, scale])
@@ -130,7 +130,7 @@ def test_case_makes_every_slot_and_its_reference_and_baseline_read_them():
     args = case.kernel_args(ops, 0)
     assert args.vectors[0] == ops.vectors["vec0"].data_ptr() and args.vectors[5] == ops.vectors["vec5"].data_ptr()
     assert args.vectors[6] is None and args.vectors[7] is None
-    assert ctypes.sizeof(args) == 240
+    assert ctypes.sizeof(args) == 248  # ABI version 3 (prepared_b)
 
 
 def test_case_without_vectors_keeps_its_inputs():

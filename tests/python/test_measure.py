@@ -220,6 +220,43 @@ def test_operands_layout_and_never_zero():
     assert case.pre_kernel() is None  # only SwiGLU computes a kernel input with PyTorch first
 
 
+class FakePreparingLibrary:
+    """A kernel library's prepared_b_bytes / prepare_b, recording what it was handed."""
+
+    def __init__(self, size, code=0):
+        self.size, self.code, self.prepared = size, code, []
+
+    def prepared_b_bytes(self, args):
+        return self.size
+
+    def prepare_b(self, args, out_ptr):
+        self.prepared.append(out_ptr)
+        return self.code
+
+
+def test_a_constant_b_is_kept_between_calls_only_when_the_kernel_copies_it():
+    pytest.importorskip("torch")
+    p = parse_request(minimal_request(problem={"m": 8, "n": 16, "k": 32, "dtype": "float32", "numerics": "3xtf32",
+                                               "b_constant": True})).problem
+    assert p.b_constant
+    assert not parse_request(minimal_request()).problem.b_constant
+    case = GemmCase(p)
+    ops = case.make_inputs("cpu")
+    args = case.kernel_args(ops, 0)
+    assert args.prepared_b is None
+    lib = FakePreparingLibrary(4096)
+    kept = case.keep_between_calls(lib, ops, args)
+    assert kept is not None and kept.numel() == 4096
+    assert lib.prepared == [kept.data_ptr()] and args.prepared_b == kept.data_ptr()
+    # A kernel that reads B as it is (0 bytes), or a B that is not a weight: nothing is kept.
+    assert case.keep_between_calls(FakePreparingLibrary(0), ops, case.kernel_args(ops, 0)) is None
+    plain = GemmCase(parse_request(minimal_request()).problem)
+    plain_ops = plain.make_inputs("cpu")
+    assert plain.keep_between_calls(lib, plain_ops, plain.kernel_args(plain_ops, 0)) is None
+    with pytest.raises(RuntimeError, match="prepare_b returned 4"):
+        case.keep_between_calls(FakePreparingLibrary(64, code=4), ops, case.kernel_args(ops, 0))
+
+
 def test_reference_applies_epilogue():
     torch = pytest.importorskip("torch")
     case = GemmCase(cpu_problem(epilogue="bias_relu"))

@@ -5,7 +5,9 @@ column-major, in fp32, 3xTF32, TF32, bf16 or fp16 numerics.
 Verified against epilogue(A @ B) in float64 on the same rounded operands, within verify.py's table at this K.
 Baseline: what PyTorch eager runs (cuBLAS matmul/addmm plus PyTorch's epilogue ops) in the same numerics;
 beside it the error of cuBLAS in full fp32 on the same inputs, which a 3xTF32 kernel must match. The kernel
-takes a workspace (CUTLASS split-K / stream-K). SwiGLU's U is computed by PyTorch right before the kernel,
+takes a workspace (CUTLASS split-K / stream-K). When B is a module weight (b_constant), a kernel that copies B
+before its GEMM (3xTF32 split, K-major TF32 copy) is timed with that copy made once and kept, as the composed
+module's op keeps it; verification runs both ways. SwiGLU's U is computed by PyTorch right before the kernel,
 as the composed module does, so its time counts toward the kernel's.
 """
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..paths import data_dir
 from . import verify
 from .kernel_abi import FACT_GEMM_MAX_VECTORS, FactGemmArgs
 from .measure_case import MeasureCase
-from .problem_fields import JsonProblem, ProblemError, check_keys, choice, integer
+from .problem_fields import JsonProblem, ProblemError, check_keys, choice, flag, integer
 
 LAYOUTS = ("row", "col")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -34,7 +36,7 @@ def epilogue_tables():
 # in 3xTF32 (fp32-accurate on tensor cores) or in TF32; bf16/fp16 tensors only in their own type.
 NUMERICS_FOR_DTYPE = {"float32": ("fp32", "3xtf32", "tf32"), "bfloat16": ("bf16",), "float16": ("fp16",)}
 DEFAULT_NUMERICS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-PROBLEM_KEYS = ("m", "n", "k", "batch", "layout_a", "layout_b", "dtype", "numerics", "epilogue")
+PROBLEM_KEYS = ("m", "n", "k", "batch", "layout_a", "layout_b", "dtype", "numerics", "epilogue", "b_constant")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class GemmProblem(JsonProblem):
     dtype: str
     numerics: str
     epilogue: object  # a predefined epilogue's name (data/epilogues/named.json) or an epilogue tree (its JSON)
+    b_constant: bool = False  # B is a module weight: a kernel's pre-pass copy of it is kept between calls
 
     @property
     def tree(self):
@@ -97,6 +100,7 @@ def parse_problem(obj, where: str = "request.problem") -> GemmProblem:
         layout_b=choice(obj, "layout_b", where, LAYOUTS, "row"),
         dtype=dtype, numerics=numerics,
         epilogue=parse_epilogue(obj.get("epilogue", "none"), f"{where}.epilogue"),
+        b_constant=flag(obj, "b_constant", where),
     )
 
 
@@ -276,6 +280,23 @@ class GemmCase(MeasureCase):
             bias=ptr(ops.bias), residual=ptr(ops.residual), vectors=vectors,
             alpha=1.0, beta=0.0, workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr),
         )
+
+    def keep_between_calls(self, lib, ops: Operands, args: FactGemmArgs):
+        """A module weight's pre-pass copy, made once by the kernel's prepare_b and attached to args (the op
+        library keeps it so); the tensor to hold while args is used, or None when B is not constant or the kernel
+        makes no copy."""
+        if not self.problem.b_constant:
+            return None
+        size = lib.prepared_b_bytes(args)
+        if not size:
+            return None
+        import torch
+        kept = torch.empty(size, dtype=torch.uint8, device=ops.b_storage.device)
+        code = lib.prepare_b(args, kept.data_ptr())
+        if code != 0:
+            raise RuntimeError(f"prepare_b returned {code}")
+        args.prepared_b = ctypes.c_void_p(kept.data_ptr())
+        return kept
 
     def reference(self, ops: Operands) -> dict:
         """The epilogue tree over A @ B in float64 on the operands' device; for SwiGLU the whole matched subgraph,

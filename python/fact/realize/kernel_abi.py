@@ -196,14 +196,19 @@ class KernelLibrary:
         args_p = ctypes.POINTER(args_type or FAMILY_ABIS["gemm"].struct)
         self._can_implement = self._symbol("can_implement", ctypes.c_int, [args_p])
         self._workspace_bytes = self._symbol("workspace_bytes", ctypes.c_size_t, [args_p]) if has_workspace else None
+        # Optional: a GEMM kernel's copy of a constant B (families without it export neither).
+        self._prepared_b_bytes = self._symbol("prepared_b_bytes", ctypes.c_size_t, [args_p], required=False)
+        self._prepare_b = self._symbol("prepare_b", ctypes.c_int, [args_p, ctypes.c_void_p], required=False)
         self._run = self._symbol("run", ctypes.c_int, [args_p])
         self._describe = self._symbol("describe", ctypes.c_char_p, [])
 
-    def _symbol(self, suffix: str, restype, argtypes):
+    def _symbol(self, suffix: str, restype, argtypes, required: bool = True):
         name = f"fact_{self.kernel_id}_{suffix}"
         try:
             fn = getattr(self._lib, name)
         except AttributeError as e:
+            if not required:
+                return None
             raise KernelLoadError(
                 f"{self.path}: does not export {name} (the id in the request must match the kernel's config id)"
             ) from e
@@ -216,6 +221,12 @@ class KernelLibrary:
 
     def workspace_bytes(self, args) -> int:
         return int(self._workspace_bytes(ctypes.byref(args))) if self._workspace_bytes else 0
+
+    def prepared_b_bytes(self, args) -> int:
+        return int(self._prepared_b_bytes(ctypes.byref(args))) if self._prepared_b_bytes else 0
+
+    def prepare_b(self, args, out_ptr: int) -> int:
+        return int(self._prepare_b(ctypes.byref(args), ctypes.c_void_p(out_ptr)))
 
     def run(self, args) -> int:
         return int(self._run(ctypes.byref(args)))

@@ -25,6 +25,12 @@ class MeasureCase:
         toward the kernel's), or None."""
         return None
 
+    def keep_between_calls(self, lib, inputs, args):
+        """What the composed module's op keeps between calls for these inputs (a module weight's pre-pass copy),
+        made with the kernel library `lib` and attached to args; returns the tensor to hold while args is used,
+        or None (the default: nothing is kept)."""
+        return None
+
     def fp32_reference_err(self, inputs, ref) -> float | None:
         """Relative error of PyTorch's fp32 path on these inputs, the accuracy an fp32-accurate mode must
         match (the tuner gates 3xTF32 on it), or None where nothing is gated on it."""

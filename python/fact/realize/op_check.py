@@ -5,8 +5,10 @@
 Per op and tuned problem: output vs a float64 reference on fresh random inputs (gemm_case.py's operands,
 reference and tolerance), shape propagation on meta tensors and under FakeTensorMode (the output's sizes, strides
 and dtype must equal the real output's), torch.library.opcheck (schema, fake tensor, AOT dispatch),
-torch.compile(fullgraph=True) of a function calling the op against eager, and the op's time against
-torch.matmul in the same numerics (timing.py, as the tuner times). Prints a table; writes the result JSON.
+torch.compile(fullgraph=True) of a function calling the op against eager, b passed as a module weight
+(b_constant=True: the op keeps B's pre-pass copy from the second call on, and must make it again after b is
+updated in place), and the op's time against torch.matmul in the same numerics (timing.py, as the tuner times;
+with b_constant as the tuned problem had it). Prints a table; writes the result JSON.
 GEMM ops only: normalization and attention ops are listed as not checked here (the tuner verified them, and
 `fact optimize`'s end-to-end check runs them in the composed module).
 
@@ -41,7 +43,8 @@ def problem_of(tuned: dict, where: str) -> GemmProblem:
     try:
         return parse_problem({"m": p.get("m"), "n": p.get("n"), "k": p.get("k"), "batch": p.get("batch", 1),
                               "layout_a": layout("a"), "layout_b": layout("b"), "dtype": p.get("element_in"),
-                              "numerics": p.get("numerics"), "epilogue": p.get("epilogue", "none")}, where)
+                              "numerics": p.get("numerics"), "epilogue": p.get("epilogue", "none"),
+                              "b_constant": bool((p.get("b") or {}).get("constant", False))}, where)
     except ValueError as e:  # problem_fields.ProblemError
         raise RequestError(f"{e} (from the tune report's problem JSON)") from e
 
@@ -123,6 +126,30 @@ class OpChecker:
         if real is None:
             row["status"] = "failed"
             return row
+
+        # 1b. b as a module weight: calls 2 and 3 read the kept copy of B; b.mul_ bumps its version counter, so
+        # call 4 copies B afresh and call 5 keeps the new copy.
+        try:
+            ops = case.make_inputs(self.device)
+            prepare(ops)
+            steps = ("first call", "second call", "third call", "after an in-place update of b", "fifth call")
+            for step in steps:
+                if step.startswith("after"):
+                    ops.b_storage.mul_(-0.5)
+                ref = case.reference(ops)["d"]
+                got = fn(*op_args(p, ops), b_constant=True)
+                torch.cuda.synchronize()
+                c = verify.compare(as_batched(got), ref, tol)
+                if not c.passed:
+                    fail("kept_b", f"{step}: {c.message}")
+                    break
+            row["kept_b"] = not any(f.startswith("kept_b") for f in row["failures"])
+        except Exception as e:  # noqa: BLE001
+            row["kept_b"] = False
+            fail("kept_b", first_line(e))
+            if not context_usable():
+                row.update(status="crashed")
+                return row
         arg_ops = case.make_inputs(self.device)
         prepare(arg_ops)  # SwiGLU's U must be real numbers for opcheck and compile
         args = op_args(p, arg_ops)
@@ -189,7 +216,7 @@ class OpChecker:
             # SwiGLU: the op's time includes the up projection that computes its U, as in the composed module.
             def fact_call(i):
                 prepare(sets[i])
-                return fn(*call_args[i])
+                return fn(*call_args[i], b_constant=p.b_constant)
 
             fact_t = timing.time_launches(fact_call, n_sets, self.warmup_ms, self.rep_ms)
             torch_t = timing.time_launches(lambda i: torch_epilogue_gemm(p, sets[i]), n_sets, self.warmup_ms,
@@ -212,7 +239,7 @@ def mark(v) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'op':<20} {'problem':<28} {'rel err':>9} {'meta':>4} {'fake':>4} {'opcheck':>7} {'compile':>7} "
+    print(f"{'op':<20} {'problem':<28} {'rel err':>9} {'meta':>4} {'fake':>4} {'opcheck':>7} {'compile':>7} {'kept b':>6} "
           f"{'fact ms':>9} {'torch ms':>9} {'speedup':>7} {'tuned ms':>9}  status")
     for r in rows:
         oc = r.get("opcheck")
@@ -220,7 +247,8 @@ def print_table(rows: list[dict]) -> None:
         rel = f"{r['rel_err']:.2e}" if isinstance(r.get("rel_err"), float) else "-"
         sp = f"{r['speedup']:.2f}x" if isinstance(r.get("speedup"), float) else "-"
         print(f"{r['op'][len('fact::'):][:20]:<20} {str(r.get('problem'))[:28]:<28} {rel:>9} {mark(r.get('meta')):>4} "
-              f"{mark(r.get('fake')):>4} {oc_mark:>7} {mark(r.get('compile')):>7} {ms(r.get('fact_ms')):>9} "
+              f"{mark(r.get('fake')):>4} {oc_mark:>7} {mark(r.get('compile')):>7} {mark(r.get('kept_b')):>6} "
+              f"{ms(r.get('fact_ms')):>9} "
               f"{ms(r.get('torch_ms')):>9} {sp:>7} {ms(r.get('tuned_fact_ms')):>9}  {r['status']}")
     for r in rows:
         for f in r["failures"]:

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import torch
 
-SCHEMA = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor"
-# The schema of an op whose tree reads vec<i> slots (gemm_op_schema_arguments in gemm_codegen.cpp).
-SCHEMA_WITH_VECTORS = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, Tensor[] vectors) -> Tensor"
+# gemm_op_schema_arguments in gemm_codegen.cpp; b_constant (b is a module weight: the CUDA op may keep its
+# pre-pass copy) changes nothing in what the op computes.
+SCHEMA = "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, *, bool b_constant=False) -> Tensor"
+# The schema of an op whose tree reads vec<i> slots.
+SCHEMA_WITH_VECTORS = ("(Tensor a, Tensor b, Tensor? bias, Tensor? residual, Tensor[] vectors, *, "
+                       "bool b_constant=False) -> Tensor")
 MAX_VECTORS = 8  # FACT_GEMM_MAX_VECTORS: slots vec0..vec7
 VECTOR_SLOTS = tuple(f"vec{i}" for i in range(MAX_VECTORS))
 BROADCASTS = ("row", "col", "scalar")
@@ -241,7 +244,8 @@ def epilogue_leaves(acc, bias, residual, what, vectors=None, rows=None, row_shap
 def _gemm(tree, activations, key):
     slots = vector_slots(tree)
 
-    def gemm(a, b, bias, residual, vectors=()):
+    def gemm(a, b, bias, residual, vectors=(), b_constant=False):
+        del b_constant  # the CUDA op's caching hint
         acc = torch.matmul(a, b)
         if len(vectors) != len(slots):
             raise ValueError(f"{key} reads {len(slots)} vectors ({', '.join(slots) or 'none'}), got {len(vectors)}")

@@ -61,13 +61,12 @@ int partial_alignment(const GemmConfig& c) {
 std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
 
 // The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
-// reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's schema and
-// code then stay as they were).
+// reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's code then
+// stays as it was; gemm_op_schema_arguments writes the schema).
 TemplateValues op_vector_values(const GemmConfig& c) {
   auto slots = vector_slot_kinds(c.epilogue.tree);
   if (slots.empty())
-    return {{"vectors_param", ""}, {"vectors_arg", ""}, {"vectors_schema", ""}, {"vectors_check", ""},
-            {"vectors_bind", ""}};
+    return {{"vectors_param", ""}, {"vectors_arg", ""}, {"vectors_check", ""}, {"vectors_bind", ""}};
   std::string names, lengths, indices;
   for (const auto& [i, kind] : slots) {
     const char* sep = names.empty() ? "" : ", ";
@@ -98,7 +97,7 @@ TemplateValues op_vector_values(const GemmConfig& c) {
       "  }}\n",
       indices);
   return {{"vectors_param", ", at::TensorList vectors"}, {"vectors_arg", ", vectors"},
-          {"vectors_schema", ", Tensor[] vectors"}, {"vectors_check", check}, {"vectors_bind", bind}};
+          {"vectors_check", check}, {"vectors_bind", bind}};
 }
 
 }  // namespace
@@ -213,6 +212,7 @@ std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
       {"a_row_major", boolean(c.layout_a == MatrixLayout::row)},
       {"b_row_major", boolean(c.layout_b == MatrixLayout::row)},
       {"d_row_major", boolean(c.layout_d == MatrixLayout::row)},
+      {"schema_arguments", gemm_op_schema_arguments(c.epilogue)},
   };
   for (auto& [k, val] : op_vector_values(c)) v[k] = val;
   return render_template_file(family_template("gemm", "op_template"), v);
@@ -220,7 +220,7 @@ std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
 
 std::string gemm_op_schema_arguments(const Epilogue& e) {
   return std::string("(Tensor a, Tensor b, Tensor? bias, Tensor? residual") +
-         (e.tree.vector_slots().empty() ? "" : ", Tensor[] vectors") + ") -> Tensor";
+         (e.tree.vector_slots().empty() ? "" : ", Tensor[] vectors") + ", *, bool b_constant=False) -> Tensor";
 }
 
 GeneratedSource op_library_source(const std::vector<std::string>& op_fragments) {

@@ -17,11 +17,12 @@ TemplateValues gemm_kernel_values(const GemmConfig& config);
 // the config's own layouts), so a bad config fails here with a reason rather than in nvcc.
 GeneratedSource generate_gemm_kernel(const GemmConfig& config);
 
-// One C++ file defining fact::gemm_<id>(Tensor a, Tensor b, Tensor? bias, Tensor? residual) -> Tensor
-// (with ", Tensor[] vectors" appended when the epilogue reads vec<i> slots: those slots in slot order, each
-// flattened contiguous) for each config, with CUDA and Meta implementations.
+// One C++ file defining fact::gemm_<id> (schema: gemm_op_schema_arguments) for each config, with CUDA and Meta
+// implementations.
 GeneratedSource generate_gemm_op_wrapper(const std::vector<GemmConfig>& configs);
-// The op's schema after its name: "(Tensor a, Tensor b, Tensor? bias, Tensor? residual[, Tensor[] vectors]) -> Tensor".
+// The op's schema after its name: "(Tensor a, Tensor b, Tensor? bias, Tensor? residual[, Tensor[] vectors],
+// *, bool b_constant=False) -> Tensor": vectors are the vec<i> slots the epilogue reads (slot order, each flattened
+// contiguous); b_constant marks b as a module parameter or buffer, whose pre-pass copy the op may keep.
 std::string gemm_op_schema_arguments(const Epilogue& epilogue);
 // One GEMM op's wrapper code (templates/cutlass/op_wrapper_op.cpp.in), without the file's preamble.
 std::string gemm_op_wrapper_fragment(const GemmConfig& config);

@@ -207,7 +207,8 @@ void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConf
 }
 
 // GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams A and B once and
-// writes their copies at HBM speed, while the GEMM runs K' = segments * K at the TF32 tensor-core rate.
+// writes their copies at HBM speed (B's once, for a module weight), while the GEMM runs K' = segments * K at
+// the TF32 tensor-core rate.
 double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
   if (c.mainloop_transform == MainloopTransform::none) return 1.0;
   bool split = c.mainloop_transform == MainloopTransform::split3_tf32;
@@ -221,7 +222,7 @@ double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
     bytes += (1.0 + segments) * 4.0 * double(p.m) * double(p.k) * batch_a;
     launches += 1;
   }
-  if (copied(c.layout_b, MatrixLayout::column, c.alignment_b)) {
+  if (copied(c.layout_b, MatrixLayout::column, c.alignment_b) && !p.b.constant) {  // a weight's copy is kept
     bytes += (1.0 + segments) * 4.0 * double(p.n) * double(p.k) * batch_b;
     launches += 1;
   }

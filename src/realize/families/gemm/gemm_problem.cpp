@@ -98,13 +98,16 @@ void GemmProblem::validate() const {
 
 std::string GemmProblem::workload_key() const {
   auto l = [](const GemmOperand& o) { return to_string(o.layout).substr(0, 1); };
-  return fmt::format("gemm_m{}_n{}_k{}_b{}_{}{}{}_{}_{}_{}", m, n, k, batch, l(a), l(b), l(d),
+  // A constant B is timed with its pre-pass copy kept: another measurement, so another key.
+  return fmt::format("gemm_m{}_n{}_k{}_b{}_{}{}{}{}_{}_{}_{}", m, n, k, batch, l(a), l(b), l(d), b.constant ? "_wb" : "",
                      to_string(numerics), to_string(epilogue), to_string(arch));
 }
 
 nlohmann::json GemmProblem::to_json() const {
   auto op = [](const GemmOperand& o) {
-    return nlohmann::json{{"layout", to_string(o.layout)}, {"ld", o.ld}, {"batch_stride", o.batch_stride}};
+    nlohmann::json j{{"layout", to_string(o.layout)}, {"ld", o.ld}, {"batch_stride", o.batch_stride}};
+    if (o.constant) j["constant"] = true;
+    return j;
   };
   return {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}, {"a", op(a)}, {"b", op(b)}, {"d", op(d)},
           {"element_in", to_string(element_in)}, {"element_out", to_string(element_out)},
@@ -114,7 +117,8 @@ nlohmann::json GemmProblem::to_json() const {
 GemmProblem GemmProblem::from_json(const nlohmann::json& j) {
   try {
     auto op = [](const nlohmann::json& o) {
-      return GemmOperand{matrix_layout_from_string(o.at("layout")), o.at("ld"), o.value("batch_stride", int64_t{0})};
+      return GemmOperand{matrix_layout_from_string(o.at("layout")), o.at("ld"), o.value("batch_stride", int64_t{0}),
+                         o.value("constant", false)};
     };
     GemmProblem p;
     p.m = j.at("m"); p.n = j.at("n"); p.k = j.at("k"); p.batch = j.value("batch", int64_t{1});

@@ -16,6 +16,9 @@ struct GemmOperand {
   MatrixLayout layout = MatrixLayout::row;
   int64_t ld = 0;            // leading dimension in elements
   int64_t batch_stride = 0;  // elements between batches; 0 when shared across the batch
+  // Module state (a weight): the same values every call, so a kernel's pre-pass copy of it may be kept
+  // between calls and the tuner times the kernel with it kept.
+  bool constant = false;
 };
 
 struct GemmProblem {

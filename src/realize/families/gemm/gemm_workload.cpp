@@ -176,6 +176,7 @@ GemmProblem gemm_problem_from_match(const discover::Match& m, const ir::Graph& g
     if (tb.rank() > 3) throw Error(what + ": batched operands of rank > 3 are not supported yet");
     p.b = GemmProblem::operand_from_strides(tb.shape, tb.strides, "operand b of " + what);
   }
+  p.b.constant = ir::is_module_state(g, *b);
   // D is allocated by FACT: packed row-major.
   p.d = {MatrixLayout::row, p.n, p.batch > 1 ? p.m * p.n : 0};
   p.validate();
