@@ -370,23 +370,9 @@ TEST(GrownEpilogueWorkload, AWeightThatIsModuleStateIsMarkedConstant) {
 
 TEST(GrownEpilogueWorkload, OpCallPassesTheSlotsFlattened) {
   const char* row = R"(["mul", ["add", ["mul", "alpha", "acc"], {"row": "bias"}], {"row": "vec0"}])";
-  auto g = grown_match({1, 32}, "float32", row, false, "input");
+  auto g = grown_match({1, 32}, "float32", row, false, "input");  // a weight input: no b_constant
   ir::Graph graph = g.doc.graph();
-  GemmProblem p = gemm_problem_from_match(g.m, graph, Numerics::tf32, Arch::sm90);
-  auto c = realize::test::sm90_bf16_cooperative();
-  c.epilogue = p.epilogue;
-  json problem = p.to_json(), config = c.to_json();
-  OpCallSite site{g.m, graph, problem, config, "torch.ops.fact.gemm_x", "linear", "pattern linear_bias",
-                  [&](const char* operand, bool) -> std::string {
-                    std::string var = g.m.kernel["operands"].value(operand, "");
-                    return var.empty() ? "None" : g.m.inputs.at(var);
-                  },
-                  [&](const char* operand) -> const ir::Node* {
-                    std::string var = g.m.kernel["operands"].value(operand, "");
-                    return var.empty() ? nullptr : graph.find(g.m.inputs.at(var));
-                  }};
-  OpCall call = kernel_family_named("gemm")->op_call(site);
-  EXPECT_EQ(call.expression, "torch.ops.fact.gemm_x(x, w.t(), b, None, [v.reshape(-1)])");
+  EXPECT_EQ(grown_op_call(g, graph).expression, "torch.ops.fact.gemm_x(x, w.t(), b, None, [v.reshape(-1)])");
 }
 
 // A grown tree compiles for sm_90a: a param activation without a CUTLASS functor over a scaled Linear, and a
