@@ -133,6 +133,31 @@ TEST(ConvFamily, ConfigSpaceKeepsAccumulatorsInRegistersAndRanksClusters) {
   EXPECT_TRUE(has(conv_config_rejection(p, big), "accumulators"));
 }
 
+// A conv's K loop is short (c * taps), so the ranking prefers two CTAs a SM, whose epilogues overlap each other's MMAs;
+// two CTAs share the registers, so only tiles of at most 64 accumulators a thread qualify, and the kernel asks nvcc
+// for it through the launch bounds with half the shared memory for its stages.
+TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
+  GraphDoc d = conv_relu_bias();  // K = 16 * 9 = 144: 5 K tiles
+  ConvProblem p = problem_of(d);
+  auto space = enumerate_conv_configs(p, 100);
+  ASSERT_FALSE(space.ranked.empty());
+  EXPECT_EQ(space.ranked.front().ctas_per_sm, 2) << space.ranked.front().summary();
+  bool one = false;
+  for (const auto& c : space.ranked) {
+    one |= c.ctas_per_sm == 1;
+    if (c.ctas_per_sm == 2) EXPECT_LE(c.tile_m * c.tile_n / 128, 64) << c.summary();
+  }
+  EXPECT_TRUE(one) << "one CTA a SM stays in the space";
+  ConvConfig two = space.ranked.front();
+  two.tile_m = two.tile_n = 128;
+  EXPECT_TRUE(has(conv_config_rejection(p, two), "over 64 with 2 CTA(s) a SM")) << conv_config_rejection(p, two);
+  std::string kernel = generate_conv_kernel(space.ranked.front()).text;
+  EXPECT_TRUE(has(kernel, "constexpr int kCtasPerSm = 2;"));
+  EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = kCtasPerSm;"));
+  ConvConfig old = ConvConfig::from_json([&] { auto j = space.ranked.front().to_json(); j.erase("ctas_per_sm"); return j; }());
+  EXPECT_EQ(old.ctas_per_sm, 1) << "configs recorded before the knob ran one CTA a SM";
+}
+
 TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   GraphDoc d = conv_relu_bias();
   ConvProblem p = problem_of(d);
@@ -144,7 +169,9 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
   EXPECT_TRUE(has(kernel, "a.vectors[0]"));
   EXPECT_TRUE(has(kernel, "transpose(a.x, x_last")) << "x arrives channels-first";
-  EXPECT_TRUE(has(kernel, "transpose(out_last, a.out")) << "the output leaves channels-first";
+  EXPECT_TRUE(has(kernel, "Sm90EVT<fact_evt::ChannelsFirstStore<")) << "the tree's last node writes channels-first";
+  EXPECT_TRUE(has(kernel, "ElementC, Layout, kAlignment, void, Layout")) << "D is void: no channels-last copy of the output";
+  EXPECT_FALSE(has(kernel, "transpose(out_last")) << "and no transpose after the conv";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.vectors[0] = held[0].data_ptr();"));
@@ -182,6 +209,21 @@ TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
   GraphDoc d = conv_relu_bias();
   ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_relu_bias", c.summary());
+}
+
+// A residual (a same-shaped tensor added after the conv) rides in as the collective's C, read channels-last from the
+// workspace, while the output still leaves through the channels-first store node: both paths of the template.
+TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
+  GraphDoc d;
+  d.input("w", {32, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18}).input("r", {4, 32, 16, 16});
+  d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 32, 16, 16});
+  d.op("add", "aten.add.Tensor", {ref_to("conv2d"), ref_to("r")}, {4, 32, 16, 16});
+  d.output("add");
+  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  ASSERT_TRUE(c.epilogue.tree.reads_source("residual")) << c.epilogue.tree.text();
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));
+  expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_residual", c.summary());
 }
 
 #include <filesystem>

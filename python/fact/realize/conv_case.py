@@ -1,13 +1,13 @@
 """The conv family's measurement case: out = epilogue(conv(x, w)) for conv1d/2d/3d (stride, padding, dilation,
 groups 1) with the GEMM family's epilogue trees (bias, per-channel vectors, scalars, a residual) over the
-channels-last output.
+implicit GEMM's [n*z*p*q, k] output.
 
 Verified against the convolution in float64 on the same rounded inputs, within verify.py's table for the mode at
 K = c * filter taps. fp32 tensors multiply in TF32: the baseline is PyTorch's own convolution as a module runs it,
 cuDNN with TF32 allowed (PyTorch's default for convolutions, whatever the matmul precision), plus PyTorch's
 epilogue ops; both sides are timed from channels-first tensors as the module holds them (the op's layout change
-counts toward FACT's time: the kernel transposes x and the output in its workspace, the case's pre-kernel step
-copies the filter).
+counts toward FACT's time: the kernel transposes x (and a residual) into its workspace and writes the output
+channels-first from its epilogue, the case's pre-kernel step copies the filter).
 """
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ class ConvCase(MeasureCase):
     @staticmethod
     def filter_to_channels_last(inp: ConvInputs) -> None:
         """The op's first step, timed with the kernel: the module's channels-first filter in channels-last storage
-        (x and the output are transposed by the kernel itself, in its workspace)."""
+        (x is transposed by the kernel itself, in its workspace)."""
         inp.w_last.copy_(inp.w)
 
     def input_tensors(self, inp: ConvInputs) -> list:

@@ -25,7 +25,8 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   if (c.spatial_dims < 1 || c.spatial_dims > kConvSpatial || c.arch != Arch::sm90)
     throw Error(fmt::format("conv config {} ({}): sm90 kernels of 1 to 3 spatial dims only", c.id(), c.summary()));
   const EpilogueTree& tree = c.epilogue.tree;
-  TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n"});
+  TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n",
+                                     "ctas_per_sm"});
   v["element"] = cutlass_type(c.element);
   v["layout"] = kLayouts[c.spatial_dims - 1];
   v["epilogue"] = c.epilogue.key();
@@ -33,6 +34,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   // TF32/bf16/fp16 round far more than any activation: CUTLASS's functors, plus the table's generated ones.
   std::string functors = sm90_evt_functors(tree);
   v["fp32_activation"] = functors.empty() ? "" : render_template_file("cutlass/fp32_activation.hpp.in", {}) + functors;
+  v["channels_first_store"] = render_template_file("cutlass/channels_first_store.hpp.in", {});
   v["fusion_tree"] = sm90_evt_type(tree, false);
   v["fusion_arguments"] = sm90_evt_arguments(tree);
   v["vector_checks"] = sm90_vector_checks(tree);

@@ -59,6 +59,7 @@ struct ConvConfig {
   Arch arch = Arch::sm90;
   int tile_m = 128, tile_n = 128, tile_k = 32;
   int cluster_m = 1, cluster_n = 1;
+  int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs
 
   std::string id() const;       // "conv_" + 12 hex digits of the canonical JSON's hash
   std::string summary() const;  // e.g. "sm90 conv2d float32 128x128x32 c2x1 add(mul(alpha,acc),row(bias))"

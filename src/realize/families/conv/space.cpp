@@ -1,6 +1,6 @@
-// The conv config (id, summary, JSON) and its config space: every (tile, cluster) of the family's data file whose
-// accumulators fit the consumer warpgroup's registers, ranked by how well the implicit GEMM's tiles fill the output
-// and the machine.
+// The conv config (id, summary, JSON) and its config space: every (tile, cluster, CTAs a SM) of the family's data
+// file whose accumulators fit the consumer warpgroup's registers, ranked by how well the implicit GEMM's tiles fill
+// the output and the machine and how much of each tile's epilogue is hidden.
 #include <algorithm>
 #include <cmath>
 
@@ -16,7 +16,10 @@ namespace fact::realize {
 namespace {
 
 // Higher is better: the share of computed tile elements that are output (tiles past M or N compute padding), the
-// last wave's fill across the SMs, and the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA).
+// last wave's fill across the SMs, the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA), and the share
+// of a tile's time spent in its K loop: with one CTA a SM its epilogue (about kEpilogueKTiles K steps of stores) is
+// exposed, which a convolution's short K loop (c * taps) does not amortize; with two the other CTA's MMAs cover it.
+constexpr double kEpilogueKTiles = 4.0;
 double score(const ConvProblem& p, const ConvConfig& c) {
   double m = double(p.gemm_m()), n = double(p.k);
   double tiles_m = std::ceil(m / c.tile_m), tiles_n = std::ceil(n / c.tile_n);
@@ -26,7 +29,9 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double waves = std::ceil(tiles / sms);
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
-  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity);
+  double k_tiles = std::ceil(double(p.gemm_k()) / c.tile_k);
+  double overlap = c.ctas_per_sm > 1 ? 1.0 : k_tiles / (k_tiles + kEpilogueKTiles);
+  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * overlap;
 }
 
 }  // namespace
@@ -34,7 +39,7 @@ double score(const ConvProblem& p, const ConvConfig& c) {
 nlohmann::json ConvConfig::to_json() const {
   nlohmann::json j = {{"spatial_dims", spatial_dims}, {"element", element}, {"epilogue", epilogue.to_json()},
                       {"arch", arch}, {"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k},
-                      {"cluster_m", cluster_m}, {"cluster_n", cluster_n}};
+                      {"cluster_m", cluster_m}, {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}};
   j["family"] = "conv";
   return j;
 }
@@ -51,6 +56,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.tile_k = j.at("tile_k");
     c.cluster_m = j.at("cluster_m");
     c.cluster_n = j.at("cluster_n");
+    c.ctas_per_sm = j.value("ctas_per_sm", 1);  // configs recorded before the knob ran one CTA a SM
     return c;
   });
 }
@@ -58,8 +64,9 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
 std::string ConvConfig::id() const { return config_hash_id("conv_", to_json()); }
 
 std::string ConvConfig::summary() const {
-  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
-                     tile_n, tile_k, cluster_m, cluster_n, epilogue.key());
+  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
+                     tile_n, tile_k, cluster_m, cluster_n, ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
+                     epilogue.key());
 }
 
 std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
@@ -68,13 +75,17 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   const nlohmann::json limits = family_data("conv").at("limits");
   // One consumer warpgroup holds the whole tile's fp32 accumulators in registers.
   int per_thread = c.tile_m * c.tile_n / limits.at("consumer_threads").get<int>();
-  if (per_thread > limits.at("max_accumulators_per_thread").get<int>())
-    return fmt::format("a {}x{} tile gives each of the consumer warpgroup's threads {} accumulators (over {})", c.tile_m,
-                       c.tile_n, per_thread, limits.at("max_accumulators_per_thread").get<int>());
+  if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
+  // Two CTAs of 256 threads share the SM's 64K registers: 128 a thread, half of them for the accumulators.
+  const char* accumulator_limit = c.ctas_per_sm == 1 ? "max_accumulators_per_thread" : "max_accumulators_per_thread_two_ctas";
+  if (per_thread > limits.at(accumulator_limit).get<int>())
+    return fmt::format("a {}x{} tile gives each of the consumer warpgroup's threads {} accumulators (over {} with {} "
+                       "CTA(s) a SM)", c.tile_m, c.tile_n, per_thread, limits.at(accumulator_limit).get<int>(),
+                       c.ctas_per_sm);
   int64_t stage_bytes = int64_t{c.tile_m + c.tile_n} * c.tile_k * element_bytes(c.element);
-  if (2 * stage_bytes > limits.at("max_smem_tile_bytes").get<int64_t>())
-    return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory", c.tile_m, c.tile_n, c.tile_k,
-                       2 * stage_bytes);
+  if (2 * stage_bytes * c.ctas_per_sm > limits.at("max_smem_tile_bytes").get<int64_t>())
+    return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory ({} CTA(s) a SM)", c.tile_m,
+                       c.tile_n, c.tile_k, 2 * stage_bytes, c.ctas_per_sm);
   if (c.tile_n >= 2 * p.k && c.tile_n > 64)
     return fmt::format("tile N {} is over twice the {} output channels", c.tile_n, p.k);
   return "";
@@ -86,7 +97,8 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   const int tile_k = axes.at("k_tile_bytes").get<int>() / element_bytes(p.element);
   ConfigRanking<ConvConfig> ranking;
   for (const auto& mn : axes.at("tiles_mn"))
-    for (const auto& cl : axes.at("clusters_mn")) {
+    for (const auto& cl : axes.at("clusters_mn"))
+      for (int ctas : axes.at("ctas_per_sm")) {
         ConvConfig c;
         c.spatial_dims = p.spatial_dims;
         c.element = p.element;
@@ -97,6 +109,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
         c.tile_k = tile_k;
         c.cluster_m = cl.at(0);
         c.cluster_n = cl.at(1);
+        c.ctas_per_sm = ctas;
         // Clusters take turns with single CTAs, so a short top_n measures both.
         ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); },
                     c.cluster_m * c.cluster_n > 1 ? 1 : 0);
