@@ -153,7 +153,9 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
   EXPECT_TRUE(has(conv_config_rejection(p, two), "over 64 with 2 CTA(s) a SM")) << conv_config_rejection(p, two);
   std::string kernel = generate_conv_kernel(space.ranked.front()).text;
   EXPECT_TRUE(has(kernel, "constexpr int kCtasPerSm = 2;"));
-  EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = kCtasPerSm;"));
+  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm>;"));
+  EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = CtasPerSm;"))
+      << "the launch bounds that keep nvcc to 128 registers with 2";
   ConvConfig old = ConvConfig::from_json([&] { auto j = space.ranked.front().to_json(); j.erase("ctas_per_sm"); return j; }());
   EXPECT_EQ(old.ctas_per_sm, 1) << "configs recorded before the knob ran one CTA a SM";
 }
@@ -212,14 +214,18 @@ TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
 }
 
 // A residual (a same-shaped tensor added after the conv) rides in as the collective's C, read channels-last from the
-// workspace, while the output still leaves through the channels-first store node: both paths of the template.
+// workspace, while the output still leaves through the channels-first store node: both paths of the template; in a
+// 2-CTA cluster, which keeps CUTLASS's one-tile-per-CTA launch (fact_conv::PersistentConv's other path).
 TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   GraphDoc d;
   d.input("w", {32, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18}).input("r", {4, 32, 16, 16});
   d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 32, 16, 16});
   d.op("add", "aten.add.Tensor", {ref_to("conv2d"), ref_to("r")}, {4, 32, 16, 16});
   d.output("add");
-  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  auto space = enumerate_conv_configs(problem_of(d), 100).ranked;
+  auto clustered = std::find_if(space.begin(), space.end(), [](const ConvConfig& k) { return k.cluster_m * k.cluster_n > 1; });
+  ASSERT_NE(clustered, space.end());
+  const ConvConfig& c = *clustered;
   ASSERT_TRUE(c.epilogue.tree.reads_source("residual")) << c.epilogue.tree.text();
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));

@@ -35,6 +35,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   std::string functors = sm90_evt_functors(tree);
   v["fp32_activation"] = functors.empty() ? "" : render_template_file("cutlass/fp32_activation.hpp.in", {}) + functors;
   v["channels_first_store"] = render_template_file("cutlass/channels_first_store.hpp.in", {});
+  v["conv_persistent_kernel"] = render_template_file("cutlass/conv_persistent_kernel.hpp.in", {});
   v["fusion_tree"] = sm90_evt_type(tree, false);
   v["fusion_arguments"] = sm90_evt_arguments(tree);
   v["vector_checks"] = sm90_vector_checks(tree);
