@@ -214,8 +214,8 @@ TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
 }
 
 // A residual (a same-shaped tensor added after the conv) rides in as the collective's C, read channels-last from the
-// workspace, while the output still leaves through the channels-first store node: both paths of the template; in a
-// 2-CTA cluster, which keeps CUTLASS's one-tile-per-CTA launch (fact_conv::PersistentConv's other path).
+// workspace, while the output still leaves through the channels-first store node: both paths of the template, in the
+// persistent loop, whose producer warp also issues the residual's loads tile after tile.
 TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   GraphDoc d;
   d.input("w", {32, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18}).input("r", {4, 32, 16, 16});
@@ -223,9 +223,9 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   d.op("add", "aten.add.Tensor", {ref_to("conv2d"), ref_to("r")}, {4, 32, 16, 16});
   d.output("add");
   auto space = enumerate_conv_configs(problem_of(d), 100).ranked;
-  auto clustered = std::find_if(space.begin(), space.end(), [](const ConvConfig& k) { return k.cluster_m * k.cluster_n > 1; });
-  ASSERT_NE(clustered, space.end());
-  const ConvConfig& c = *clustered;
+  auto single = std::find_if(space.begin(), space.end(), [](const ConvConfig& k) { return k.cluster_m * k.cluster_n == 1; });
+  ASSERT_NE(single, space.end());
+  const ConvConfig& c = *single;
   ASSERT_TRUE(c.epilogue.tree.reads_source("residual")) << c.epilogue.tree.text();
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));
