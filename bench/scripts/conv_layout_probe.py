@@ -11,11 +11,12 @@ import copy
 import datetime
 import importlib.util
 import json
-import statistics
 import sys
 from pathlib import Path
 
 import torch
+
+from fact.realize.timing import median_us
 
 
 def load(path):
@@ -26,18 +27,7 @@ def load(path):
 
 
 def median_ms(fn, reps=15):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_us(fn, reps=reps, warmup=3) / 1e3
 
 
 def probe(path):

@@ -23,6 +23,7 @@ import sys
 
 from fact.agent.fragment_replay import bytes_moved, relative_errors, replay
 from fact.realize.kernel_abi import FACT_ROWWISE_MAX_INPUTS, FactRowwiseArgs, status_name
+from fact.realize.timing import median_us
 from fact.gpu_lock import child_env, holds_gpu
 
 # max|err| / max|ref| allowed, by dtype. A row-wise chain in fp32 rounds each op once (sigmoid, exp and
@@ -112,22 +113,6 @@ def trial(run, fragment, rows, dtype, seed) -> dict:
     rec["message"] = "; ".join(problems) if problems else (
         f"rows={rows}: max|err|/max|ref| {errs['max_rel_err']:.3g} <= {tol:g} (PyTorch {torch_errs['max_rel_err']:.3g})")
     return rec
-
-
-def median_us(fn, reps=25, warmup=5) -> float:
-    import torch
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def profile(run, fragment, dtype) -> dict:

@@ -26,6 +26,24 @@ MAX_SAMPLES = 2000
 MAX_SLEEP_MS = 20.0
 
 
+def median_us(fn, reps: int = 25, warmup: int = 5) -> float:
+    """Median of `reps` calls of fn, each alone between a CUDA-event pair, after `warmup` calls, in microseconds:
+    a quick figure for a profile or a probe (not for the tuner: no rotating inputs, launch gaps included)."""
+    import torch
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def rotation_count(bytes_per_set: int, l2_bytes: int) -> int:
     """Input sets to rotate through so that their total exceeds twice the L2.
 
