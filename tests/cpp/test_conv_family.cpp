@@ -95,13 +95,28 @@ TEST(ConvFamily, AttrsStrideDilationPaddingAndOneDimConvs) {
   EXPECT_EQ(p.epilogue.tree.text(), "mul(alpha,acc)") << "no bias: alpha * acc";
 }
 
-TEST(ConvFamily, UnalignedChannelsAndGroupsStayPyTorchsWithTheReason) {
-  GraphDoc rgb = conv_relu_bias("float32", 3);  // a 3-channel image: not whole 16-byte vectors
+// TMA loads whole 16-byte vectors of channels: a 3-channel image is padded to 4 (x's channels-last copy and the
+// filter, with zeros), while the filter's output channels must be whole vectors already.
+TEST(ConvFamily, ImageChannelsArePaddedUnalignedOutputChannelsAndGroupsStayPyTorchs) {
+  GraphDoc rgb = conv_relu_bias("float32", 3);
+  ConvProblem rp = problem_of(rgb);
+  EXPECT_EQ(rp.c, 3);
+  EXPECT_EQ(rp.padded_c(), 4);
+  EXPECT_EQ(rp.gemm_k(), 4 * 9) << "the K loop runs over the padded channels";
+  std::string kernel = generate_conv_kernel(enumerate_conv_configs(rp, 1).ranked.at(0)).text;
+  EXPECT_TRUE(has(kernel, "transpose(a.x, x_last, a.n, a.c, in_pixels, padded_channels(a), stream)"));
+  EXPECT_TRUE(has(kernel, "r < rows ? src[r * cols + c] : Element(0)")) << "the padded channels are zero";
+  std::string op = generate_conv_op_wrapper(enumerate_conv_configs(rp, 1).ranked.at(0)).text;
+  EXPECT_TRUE(has(op, "at::constant_pad_nd(wl, {0, vector - a.c % vector})")) << "and so are the filter's";
+  GraphDoc odd;
+  odd.input("w", {30, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
+  odd.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 30, 16, 16});
+  odd.output("conv2d");
   try {
-    problem_of(rgb);
-    FAIL() << "c = 3 is not a multiple of 4 fp32 channels";
+    problem_of(odd);
+    FAIL() << "k = 30 is not a multiple of 4 fp32 channels";
   } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "multiple of 4 channels")) << e.what();
+    EXPECT_TRUE(has(e.what(), "multiple of 4 output channels")) << e.what();
   }
   GraphDoc grouped;
   grouped.input("w", {32, 8, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
@@ -158,6 +173,43 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
       << "the launch bounds that keep nvcc to 128 registers with 2";
   ConvConfig old = ConvConfig::from_json([&] { auto j = space.ranked.front().to_json(); j.erase("ctas_per_sm"); return j; }());
   EXPECT_EQ(old.ctas_per_sm, 1) << "configs recorded before the knob ran one CTA a SM";
+}
+
+// Two consumer warpgroups split a tile of 128 or 256 rows (64 rows each per wgmma) and keep the SM to their CTA;
+// their accumulators count per warpgroup, so 128x256 fits (128 a thread) where one warpgroup could not hold it.
+TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTilesAloneOnTheirSm) {
+  GraphDoc d = conv_relu_bias();
+  ConvProblem p = problem_of(d);
+  auto space = enumerate_conv_configs(p, 1000);
+  bool cooperative = false;
+  for (const auto& c : space.ranked)
+    if (c.consumer_warpgroups == 2) {
+      cooperative = true;
+      EXPECT_EQ(c.tile_m % 128, 0) << c.summary();
+      EXPECT_EQ(c.ctas_per_sm, 1) << c.summary();
+      EXPECT_TRUE(has(c.summary(), " 2wg")) << c.summary();
+    }
+  EXPECT_TRUE(cooperative);
+  ConvConfig c = space.ranked.front();
+  p.k = 256;  // output channels enough for a 256-wide tile
+  c.tile_m = 128;
+  c.tile_n = 256;
+  c.ctas_per_sm = 1;
+  c.consumer_warpgroups = 1;
+  EXPECT_TRUE(has(conv_config_rejection(p, c), "256 accumulators")) << conv_config_rejection(p, c);
+  c.consumer_warpgroups = 2;
+  EXPECT_EQ(conv_config_rejection(p, c), "");
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "constexpr int kConsumerWarpGroups = 2;"));
+  EXPECT_TRUE(has(kernel, "cutlass::epilogue::TmaWarpSpecializedCooperative"));
+  c.tile_m = 64;
+  EXPECT_TRUE(has(conv_config_rejection(p, c), "multiple of 128 rows")) << conv_config_rejection(p, c);
+  c.tile_m = 128;
+  c.ctas_per_sm = 2;
+  EXPECT_TRUE(has(conv_config_rejection(p, c), "one CTA a SM")) << conv_config_rejection(p, c);
+  auto j = space.ranked.front().to_json();
+  j.erase("consumer_warpgroups");
+  EXPECT_EQ(ConvConfig::from_json(j).consumer_warpgroups, 1) << "configs recorded before the knob had one";
 }
 
 TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
@@ -230,6 +282,25 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_residual", c.summary());
+}
+
+// Two consumer warpgroups on one 128-row tile (CUTLASS's cooperative layout, built here since the conv builder refuses
+// that schedule) in a 2x1 cluster, whose CTAs walk neighbouring tiles together so the filter tile is multicast on
+// every tile: the persistent loop's cluster path and its register hand-over, compiled for sm_90a.
+TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterCompile) {
+  GraphDoc d = conv_relu_bias();
+  ConvProblem p = problem_of(d);
+  ConvConfig c = enumerate_conv_configs(p, 1).ranked.at(0);
+  c.tile_m = 128;
+  c.tile_n = 64;  // the problem's 32 output channels
+  c.cluster_m = 2;
+  c.cluster_n = 1;
+  c.ctas_per_sm = 1;
+  c.consumer_warpgroups = 2;
+  ASSERT_EQ(conv_config_rejection(p, c), "");
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "constexpr int kConsumerWarpGroups = 2;"));
+  expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_2wg_cluster", c.summary());
 }
 
 #include <filesystem>

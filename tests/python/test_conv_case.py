@@ -74,3 +74,18 @@ def test_reference_in_slices_of_the_batch_equals_the_whole(monkeypatch):
     sliced = case.reference(inp)["out"]
     assert whole.dtype == torch.float64 and sliced.dtype == torch.float32
     assert torch.allclose(sliced.double(), whole, rtol=1e-6, atol=1e-6)
+
+
+def test_image_channels_are_padded_to_whole_vectors_in_the_kernels_filter():
+    """A 3-channel image: the kernel reads the filter channels-last with 4 channels (TMA's 16-byte vectors), the 4th
+    zero, as the op wrapper pads it; the pre-kernel copy fills the first three."""
+    p = family_cases.parse_family_problem("conv", {**PROBLEM, "c": 3}, "x")
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.w_last.shape == inp.w.shape == (16, 3, 3, 3)
+    storage = torch.as_strided(inp.w_last, (16, 3, 3, 4), (36, 12, 4, 1))
+    assert torch.equal(storage[..., 3], torch.zeros(16, 3, 3)), "the padded channel is zero"
+    assert torch.isnan(storage[..., :3]).all()
+    case.pre_kernel()(inp)
+    assert torch.equal(inp.w_last, inp.w) and torch.equal(storage[..., 3], torch.zeros(16, 3, 3))
+    assert case.kernel_args(inp, 0).w == inp.w_last.data_ptr() and inp.w_last.stride() == (36, 1, 12, 4)

@@ -112,11 +112,16 @@ class ConvInputs:
     outputs: dict      # {"out": (the channels-first output, guarded flat buffer)}
 
 
-def channels_last(t):
-    """A channels-first tensor's values in channels-last storage, as the same logical view."""
-    perm = (0, *range(2, t.dim()), 1)
-    back = (0, t.dim() - 1, *range(1, t.dim() - 1))
-    return t.permute(perm).contiguous().permute(back)
+def filter_storage(p: ConvProblem, w):
+    """The kernel's filter: w's values (NaN until the pre-kernel copy) as the logical [k, c, ...] view of channels-last
+    storage [k, ..., cw] whose channels past c are zero (cw: c in whole 16-byte vectors, TMA's unit, as the op
+    wrapper pads it)."""
+    import torch
+    vector = 16 // w.element_size()
+    cw = -(-p.c // vector) * vector
+    store = torch.zeros(p.k, *w.shape[2:], cw, device=w.device, dtype=w.dtype)
+    store[..., :p.c] = float("nan")
+    return store[..., :p.c].permute(0, w.dim() - 1, *range(1, w.dim() - 1))
 
 
 class ConvCase(MeasureCase):
@@ -151,7 +156,7 @@ class ConvCase(MeasureCase):
 
         x = randn(p.n, p.c, *p.in_[own])
         w = randn(p.k, p.c, *p.filter[own], scale=1.0 / math.sqrt(p.reduction))
-        w_last = channels_last(torch.full_like(w, float("nan")))
+        w_last = filter_storage(p, w)
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
         residual = randn(*p.out_shape) if "residual" in tree_leaves(p.tree) else None

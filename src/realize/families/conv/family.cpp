@@ -26,7 +26,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
     throw Error(fmt::format("conv config {} ({}): sm90 kernels of 1 to 3 spatial dims only", c.id(), c.summary()));
   const EpilogueTree& tree = c.epilogue.tree;
   TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n",
-                                     "ctas_per_sm"});
+                                     "ctas_per_sm", "consumer_warpgroups"});
   v["element"] = cutlass_type(c.element);
   v["layout"] = kLayouts[c.spatial_dims - 1];
   v["epilogue"] = c.epilogue.key();

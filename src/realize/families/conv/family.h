@@ -35,10 +35,12 @@ struct ConvProblem {
   // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type.
   Numerics numerics() const;
   int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
-  int64_t gemm_k() const { return c * filter[0] * filter[1] * filter[2]; }
+  // Input channels as the kernel reads them: c zero-padded to whole 16-byte vectors (TMA's unit).
+  int64_t padded_c() const;
+  int64_t gemm_k() const { return padded_c() * filter[0] * filter[1] * filter[2]; }
   // The output extent PyTorch computes for dim i from the others.
   int64_t expected_out(int i) const;
-  // Throws Error naming the field and the fix (extents, TMA's 16-byte channel alignment, the epilogue).
+  // Throws Error naming the field and the fix (extents, TMA's 16-byte alignment of k, the epilogue).
   void validate() const;
   nlohmann::json to_json() const;
   static ConvProblem from_json(const nlohmann::json& j);
@@ -50,8 +52,8 @@ struct ConvProblem {
 ConvProblem conv_problem_from_match(const discover::Match& match, const ir::Graph& graph, Numerics numerics, Arch arch);
 
 // One kernel: the CTA tile (M x N x K elements) and the cluster, plus the problem traits the kernel is specialized on
-// (spatial dims, element, epilogue). CUTLASS's sm90 convolutions have one schedule: warp-specialized, one producer
-// and one consumer warpgroup, not persistent.
+// (spatial dims, element, epilogue). CUTLASS's sm90 convolutions have one schedule (warp-specialized, one producer
+// and one consumer warpgroup, one tile a CTA); FACT's kernel runs it persistent, with one or two consumer warpgroups.
 struct ConvConfig {
   int spatial_dims = 2;
   Element element = Element::f32;
@@ -60,6 +62,7 @@ struct ConvConfig {
   int tile_m = 128, tile_n = 128, tile_k = 32;
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs
+  int consumer_warpgroups = 1;  // 2: a 128-row (or taller) tile's rows split between two, CUTLASS's cooperative layout
 
   std::string id() const;       // "conv_" + 12 hex digits of the canonical JSON's hash
   std::string summary() const;  // e.g. "sm90 conv2d float32 128x128x32 c2x1 add(mul(alpha,acc),row(bias))"

@@ -41,6 +41,11 @@ Numerics ConvProblem::numerics() const {
   return element == Element::bf16 ? Numerics::bf16 : element == Element::f16 ? Numerics::fp16 : Numerics::tf32;
 }
 
+int64_t ConvProblem::padded_c() const {
+  int64_t vec = 16 / element_bytes(element);
+  return (c + vec - 1) / vec * vec;
+}
+
 int64_t ConvProblem::expected_out(int i) const {
   return (in[i] + 2 * padding[i] - dilation[i] * (filter[i] - 1) - 1) / stride[i] + 1;
 }
@@ -63,11 +68,12 @@ void ConvProblem::validate() const {
                               "{}, dilation {}", dims_text(out), dims_text(in), dims_text(filter), dims_text(stride),
                               dims_text(padding), dims_text(dilation)));
   }
-  // TMA moves 16-byte rows of channels: c and k must be whole 16-byte vectors (a 3-channel image is not).
+  // TMA moves 16-byte rows of channels: the kernel zero-pads x's channels-last copy and the filter to whole vectors
+  // (a 3-channel image becomes 4 fp32 channels), but the filter's rows of k output channels must be whole already.
   int vec = 16 / element_bytes(element);
-  if (c % vec || k % vec)
-    throw Error(fmt::format("conv problem c={} k={} ({}): TMA's im2col loads need both a multiple of {} channels (16 "
-                            "bytes); PyTorch keeps this convolution", c, k, to_string(element), vec));
+  if (k % vec)
+    throw Error(fmt::format("conv problem c={} k={} ({}): the filter's TMA loads need a multiple of {} output channels "
+                            "(16 bytes); PyTorch keeps this convolution", c, k, to_string(element), vec));
   if (auto why = sm90_evt_rejection(epilogue.tree)) throw Error("conv problem: " + *why);
   if (epilogue.tree.reads_source("C") || epilogue.tree.any([](const EpilogueTree& t) {
         return t.kind == EpilogueNodeKind::col_broadcast;

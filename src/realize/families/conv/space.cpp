@@ -39,7 +39,8 @@ double score(const ConvProblem& p, const ConvConfig& c) {
 nlohmann::json ConvConfig::to_json() const {
   nlohmann::json j = {{"spatial_dims", spatial_dims}, {"element", element}, {"epilogue", epilogue.to_json()},
                       {"arch", arch}, {"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k},
-                      {"cluster_m", cluster_m}, {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}};
+                      {"cluster_m", cluster_m}, {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm},
+                      {"consumer_warpgroups", consumer_warpgroups}};
   j["family"] = "conv";
   return j;
 }
@@ -57,6 +58,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.cluster_m = j.at("cluster_m");
     c.cluster_n = j.at("cluster_n");
     c.ctas_per_sm = j.value("ctas_per_sm", 1);  // configs recorded before the knob ran one CTA a SM
+    c.consumer_warpgroups = j.value("consumer_warpgroups", 1);  // and one consumer warpgroup
     return c;
   });
 }
@@ -64,24 +66,31 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
 std::string ConvConfig::id() const { return config_hash_id("conv_", to_json()); }
 
 std::string ConvConfig::summary() const {
-  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
+  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
                      tile_n, tile_k, cluster_m, cluster_n, ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
-                     epilogue.key());
+                     consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "", epilogue.key());
 }
 
 std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue))
     return "the config is specialized for another spatial rank, element, arch or epilogue";
   const nlohmann::json limits = family_data("conv").at("limits");
-  // One consumer warpgroup holds the whole tile's fp32 accumulators in registers.
-  int per_thread = c.tile_m * c.tile_n / limits.at("consumer_threads").get<int>();
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
+  if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
+    return fmt::format("{} consumer warpgroups: 1 or 2 only", c.consumer_warpgroups);
+  // Two consumer warpgroups split the tile's rows in wgmma's 64-row steps and take the SM's registers (producer 40,
+  // consumers 232 a thread), so their CTA is alone on its SM.
+  if (c.consumer_warpgroups == 2 && (c.tile_m % 128 || c.ctas_per_sm != 1))
+    return fmt::format("two consumer warpgroups need a tile of a multiple of 128 rows (not {}) and one CTA a SM",
+                       c.tile_m);
+  // The consumer warpgroups hold the whole tile's fp32 accumulators in registers.
+  int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * c.consumer_warpgroups);
   // Two CTAs of 256 threads share the SM's 64K registers: 128 a thread, half of them for the accumulators.
   const char* accumulator_limit = c.ctas_per_sm == 1 ? "max_accumulators_per_thread" : "max_accumulators_per_thread_two_ctas";
   if (per_thread > limits.at(accumulator_limit).get<int>())
-    return fmt::format("a {}x{} tile gives each of the consumer warpgroup's threads {} accumulators (over {} with {} "
-                       "CTA(s) a SM)", c.tile_m, c.tile_n, per_thread, limits.at(accumulator_limit).get<int>(),
-                       c.ctas_per_sm);
+    return fmt::format("a {}x{} tile gives each of the {} consumer warpgroup(s)' threads {} accumulators (over {} with "
+                       "{} CTA(s) a SM)", c.tile_m, c.tile_n, c.consumer_warpgroups, per_thread,
+                       limits.at(accumulator_limit).get<int>(), c.ctas_per_sm);
   int64_t stage_bytes = int64_t{c.tile_m + c.tile_n} * c.tile_k * element_bytes(c.element);
   if (2 * stage_bytes * c.ctas_per_sm > limits.at("max_smem_tile_bytes").get<int64_t>())
     return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory ({} CTA(s) a SM)", c.tile_m,
@@ -98,7 +107,8 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   ConfigRanking<ConvConfig> ranking;
   for (const auto& mn : axes.at("tiles_mn"))
     for (const auto& cl : axes.at("clusters_mn"))
-      for (int ctas : axes.at("ctas_per_sm")) {
+      for (int ctas : axes.at("ctas_per_sm"))
+        for (int warpgroups : axes.at("consumer_warpgroups")) {
         ConvConfig c;
         c.spatial_dims = p.spatial_dims;
         c.element = p.element;
@@ -110,10 +120,11 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
         c.cluster_m = cl.at(0);
         c.cluster_n = cl.at(1);
         c.ctas_per_sm = ctas;
+        c.consumer_warpgroups = warpgroups;
         // Clusters take turns with single CTAs, so a short top_n measures both.
         ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); },
                     c.cluster_m * c.cluster_n > 1 ? 1 : 0);
-      }
+        }
   return ranking.ranked(top_n, fmt::format("conv{}d n={} c={} k={} ({}): no conv config can take it", p.spatial_dims,
                                            p.n, p.c, p.k, to_string(p.element)));
 }
