@@ -85,7 +85,8 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
                        c.tile_m);
   // The consumer warpgroups hold the whole tile's fp32 accumulators in registers.
   int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * c.consumer_warpgroups);
-  // Two CTAs of 256 threads share the SM's 64K registers: 128 a thread, half of them for the accumulators.
+  // Two CTAs of 256 threads share the SM's 64K registers: 128 a thread, or 216 for the consumers once the producer
+  // has handed its own over (the kernel's setmaxnreg), of which 128 hold accumulators.
   const char* accumulator_limit = c.ctas_per_sm == 1 ? "max_accumulators_per_thread" : "max_accumulators_per_thread_two_ctas";
   if (per_thread > limits.at(accumulator_limit).get<int>())
     return fmt::format("a {}x{} tile gives each of the {} consumer warpgroup(s)' threads {} accumulators (over {} with "
