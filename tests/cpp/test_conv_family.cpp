@@ -136,7 +136,7 @@ TEST(ConvFamily, ConfigSpaceKeepsAccumulatorsInRegistersAndRanksClusters) {
   bool single = false, cluster = false;
   for (const auto& c : space.ranked) {
     EXPECT_EQ(conv_config_rejection(p, c), "") << c.summary();
-    EXPECT_EQ(c.tile_k, 32) << "128-byte K tiles of fp32";
+    EXPECT_EQ(c.tile_k, 16) << "16 fp32 channels: 64-byte K tiles, no zeros loaded";
     single |= c.cluster_m * c.cluster_n == 1;
     cluster |= c.cluster_m * c.cluster_n > 1;
     EXPECT_EQ(ConvConfig::from_json(c.to_json()).id(), c.id());
@@ -214,6 +214,22 @@ TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTilesAloneOnTheirSm) {
   auto j = space.ranked.front().to_json();
   j.erase("consumer_warpgroups");
   EXPECT_EQ(ConvConfig::from_json(j).consumer_warpgroups, 1) << "configs recorded before the knob had one";
+}
+
+// The K loop walks each filter tap's channels in K tiles: the K tile is the widest of 128, 64 and 32 bytes that loads
+// the fewest zero channels (8 fp32 channels in a 128-byte tile would be three quarters zeros).
+TEST(ConvFamily, KTileFitsTheChannels) {
+  GraphDoc d = conv_relu_bias();
+  ConvProblem p = problem_of(d);
+  for (auto [c, tile_k] : std::vector<std::pair<int64_t, int>>{{64, 32}, {32, 32}, {16, 16}, {8, 8}, {3, 8}, {24, 8}, {40, 8}, {48, 16}}) {
+    p.c = c;
+    auto space = enumerate_conv_configs(p, 100);
+    for (const auto& k : space.ranked) EXPECT_EQ(k.tile_k, tile_k) << "c = " << c << ": " << k.summary();
+    ConvConfig wide = space.ranked.front();
+    wide.tile_k = tile_k == 32 ? 16 : 32;
+    EXPECT_TRUE(has(conv_config_rejection(p, wide), "load fewest zeros in K tiles of " + std::to_string(tile_k)))
+        << conv_config_rejection(p, wide);
+  }
 }
 
 TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {

@@ -1,4 +1,5 @@
-// The conv config (id, summary, JSON) and its config space: every (tile, cluster, CTAs a SM) of the family's data
+// The conv config (id, summary, JSON) and its config space: every (tile, K tile, cluster, CTAs a SM, consumer
+// warpgroups) of the family's data
 // file whose accumulators fit the consumer warpgroup's registers, ranked by how well the implicit GEMM's tiles fill
 // the output and the machine and how much of each tile's epilogue is hidden.
 #include <algorithm>
@@ -29,9 +30,24 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double waves = std::ceil(tiles / sms);
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
-  double k_tiles = std::ceil(double(p.gemm_k()) / c.tile_k);
+  double k_tiles = double(p.gemm_k() / p.padded_c()) * std::ceil(double(p.padded_c()) / c.tile_k);
   double overlap = c.ctas_per_sm > 1 ? 1.0 : k_tiles / (k_tiles + kEpilogueKTiles);
   return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * overlap;
+}
+
+// The K tile (elements) among the family's widths that loads the fewest zero channels, the widest of those: the K
+// loop walks each filter tap's channels in K tiles, so a K tile wider than the channels loads zeros (a 128-byte
+// tile over 8 fp32 channels: three quarters of every load and MMA).
+int channel_k_tile(const ConvProblem& p) {
+  int best = 0;
+  int64_t best_loaded = 0;
+  const nlohmann::json axes = family_data("conv").at("config_space");  // a copy: the loop below outlives no temporary
+  for (int bytes : axes.at("k_tile_bytes")) {
+    int tile_k = bytes / element_bytes(p.element);
+    int64_t loaded = (p.padded_c() + tile_k - 1) / tile_k * tile_k;
+    if (!best || loaded < best_loaded || (loaded == best_loaded && tile_k > best)) best = tile_k, best_loaded = loaded;
+  }
+  return best;
 }
 
 }  // namespace
@@ -74,6 +90,9 @@ std::string ConvConfig::summary() const {
 std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue))
     return "the config is specialized for another spatial rank, element, arch or epilogue";
+  if (int best = channel_k_tile(p); c.tile_k != best)
+    return fmt::format("a K tile of {} channels: the problem's {} (padded) channels load fewest zeros in K tiles of {}",
+                       c.tile_k, p.padded_c(), best);
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
@@ -104,28 +123,28 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
 ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) {
   p.validate();
   const nlohmann::json axes = family_data("conv").at("config_space");
-  const int tile_k = axes.at("k_tile_bytes").get<int>() / element_bytes(p.element);
   ConfigRanking<ConvConfig> ranking;
-  for (const auto& mn : axes.at("tiles_mn"))
-    for (const auto& cl : axes.at("clusters_mn"))
-      for (int ctas : axes.at("ctas_per_sm"))
-        for (int warpgroups : axes.at("consumer_warpgroups")) {
-        ConvConfig c;
-        c.spatial_dims = p.spatial_dims;
-        c.element = p.element;
-        c.epilogue = p.epilogue;
-        c.arch = p.arch;
-        c.tile_m = mn.at(0);
-        c.tile_n = mn.at(1);
-        c.tile_k = tile_k;
-        c.cluster_m = cl.at(0);
-        c.cluster_n = cl.at(1);
-        c.ctas_per_sm = ctas;
-        c.consumer_warpgroups = warpgroups;
-        // Clusters take turns with single CTAs, so a short top_n measures both.
-        ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); },
-                    c.cluster_m * c.cluster_n > 1 ? 1 : 0);
-        }
+  for (int k_bytes : axes.at("k_tile_bytes"))
+    for (const auto& mn : axes.at("tiles_mn"))
+      for (const auto& cl : axes.at("clusters_mn"))
+        for (int ctas : axes.at("ctas_per_sm"))
+          for (int warpgroups : axes.at("consumer_warpgroups")) {
+            ConvConfig c;
+            c.spatial_dims = p.spatial_dims;
+            c.element = p.element;
+            c.epilogue = p.epilogue;
+            c.arch = p.arch;
+            c.tile_m = mn.at(0);
+            c.tile_n = mn.at(1);
+            c.tile_k = k_bytes / element_bytes(p.element);
+            c.cluster_m = cl.at(0);
+            c.cluster_n = cl.at(1);
+            c.ctas_per_sm = ctas;
+            c.consumer_warpgroups = warpgroups;
+            // Clusters take turns with single CTAs, so a short top_n measures both.
+            ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); },
+                        c.cluster_m * c.cluster_n > 1 ? 1 : 0);
+          }
   return ranking.ranked(top_n, fmt::format("conv{}d n={} c={} k={} ({}): no conv config can take it", p.spatial_dims,
                                            p.n, p.c, p.k, to_string(p.element)));
 }
