@@ -167,15 +167,21 @@ def main() -> None:
     if not a.default and not a.tf32:
         ap.error("name at least one suite.json (--default or --tf32)")
     previous = json.loads(Path(a.previous).read_text()) if a.previous else None
+    measured = {"default": [json.loads(Path(f).read_text()) for f in a.default],
+                "tf32": [json.loads(Path(f).read_text()) for f in a.tf32 or []]}
     suites = suites_of_report(previous) if previous else {m: [] for m in MODES}
-    suites["default"] += [json.loads(Path(f).read_text()) for f in a.default]
-    suites["tf32"] += [json.loads(Path(f).read_text()) for f in a.tf32 or []]
+    for mode in MODES:
+        suites[mode] += measured[mode]
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
     doc = build(suites, a.device, commit, a.benchmark, a.only_listed)
     doc["note"] = a.note
-    # A problem not re-measured keeps its earlier per-pattern rows.
-    kernels = {p["id"]: p["kernels"] for p in (previous or {}).get("problems", []) if p.get("kernels")}
+    # A problem not re-measured keeps its earlier per-pattern rows; a re-measured one has only the rows its own run
+    # left (none where its report.json did not come back), never an earlier kernel's.
+    remeasured = {p["id"] for files in measured.values() for suite in files for p in suite["problems"]
+                  if p.get("status") in MEASURED}
+    kernels = {p["id"]: p["kernels"] for p in (previous or {}).get("problems", [])
+               if p.get("kernels") and p["id"] not in remeasured}
     kernels.update(kernel_rows(a.suite_dirs))
     for p in doc["problems"]:
         if p["id"] in kernels:

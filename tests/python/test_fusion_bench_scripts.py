@@ -96,3 +96,25 @@ def test_report_starts_from_a_previous_report(tmp_path):
                         "-o", str(tmp_path / "listed")], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert [p["id"] for p in json.loads((tmp_path / "listed.json").read_text())["problems"]] == ["level1/19_ReLU"]
+
+
+def test_a_remeasured_problem_drops_its_earlier_kernel_rows(tmp_path):
+    """Per-pattern rows come from the run that measured the row: a re-measured problem whose report.json did not come
+    back has none, rather than an earlier kernel's times beside the new end-to-end row."""
+    script = [sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--device", "test GPU", "--commit", "abc"]
+    (tmp_path / "a.json").write_text(json.dumps(_suite([("level2/12_Gemm_X", "correct", 1.5, 1.5),
+                                                        ("level2/9_Matmul_Y", "correct", 1.2, 1.2)])))
+    r = subprocess.run([*script, "--default", str(tmp_path / "a.json"), "-o", str(tmp_path / "old")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    old = json.loads((tmp_path / "old.json").read_text())
+    for p in old["problems"]:
+        p["kernels"] = [{"rule": "gemm", "fact_ms": 1.0, "pytorch_ms": 2.0, "accepted": True}]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "b.json").write_text(json.dumps(_suite([("level2/12_Gemm_X", "correct", 1.8, 1.8)])))
+    r = subprocess.run([*script, "--previous", str(tmp_path / "old.json"), "--default", str(tmp_path / "b.json"),
+                        "-o", str(tmp_path / "new")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = {p["id"]: p for p in json.loads((tmp_path / "new.json").read_text())["problems"]}
+    assert "kernels" not in rows["level2/12_Gemm_X"], "re-measured without its report.json: no stale kernel rows"
+    assert rows["level2/9_Matmul_Y"]["kernels"][0]["fact_ms"] == 1.0, "a problem not re-measured keeps its rows"
