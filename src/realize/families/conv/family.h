@@ -3,7 +3,7 @@
 // 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma). problem.cpp reads a match into a ConvProblem; space.cpp
 // has the ConvConfig and its config space; family.cpp renders templates/cutlass/conv_sm90_fprop.cu.in and
 // conv_op.cpp.in and registers the family. As a GEMM: M = n * z * p * q output pixels, N = k output channels,
-// K = c * t * r * s; the output is channels-last, so a per-channel vector is the epilogue's row broadcast.
+// K = c (padded to 16-byte vectors) * t * r * s; a per-channel vector is the epilogue's row broadcast.
 #include <array>
 #include <cstdint>
 #include <string>
