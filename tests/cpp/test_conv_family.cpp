@@ -172,6 +172,8 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
   EXPECT_TRUE(has(conv_config_rejection(p, two), "over 128 with 2 CTA(s) a SM")) << conv_config_rejection(p, two);
   std::string kernel = generate_conv_kernel(space.ranked.front()).text;
   EXPECT_TRUE(has(kernel, "constexpr int kCtasPerSm = 2;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kCtaSmem = 114688;")) << "112 KB a CTA, from conv.json's limits";
+  EXPECT_EQ(conv_cta_smem_bytes(space.ranked.front()), 114688);
   EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm>;"));
   EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = CtasPerSm;"))
       << "the launch bounds that keep nvcc to 128 registers with 2";

@@ -27,6 +27,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   const EpilogueTree& tree = c.epilogue.tree;
   TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n",
                                      "ctas_per_sm", "consumer_warpgroups"});
+  v["cta_smem_bytes"] = std::to_string(conv_cta_smem_bytes(c));
   v["element"] = cutlass_type(c.element);
   v["layout"] = kLayouts[c.spatial_dims - 1];
   v["epilogue"] = c.epilogue.key();

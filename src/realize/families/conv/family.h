@@ -70,6 +70,10 @@ struct ConvConfig {
   static ConvConfig from_json(const nlohmann::json& j);
 };
 
+// The shared memory one CTA of the config may take (data/families/conv.json limits.cta_smem_bytes, by CTAs a SM):
+// the kernel's stage count and the config space's stage check both read it. ctas_per_sm must be 1 or 2.
+int64_t conv_cta_smem_bytes(const ConvConfig& config);
+
 // Why the config cannot run the problem (a sentence), or empty when it can.
 std::string conv_config_rejection(const ConvProblem& problem, const ConvConfig& config);
 

@@ -87,6 +87,11 @@ std::string ConvConfig::summary() const {
                      consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "", epilogue.key());
 }
 
+int64_t conv_cta_smem_bytes(const ConvConfig& c) {
+  const nlohmann::json limits = family_data("conv").at("limits");
+  return limits.at("cta_smem_bytes").at(c.ctas_per_sm - 1).get<int64_t>();
+}
+
 std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue))
     return "the config is specialized for another spatial rank, element, arch or epilogue";
@@ -111,10 +116,13 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
     return fmt::format("a {}x{} tile gives each of the {} consumer warpgroup(s)' threads {} accumulators (over {} with "
                        "{} CTA(s) a SM)", c.tile_m, c.tile_n, c.consumer_warpgroups, per_thread,
                        limits.at(accumulator_limit).get<int>(), c.ctas_per_sm);
+  // The kernel's mainloop gets the CTA's share (conv_cta_smem_bytes) less its epilogue's: at least two stages.
   int64_t stage_bytes = int64_t{c.tile_m + c.tile_n} * c.tile_k * element_bytes(c.element);
-  if (2 * stage_bytes * c.ctas_per_sm > limits.at("max_smem_tile_bytes").get<int64_t>())
-    return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory ({} CTA(s) a SM)", c.tile_m,
-                       c.tile_n, c.tile_k, 2 * stage_bytes, c.ctas_per_sm);
+  int64_t mainloop_bytes = conv_cta_smem_bytes(c) - limits.at("epilogue_smem_allowance_bytes").get<int64_t>();
+  if (2 * stage_bytes > mainloop_bytes)
+    return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory, over the {} a CTA's mainloop "
+                       "has with {} CTA(s) a SM", c.tile_m, c.tile_n, c.tile_k, 2 * stage_bytes, mainloop_bytes,
+                       c.ctas_per_sm);
   if (c.tile_n >= 2 * p.k && c.tile_n > 64)
     return fmt::format("tile N {} is over twice the {} output channels", c.tile_n, p.k);
   return "";
