@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -83,6 +84,42 @@ WorkloadKey make_workload_key(const std::string& pattern, nlohmann::json shape, 
   return k;
 }
 
+namespace {
+
+// The recorded winners of the same pattern at neighbouring shapes go first (their builds are cache hits, their
+// configs won a measurement of this kernel's near twin); the ranking's last picks make room, so top_n holds.
+template <class Say>
+void seed_with_neighbours(const TuneSubject& subject, TuningDb& db, int top_n, std::vector<TuneCandidate>& ranked,
+                          Say&& say) {
+  if (subject.free_shape_fields.empty()) return;
+  std::vector<TuneCandidate> seeds;
+  for (const Winner& w : db.neighbour_winners(subject.key, subject.free_shape_fields)) {
+    if (static_cast<int>(seeds.size()) == std::min(kMaxNeighbourSeeds, top_n)) break;
+    auto same = [&](const TuneCandidate& c) { return c.config_id == w.config_id; };
+    if (std::any_of(seeds.begin(), seeds.end(), same)) continue;
+    TuneCandidate c;
+    c.config_id = w.config_id;
+    c.config = w.config;
+    try {
+      c.job = subject.rebuild(w.config);
+    } catch (const Error& e) {
+      say(fmt::format("the winner {} of workload {} cannot seed this tune: {}", w.config_id, w.workload_id, e.what()));
+      continue;
+    }
+    say(fmt::format("seeded with {}, the winner at a neighbouring shape (workload {})", w.config_id, w.workload_id));
+    seeds.push_back(std::move(c));
+  }
+  if (seeds.empty()) return;
+  for (auto& c : ranked) {
+    auto same = [&](const TuneCandidate& s) { return s.config_id == c.config_id; };
+    if (!std::any_of(seeds.begin(), seeds.end(), same) && static_cast<int>(seeds.size()) < top_n)
+      seeds.push_back(std::move(c));
+  }
+  ranked = std::move(seeds);
+}
+
+}  // namespace
+
 TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -135,6 +172,8 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     out.seconds = elapsed();
     return out;
   }
+
+  seed_with_neighbours(subject, db, o.top_n, ranked, say);
 
   out.workload_id = db.upsert_workload(out.key, "");
   std::map<std::string, CandidateRecord> records;

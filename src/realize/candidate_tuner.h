@@ -2,7 +2,8 @@
 // The auto-tuner's pipeline, one for GEMMs and every kernel family: ranked candidates -> parallel nvcc
 // (content-hash cache) -> the Python runner on the GPU (verify vs float64, time vs PyTorch's ops in the
 // same numerics) -> the winning rule (verified, and faster than PyTorch by a margin) -> tuning database.
-// A recorded winner is reused without measuring. What differs per kind of kernel is a TuneSubject.
+// A recorded winner is reused without measuring; the winners of the same pattern at neighbouring shapes (another
+// batch) are measured first on a cold tune. What differs per kind of kernel is a TuneSubject.
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -77,6 +78,10 @@ struct TuneSubject {
   std::function<BuildJob(const nlohmann::json& config)> rebuild;
   // The runner's request for the built candidates.
   std::function<nlohmann::json(const BuiltLibraries&)> measure_request;
+  // The shape fields (JSON pointers) a recorded winner of the same pattern may differ in and still seed this tune
+  // (a GEMM's m, a convolution's batch): such winners are measured first, in place of the ranking's last picks.
+  // Empty: no seeds.
+  std::vector<std::string> free_shape_fields;
   // Optional: given a candidate the runner verified ("ok") and the outcome so far (baseline and
   // fp32 reference errors filled in), returns why its accuracy falls short of the mode's promise, or "".
   std::function<std::string(const CandidateRecord&, const TuneOutcome&)> accuracy_shortfall;
@@ -85,6 +90,9 @@ struct TuneSubject {
 // The tuning database's key of a problem; the toolchain versions (CUTLASS, nvcc) are filled in here.
 WorkloadKey make_workload_key(const std::string& pattern, nlohmann::json shape, std::string dtype, std::string layout,
                               std::string numerics, std::string arch);
+
+// At most this many neighbours' winners seed a tune (TuneSubject::free_shape_fields).
+constexpr int kMaxNeighbourSeeds = 2;
 
 // A FACT kernel must beat PyTorch by more than timing noise (a few percent between runs) to be used,
 // so the composed module is never slower than the original.

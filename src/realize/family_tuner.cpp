@@ -34,6 +34,9 @@ TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, 
     return out;
   };
   s.rebuild = [&](const json& config) { return kernel_build_job(family.candidate_from_config(config)); };
+  // data/families/<name>.json: the problem fields (JSON pointers) another batch changes.
+  for (const auto& field : family_data(family.name()).value("neighbour_shape_fields", json::array()))
+    s.free_shape_fields.push_back(field.get<std::string>());
   s.measure_request = [&](const BuiltLibraries& libraries) { return family_measure_request(family, problem, libraries); };
   s.accuracy_shortfall = [&](const CandidateRecord& rec, const TuneOutcome& so_far) {
     return family.accuracy_shortfall(problem, rec, so_far);

@@ -512,6 +512,57 @@ WHERE w.key = ? AND w.winner IS NOT NULL)sql");
   return w;
 }
 
+namespace {
+
+// The shape without the free fields (absent ones are fine: a shape need not have every field).
+nlohmann::json without_fields(nlohmann::json shape, const std::vector<std::string>& free_fields) {
+  for (const auto& field : free_fields) {
+    nlohmann::json::json_pointer ptr(field);
+    if (shape.contains(ptr)) shape[ptr.parent_pointer()].erase(ptr.back());
+  }
+  return shape;
+}
+
+// How far apart two shapes' first free field is (|log ratio|); 0 when it is not a positive number in both.
+double free_field_distance(const nlohmann::json& a, const nlohmann::json& b, const std::vector<std::string>& free_fields) {
+  if (free_fields.empty()) return 0;
+  nlohmann::json::json_pointer ptr(free_fields.front());
+  if (!a.contains(ptr) || !b.contains(ptr) || !a[ptr].is_number() || !b[ptr].is_number()) return 0;
+  double x = a[ptr].get<double>(), y = b[ptr].get<double>();
+  return x > 0 && y > 0 ? std::fabs(std::log(x / y)) : 0;
+}
+
+}  // namespace
+
+std::vector<Winner> TuningDb::neighbour_winners(const WorkloadKey& key, const std::vector<std::string>& free_fields) {
+  const WorkloadKey c = canonicalized(key);
+  const nlohmann::json fixed = without_fields(c.shape, free_fields);
+  Statement s(db_, path_, R"sql(
+SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name, w.shape
+FROM workloads w JOIN candidates c ON c.workload_id = w.id AND c.config_id = w.winner
+WHERE w.pattern = ? AND w.dtype = ? AND w.layout = ? AND w.numerics = ? AND w.arch = ? AND w.cutlass_version = ?
+  AND w.nvcc_version = ? AND w.key <> ? AND w.winner <> ? ORDER BY w.id)sql");
+  s.bind(1, c.pattern).bind(2, c.dtype).bind(3, c.layout).bind(4, c.numerics).bind(5, c.arch);
+  s.bind(6, c.cutlass_version).bind(7, c.nvcc_version).bind(8, key.canonical()).bind(9, std::string(kBaselineWinner));
+  std::vector<std::pair<double, Winner>> found;
+  while (s.step()) {
+    nlohmann::json shape = parse_stored_json(s.text(6));
+    if (s.is_null(2) || without_fields(shape, free_fields) != fixed) continue;
+    Winner w;
+    w.workload_id = s.integer(0);
+    w.config_id = s.text(1);
+    w.config = parse_stored_json(s.text(2));
+    w.time_ms = s.real(3);
+    w.baseline_ms = s.real(4);
+    w.device_name = s.text(5);
+    found.emplace_back(free_field_distance(shape, c.shape, free_fields), std::move(w));
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Winner> out;
+  for (auto& [distance, w] : found) out.push_back(std::move(w));
+  return out;
+}
+
 std::vector<WorkloadSummary> TuningDb::list_workloads() {
   Statement s(db_, path_, summary_select(""));
   std::vector<WorkloadSummary> out;

@@ -108,6 +108,10 @@ class TuningDb {
   // winner is a recorded candidate's config id or kBaselineWinner; anything else is an Error.
   void set_winner(long long workload_id, const std::string& winner);
   std::optional<Winner> get_winner(const WorkloadKey& key);
+  // FACT winners (never the baseline's) of the workloads whose keys equal `key` but for the shape fields at
+  // `free_fields` (JSON pointers, e.g. "/m": the same weights at another batch), closest first by the first free
+  // field's ratio; `key`'s own workload is left out. A tune seeds its candidates with them.
+  std::vector<Winner> neighbour_winners(const WorkloadKey& key, const std::vector<std::string>& free_fields);
 
   std::vector<WorkloadSummary> list_workloads();
   std::optional<WorkloadDetail> show_workload(long long workload_id);

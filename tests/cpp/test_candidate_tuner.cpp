@@ -239,3 +239,91 @@ TEST_F(CandidateTuner, PastTheTuningBudgetOnlyRecordedWinnersAreUsed) {
   EXPECT_EQ(cached.winner, "a");
   EXPECT_EQ(runner_calls, 1);
 }
+
+// A cold tune at another batch (the shape differs only in a free field) measures the winner recorded at the
+// neighbouring shape first, in place of the ranking's last pick; a shape that differs elsewhere, or a pattern whose
+// PyTorch baseline won, seeds nothing.
+TEST_F(CandidateTuner, WinnersAtNeighbouringShapesSeedAColdTune) {
+  answer = {{"baseline", {{"name", "torch.matmul"}, {"ms", 1.0}}},
+            {"candidates", {candidate("a", "ok", 0.80), candidate("b", "ok", 0.50), candidate("c", "ok", 0.70)}}};
+  auto first = subject("gemm_batch");
+  first.free_shape_fields = {"/rows"};
+  EXPECT_EQ(tune_candidates(first, *db, options).winner, "b");
+
+  std::vector<std::string> log;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  options.top_n = 1;
+  auto other_batch = first;
+  other_batch.key.shape = {{"rows", 8192}};
+  answer["candidates"] = {candidate("b", "ok", 0.45)};
+  auto out = tune_candidates(other_batch, *db, options);
+  EXPECT_EQ(last_request["candidates"], json::array({"b"})) << "the ranking alone would have measured a";
+  EXPECT_EQ(out.status, "tuned");
+  EXPECT_EQ(out.winner, "b");
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("seeded with b, the winner at a neighbouring shape") != std::string::npos;
+  }));
+
+  options.top_n = 2;
+  auto third = first;
+  third.key.shape = {{"rows", 100}};
+  tune_candidates(third, *db, options);
+  EXPECT_EQ(last_request["candidates"], json::array({"b", "a"})) << "the seed first, then the ranking's best";
+
+  auto wider = first;
+  wider.key.shape = {{"rows", 8192}, {"cols", 64}};
+  tune_candidates(wider, *db, options);
+  EXPECT_EQ(last_request["candidates"], json::array({"a", "b"})) << "another fixed field: no neighbour";
+
+  auto no_free = first;
+  no_free.free_shape_fields.clear();
+  no_free.key.shape = {{"rows", 300}};
+  tune_candidates(no_free, *db, options);
+  EXPECT_EQ(last_request["candidates"], json::array({"a", "b"})) << "a subject without free fields is not seeded";
+
+  answer = {{"baseline", {{"name", "torch.matmul"}, {"ms", 0.1}}}, {"candidates", {candidate("a", "ok", 0.80)}}};
+  auto slow = subject("gemm_slow");
+  slow.free_shape_fields = {"/rows"};
+  EXPECT_EQ(tune_candidates(slow, *db, options).winner, kBaselineWinner);
+  slow.key.shape = {{"rows", 64}};
+  answer["candidates"] = {candidate("a", "ok", 0.80), candidate("b", "ok", 0.9)};
+  tune_candidates(slow, *db, options);
+  EXPECT_EQ(last_request["candidates"], json::array({"a", "b"})) << "PyTorch's win seeds nothing";
+}
+
+TEST(TuningDbNeighbours, ClosestBatchFirstAndNestedFieldsFree) {
+  namespace fs = std::filesystem;
+  fs::path path = fs::temp_directory_path() / ("fact_test_neighbours_" + std::to_string(getpid()) + ".sqlite");
+  fs::remove(path);
+  {
+    TuningDb db = TuningDb::open(path);
+    auto key = [](int m) {
+      WorkloadKey k;
+      k.pattern = "linear";
+      k.shape = {{"m", m}, {"n", 64}, {"a", {{"ld", 32}, {"batch_stride", m * 32}}}};
+      k.dtype = "f32";
+      k.numerics = "tf32";
+      k.arch = "sm_90a";
+      return k;
+    };
+    for (int m : {64, 4096, 512}) {
+      long long id = db.upsert_workload(key(m), "GPU");
+      CandidateRecord c;
+      c.config_id = "cfg" + std::to_string(m);
+      c.config = {{"m_tuned", m}};
+      c.status = "ok";
+      c.time_ms = 1.0;
+      db.record_candidates(id, {c});
+      db.set_winner(id, c.config_id);
+    }
+    auto near = db.neighbour_winners(key(1024), {"/m", "/a/batch_stride"});
+    ASSERT_EQ(near.size(), 3u);
+    EXPECT_EQ(near[0].config_id, "cfg512") << "closest m first (1024 / 512)";
+    EXPECT_EQ(near[1].config_id, "cfg4096");
+    EXPECT_EQ(near[2].config_id, "cfg64");
+    EXPECT_EQ(near[0].config, (json{{"m_tuned", 512}}));
+    EXPECT_EQ(db.neighbour_winners(key(1024), {"/m"}).size(), 0u) << "a's batch_stride differs too";
+    EXPECT_EQ(db.neighbour_winners(key(512), {"/m", "/a/batch_stride"}).size(), 2u) << "not its own workload";
+  }
+  fs::remove(path);
+}
