@@ -491,13 +491,10 @@ void TuningDb::set_winner(long long workload_id, const std::string& winner) {
   t.commit();
 }
 
-std::optional<Winner> TuningDb::get_winner(const WorkloadKey& key) {
-  Statement s(db_, path_, R"sql(
-SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name
-FROM workloads w LEFT JOIN candidates c ON c.workload_id = w.id AND c.config_id = w.winner
-WHERE w.key = ? AND w.winner IS NOT NULL)sql");
-  s.bind(1, key.canonical());
-  if (!s.step()) return std::nullopt;
+namespace {
+
+// A winner from a row of (workload id, winner, its candidate's config, its time, baseline ms, device name).
+Winner read_winner(Statement& s) {
   Winner w;
   w.workload_id = s.integer(0);
   w.config_id = s.text(1);
@@ -510,6 +507,18 @@ WHERE w.key = ? AND w.winner IS NOT NULL)sql");
     w.time_ms = s.real(3);
   }
   return w;
+}
+
+}  // namespace
+
+std::optional<Winner> TuningDb::get_winner(const WorkloadKey& key) {
+  Statement s(db_, path_, R"sql(
+SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name
+FROM workloads w LEFT JOIN candidates c ON c.workload_id = w.id AND c.config_id = w.winner
+WHERE w.key = ? AND w.winner IS NOT NULL)sql");
+  s.bind(1, key.canonical());
+  if (!s.step()) return std::nullopt;
+  return read_winner(s);
 }
 
 namespace {
@@ -548,14 +557,7 @@ WHERE w.pattern = ? AND w.dtype = ? AND w.layout = ? AND w.numerics = ? AND w.ar
   while (s.step()) {
     nlohmann::json shape = parse_stored_json(s.text(6));
     if (s.is_null(2) || without_fields(shape, free_fields) != fixed) continue;
-    Winner w;
-    w.workload_id = s.integer(0);
-    w.config_id = s.text(1);
-    w.config = parse_stored_json(s.text(2));
-    w.time_ms = s.real(3);
-    w.baseline_ms = s.real(4);
-    w.device_name = s.text(5);
-    found.emplace_back(free_field_distance(shape, c.shape, free_fields), std::move(w));
+    found.emplace_back(free_field_distance(shape, c.shape, free_fields), read_winner(s));
   }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Winner> out;

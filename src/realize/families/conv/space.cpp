@@ -1,7 +1,6 @@
 // The conv config (id, summary, JSON) and its config space: every (tile, K tile, cluster, CTAs a SM, consumer
-// warpgroups) of the family's data
-// file whose accumulators fit the consumer warpgroup's registers, ranked by how well the implicit GEMM's tiles fill
-// the output and the machine and how much of each tile's epilogue is hidden.
+// warpgroups) of the family's data file whose accumulators fit the consumer warpgroups' registers, ranked by how well
+// the implicit GEMM's tiles fill the output and the machine and how much of each tile's epilogue is hidden.
 #include <algorithm>
 #include <cmath>
 
