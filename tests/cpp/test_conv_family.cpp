@@ -1,4 +1,4 @@
-// The conv family (issue 17): conv1d/2d/3d matches with their grown epilogues (per-channel [K, 1, 1] vectors are row
+// The conv family (issue 17): conv1d/2d/3d matches (forward and transposed) with their grown epilogues (per-channel [K, 1, 1] vectors are row
 // broadcasts), the problem's checks (TMA's channel alignment, groups, output extents), the config space, the kernel
 // and op wrapper rendered from their templates, the composed call, and (tests named *Nvcc*) nvcc compiles for sm_90a.
 #include <gtest/gtest.h>
@@ -276,9 +276,172 @@ TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
                     return bound_node(m, p.graph, m.kernel.value("operands", Json::object()).value(operand, Json()));
                   }};
   std::string call = family->op_call(site).expression;
-  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], "
+  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], "
                   "[bias2.reshape(-1)])")
       << "channels-first in and out, as PyTorch's convolution: the kernel transposes in its workspace";
+}
+
+// KernelBench's ConvTranspose2d_BiasAdd shape, small: x [2, 16, 8, 8], w [16, 32, 3, 3] (w is [c, k, ...]) + b,
+// stride 2, padding 1, output_padding 1 -> [2, 32, 16, 16]; then relu.
+GraphDoc conv_transpose_relu(Json stride = Json::array({2, 2}), Json dilation = Json::array({1, 1}),
+                             std::vector<int64_t> filter = {3, 3}, Json padding = Json::array({1, 1}),
+                             Json output_padding = Json::array({1, 1}), std::vector<int64_t> out = {2, 32, 16, 16}) {
+  GraphDoc d;
+  d.input("w", {16, 32, filter[0], filter[1]}, "float32", "parameter").input("b", {32}, "float32", "parameter");
+  d.input("x", {2, 16, 8, 8});
+  d.op("convt", "aten.conv_transpose2d.input", {ref_to("x"), ref_to("w"), ref_to("b"), stride, padding, output_padding, 1,
+                                               dilation}, out);
+  d.op("relu", "aten.relu.default", {ref_to("convt")}, out);
+  d.output("relu");
+  return d;
+}
+
+TEST(ConvFamily, TransposedConvolutionsMatchWithTheirEpilogueAndCutIntoPhases) {
+  GraphDoc d = conv_transpose_relu();
+  Plan p = plan_of(d);
+  const Match& m = conv_match(p);
+  EXPECT_EQ(m.rule, "conv_transpose");
+  EXPECT_EQ(m.nodes, (std::vector<std::string>{"convt", "relu"}));
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  EXPECT_TRUE(cp.transposed);
+  EXPECT_EQ(cp.c, 16) << "x's channels: w's dim 0 when transposed";
+  EXPECT_EQ(cp.k, 32);
+  EXPECT_EQ(cp.out, (ConvDims{1, 16, 16}));
+  EXPECT_EQ(cp.output_padding, (ConvDims{0, 1, 1}));
+  EXPECT_EQ(cp.gemm_k(), 16 * 2 * 2) << "an output takes at most ceil(3 / 2) taps a dim";
+  EXPECT_EQ(cp.epilogue.tree.text(), "relu(add(mul(alpha,acc),row(bias)))");
+  EXPECT_EQ(ConvProblem::from_json(cp.to_json()).to_json(), cp.to_json());
+  // Outputs (o + 1) mod 2 == 0 take taps 0 and 2, the others tap 1: two stride-1 convolutions a dim.
+  auto phases = conv_transposed_phases(cp, 2);
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].taps, 2);
+  EXPECT_EQ(phases[0].first, 0);
+  EXPECT_EQ(phases[0].outputs, 8);
+  EXPECT_EQ(phases[0].offset, 1) << "q' = 0 is output 1";
+  EXPECT_EQ(phases[1].taps, 1);
+  EXPECT_EQ(phases[1].first, 1);
+  EXPECT_EQ(phases[1].offset, 0);
+  auto depth = conv_transposed_phases(cp, 0);
+  ASSERT_EQ(depth.size(), 1u) << "the unused depth dim is one trivial phase";
+  EXPECT_EQ(depth[0].taps * depth[0].outputs, 1);
+  nlohmann::json no_flag = cp.to_json();
+  no_flag.erase("transposed");
+  no_flag.erase("output_padding");
+  EXPECT_FALSE(ConvProblem::from_json(no_flag).transposed) << "problems recorded before were forward";
+}
+
+// The phases recompose the transposed convolution: each output exactly once, with the products PyTorch's definition
+// (output i * stride - padding + r * dilation gets x[i] * w[r]) sums, over strides, dilations, paddings, filters
+// and output paddings (1-D: the dims are independent).
+TEST(ConvFamily, TransposedPhasesRecomposeTheScatterDefinition) {
+  int checked = 0;
+  for (int64_t s : {1, 2, 3})
+    for (int64_t dil : {1, 2, 3})
+      for (int64_t r : {1, 2, 3, 4, 5})
+        for (int64_t pad : {0, 1, 2})
+          for (int64_t op = 0; op < std::max(s, dil); ++op)
+            for (int64_t in : {1, 4, 7}) {
+              ConvProblem p;
+              p.transposed = true;
+              p.spatial_dims = 1;
+              p.n = 1, p.c = 4, p.k = 4;
+              p.in[2] = in, p.filter[2] = r, p.stride[2] = s, p.dilation[2] = dil, p.padding[2] = pad;
+              p.output_padding[2] = op;
+              p.out[2] = p.expected_out(2);
+              if (p.out[2] <= 0) continue;
+              std::vector<ConvPhase> phases;
+              try {
+                phases = conv_transposed_phases(p, 2);
+              } catch (const Error& e) {
+                const std::string why = e.what();
+                EXPECT_TRUE(has(why, "common factor") || has(why, "no tap") || has(why, "past x's edge")) << why;
+                continue;
+              }
+              // x[i] = 2^i-ish distinct values, w[t] likewise: sums of distinct products identify the pairs.
+              auto x = [](int64_t i) { return double(i + 1); };
+              auto w = [](int64_t t) { return double(100 * (t + 1)); };
+              std::vector<double> want(p.out[2], 0.0), got(p.out[2], 0.0);
+              std::vector<int> written(p.out[2], 0);
+              for (int64_t i = 0; i < in; ++i)
+                for (int64_t t = 0; t < r; ++t) {
+                  int64_t o = i * s - pad + t * dil;
+                  if (o >= 0 && o < p.out[2]) want[o] += x(i) * w(t);
+                }
+              for (const ConvPhase& ph : phases)
+                for (int64_t q = 0; q < ph.outputs; ++q) {
+                  int64_t o = s * q + ph.offset;
+                  ASSERT_TRUE(o >= 0 && o < p.out[2]) << "s " << s << " d " << dil << " r " << r << " p " << pad;
+                  ++written[o];
+                  for (int64_t m = 0; m < ph.taps; ++m) {  // forward: x[q - lower + m * d] * sub-filter[m]
+                    int64_t i = q - ph.lower + m * dil;
+                    if (i >= 0 && i < in) got[o] += x(i) * w(ph.first + s * (ph.taps - 1 - m));
+                  }
+                  // The forward convolution's own output count is the phase's.
+                  EXPECT_EQ(in + ph.lower + ph.upper - dil * (ph.taps - 1), ph.outputs);
+                }
+              for (int64_t o = 0; o < p.out[2]; ++o) {
+                ASSERT_EQ(written[o], 1) << "output " << o << " s " << s << " d " << dil << " r " << r << " p " << pad;
+                ASSERT_EQ(got[o], want[o]) << "output " << o << " s " << s << " d " << dil << " r " << r << " p " << pad;
+              }
+              ++checked;
+            }
+  EXPECT_GT(checked, 300);
+}
+
+TEST(ConvFamily, TransposedConvolutionsThatAreNoForwardPhasesStayPyTorchs) {
+  auto why = [](GraphDoc d) {
+    try {
+      problem_of(d);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("taken");
+  };
+  // stride 2, dilation 2: odd outputs only get the bias.
+  EXPECT_TRUE(has(why(conv_transpose_relu(Json::array({2, 2}), Json::array({2, 2}), {3, 3}, Json::array({1, 1}),
+                                          Json::array({1, 1}), {2, 32, 18, 18})),
+                  "common factor"));
+  // a 1x1 filter of stride 2: the odd outputs take no tap.
+  EXPECT_TRUE(has(why(conv_transpose_relu(Json::array({2, 2}), Json::array({1, 1}), {1, 1}, Json::array({0, 0}),
+                                          Json::array({1, 1}), {2, 32, 16, 16})),
+                  "no tap"));
+  // KernelBench level1/81's stride 5, dilation 2, padding 1: a phase's window starts inside x.
+  EXPECT_TRUE(has(why(conv_transpose_relu(Json::array({5, 5}), Json::array({2, 2}), {3, 3}, Json::array({1, 1}),
+                                          Json::array({0, 0}), {2, 32, 38, 38})),
+                  "past x's edge"));
+  GraphDoc res;
+  res.input("w", {16, 32, 3, 3}, "float32", "parameter").input("x", {2, 16, 8, 8}).input("r", {2, 32, 10, 10});
+  res.op("convt", "aten.conv_transpose2d.input", {ref_to("x"), ref_to("w")}, {2, 32, 10, 10});
+  res.op("add", "aten.add.Tensor", {ref_to("convt"), ref_to("r")}, {2, 32, 10, 10});
+  res.output("add");
+  EXPECT_TRUE(has(why(res), "reads a residual")) << why(res);
+}
+
+TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters) {
+  GraphDoc d = conv_transpose_relu();
+  Plan p = plan_of(d);
+  const Match& m = conv_match(p);
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
+  const KernelFamily* family = kernel_family_named("conv");
+  Json problem = cp.to_json(), config = c.to_json();
+  OpCallSite site{m, p.graph, problem, config, "torch.ops.fact." + c.id(), "relu", "pattern conv at node 'relu'",
+                  [&](const char* operand, bool required) -> std::string {
+                    const Json ops = m.kernel.value("operands", Json::object());
+                    const ir::Node* n = bound_node(m, p.graph, ops.value(operand, Json()));
+                    if (!n && required) throw Error(std::string("unbound ") + operand);
+                    return n ? n->name : "None";
+                  },
+                  [&](const char* operand) {
+                    return bound_node(m, p.graph, m.kernel.value("operands", Json::object()).value(operand, Json()));
+                  }};
+  EXPECT_EQ(family->op_call(site).expression,
+            "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], [])");
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "gather(a, l, base + w.filters + l.filter_offset, stream);"));
+  EXPECT_TRUE(has(kernel, "for (const Launch& l : ls)")) << "one forward launch a phase";
+  std::string op = generate_conv_op_wrapper(c).text;
+  EXPECT_TRUE(has(op, "a.k = w.size(1 - w_in);")) << "w is [c, k, ...] when transposed";
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {

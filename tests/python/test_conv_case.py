@@ -12,8 +12,13 @@ from fact.realize.problem_fields import ProblemError
 # C++ family's measure_problem writes for it.
 TREE = ["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}]
 PROBLEM = {"spatial_dims": 2, "n": 2, "c": 8, "k": 16, "in": [1, 10, 10], "filter": [1, 3, 3], "out": [1, 8, 8],
-           "stride": [1, 1, 1], "padding": [0, 0, 0], "dilation": [1, 1, 1], "dtype": "float32", "numerics": "tf32",
-           "epilogue": TREE}
+           "stride": [1, 1, 1], "padding": [0, 0, 0], "dilation": [1, 1, 1], "transposed": False,
+           "output_padding": [0, 0, 0], "dtype": "float32", "numerics": "tf32", "epilogue": TREE}
+# ConvTranspose2d, small: x [2, 8, 5, 5], w [8, 16, 3, 3] ([c, k, ...]), stride 2, padding 1, output_padding 1
+# -> [2, 16, 10, 10], + bias, relu.
+TRANSPOSED = {**PROBLEM, "in": [1, 5, 5], "out": [1, 10, 10], "stride": [1, 2, 2], "padding": [0, 1, 1],
+              "transposed": True, "output_padding": [0, 1, 1], "epilogue": ["relu", ["add", ["mul", "alpha", "acc"],
+                                                                                      {"row": "bias"}]]}
 
 
 def test_problem_parses_and_checks_the_output_extent():
@@ -56,11 +61,15 @@ def test_reference_op_is_the_tree_over_the_convolution():
     schema, impl, key = conv_reference.reference_op(entry)
     assert schema.startswith("(Tensor x, Tensor w") and "relu" in key
     x, w, b, v = torch.randn(2, 8, 9, 9), torch.randn(16, 8, 3, 3), torch.randn(16), torch.randn(16)
-    out = impl(x, w, b, None, [2, 2], [1, 1], [1, 1], [v])
+    out = impl(x, w, b, None, [2, 2], [1, 1], [1, 1], False, [0, 0], [v])
     want = F.conv2d(x, w, b, stride=2, padding=1).relu() + v.reshape(-1, 1, 1)
     assert out.shape == want.shape and torch.allclose(out, want, atol=1e-5)
     with pytest.raises(ValueError, match="reads 1 vectors"):
-        impl(x, w, b, None, [1, 1], [0, 0], [1, 1], [])
+        impl(x, w, b, None, [1, 1], [0, 0], [1, 1], False, [0, 0], [])
+    wt = torch.randn(8, 16, 3, 3)  # transposed: [c, k, ...]
+    out = impl(x, wt, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], [v])
+    want = F.conv_transpose2d(x, wt, b, stride=2, padding=1, output_padding=1).relu() + v.reshape(-1, 1, 1)
+    assert out.shape == want.shape == (2, 16, 18, 18) and torch.allclose(out, want, atol=1e-5)
 
 
 def test_reference_in_slices_of_the_batch_equals_the_whole(monkeypatch):
@@ -89,3 +98,29 @@ def test_image_channels_are_padded_to_whole_vectors_in_the_kernels_filter():
     case.pre_kernel()(inp)
     assert torch.equal(inp.w_last, inp.w) and torch.equal(storage[..., 3], torch.zeros(16, 3, 3))
     assert case.kernel_args(inp, 0).w == inp.w_last.data_ptr() and inp.w_last.stride() == (36, 1, 12, 4)
+
+
+def test_transposed_problem_reads_w_as_pytorch_holds_it():
+    """A transposed convolution: w [c, k, ...] handed to the kernel as it is (no pre-kernel copy: the kernel gathers
+    each output phase's sub-filter), the reference and the baseline PyTorch's conv_transpose2d."""
+    p = family_cases.parse_family_problem("conv", TRANSPOSED, "x")
+    assert p.out_shape == (2, 16, 10, 10) and p.reduction == 8 * 2 * 2 and p.to_json() == TRANSPOSED
+    with pytest.raises(ProblemError, match="does not follow"):
+        family_cases.parse_family_problem("conv", {**TRANSPOSED, "output_padding": [0, 0, 0]}, "x")
+    with pytest.raises(ProblemError, match="output_padding: .* on a forward convolution"):
+        family_cases.parse_family_problem("conv", {**TRANSPOSED, "transposed": False}, "x")
+    with pytest.raises(ProblemError, match="reads no residual"):
+        family_cases.parse_family_problem("conv", {**TRANSPOSED, "epilogue": ["add", "acc", "residual"]}, "x")
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.w.shape == (8, 16, 3, 3) and inp.w_last is inp.w and case.pre_kernel() is None
+    ref = case.reference(inp)["out"]
+    want = F.conv_transpose2d(inp.x.double(), inp.w.double(), inp.bias.double(), stride=2, padding=1,
+                              output_padding=1).relu()
+    assert ref.shape == (2, 16, 10, 10) and torch.allclose(ref, want)
+    (name, run), = case.baselines()
+    got = run(inp)["out"]
+    assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
+    args = case.kernel_args(inp, 0)
+    assert args.transposed == 1 and (args.c, args.k) == (8, 16) and args.w == inp.w.data_ptr()
+    assert list(args.out_extent) == [1, 10, 10] and list(args.stride) == [1, 2, 2]

@@ -41,7 +41,7 @@ def op_entry(cid: str, gencode: str, numerics="bf16", **problem) -> dict:
 
 def manifest() -> dict:
     return {"format": "fact-op-library", "version": 1, "namespace": "fact", "library": "libfact_ops.so",
-            "kernel_abi_version": 3,
+            "kernel_abi_version": 4,
             "build": {"ops_source": "ops.cpp", "ops_object": "build/ops.o", "include_dir": "include",
                       "object_dir": "build", "cutlass_include_dirs": ["include", "tools/util/include"],
                       "ops_cxx_flags": ["-std=c++17", "-O3", "-fPIC", "-DNDEBUG", "-I{fact_include}"],

@@ -55,7 +55,7 @@ def registry_entry(ir, root: Path):
                 "rows": ROWS, "cols": COLS, "dtype": "float32"}
     record = {"format": "fact-registry-entry", "version": 1, "name": ENTRY, "family": "rowwise", "arch": "sm90",
               "dtype": "float32", "numerics": "fp32", "fragment": fragment,
-              "kernel": {"abi": "FactRowwiseArgs", "abi_version": 3, "id": ENTRY, "entry": f"fact_{ENTRY}_run",
+              "kernel": {"abi": "FactRowwiseArgs", "abi_version": 4, "id": ENTRY, "entry": f"fact_{ENTRY}_run",
                          "source_file": "kernel.cu", "config": {}},
               "verification": {"passed": True, "note": "test fixture"}}
     d = root / ENTRY

@@ -1,5 +1,5 @@
 """The conv family's measurement case: out = epilogue(conv(x, w)) for conv1d/2d/3d (stride, padding, dilation,
-groups 1) with the GEMM family's epilogue trees (bias, per-channel vectors, scalars, a residual) over the
+groups 1; transposed: conv_transpose with w [c, k, ...] and an output padding) with the GEMM family's epilogue trees (bias, per-channel vectors, scalars, a residual) over the
 implicit GEMM's [n*z*p*q, k] output.
 
 Verified against the convolution in float64 on the same rounded inputs, within verify.py's table for the mode at
@@ -15,7 +15,7 @@ import ctypes
 import math
 from dataclasses import dataclass
 
-from ..compose.reference.conv import evaluate_conv_epilogue
+from ..compose.reference.conv import convolution, evaluate_conv_epilogue
 from ..compose.reference.gemm import tree_leaves, tree_slots, vector_slots
 from . import verify
 from .gemm_case import parse_epilogue, epilogue_tables
@@ -27,8 +27,8 @@ SPATIAL = 3  # FACT_CONV_SPATIAL: (d, h, w), a 2-D conv's depth 1
 REFERENCE_CHUNK_BYTES = 1 << 30  # float64 output of one slice of the batch in the reference
 REFERENCE_F64_BYTES = 2 << 30    # a larger reference is kept in float32
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
-PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "dtype",
-                "numerics", "epilogue")
+PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
+                "output_padding", "dtype", "numerics", "epilogue")
 
 
 def _dims(obj, key, where, minimum):
@@ -51,6 +51,8 @@ class ConvProblem(JsonProblem):
     stride: tuple
     padding: tuple
     dilation: tuple
+    transposed: bool
+    output_padding: tuple
     dtype: str
     numerics: str
     epilogue: object
@@ -71,7 +73,16 @@ class ConvProblem(JsonProblem):
 
     @property
     def reduction(self) -> int:
+        """Products summed per output: c times the taps (a transposed convolution's outputs take at most
+        ceil(filter / stride) taps a dim)."""
+        if self.transposed:
+            return self.c * math.prod(-(-f // s) for f, s in zip(self.filter, self.stride))
         return self.c * math.prod(self.filter)
+
+    @property
+    def w_shape(self) -> tuple:
+        """w as PyTorch holds it: [k, c, ...], or [c, k, ...] transposed."""
+        return ((self.c, self.k) if self.transposed else (self.k, self.c)) + tuple(self.filter[self.own])
 
     @property
     def out_shape(self) -> tuple:
@@ -85,27 +96,41 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
     dims = integer(obj, "spatial_dims", where)
     if dims > SPATIAL:
         raise ProblemError(f"{where}.spatial_dims: {dims} is over {SPATIAL}")
+    transposed = obj.get("transposed", False)
+    if not isinstance(transposed, bool):
+        raise ProblemError(f"{where}.transposed: {transposed!r} is not true or false")
     p = ConvProblem(spatial_dims=dims, n=integer(obj, "n", where), c=integer(obj, "c", where),
                     k=integer(obj, "k", where), in_=_dims(obj, "in", where, 1), filter=_dims(obj, "filter", where, 1),
                     out=_dims(obj, "out", where, 1), stride=_dims(obj, "stride", where, 1),
                     padding=_dims(obj, "padding", where, 0), dilation=_dims(obj, "dilation", where, 1),
+                    transposed=transposed,
+                    output_padding=_dims(obj, "output_padding", where, 0) if "output_padding" in obj else (0, 0, 0),
                     dtype=dtype, numerics=numerics,
                     epilogue=parse_epilogue(obj.get("epilogue", "none"), f"{where}.epilogue"))
     for i in range(SPATIAL):
-        want = (p.in_[i] + 2 * p.padding[i] - p.dilation[i] * (p.filter[i] - 1) - 1) // p.stride[i] + 1
+        if p.transposed:
+            want = ((p.in_[i] - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (p.filter[i] - 1)
+                    + p.output_padding[i] + 1)
+        else:
+            want = (p.in_[i] + 2 * p.padding[i] - p.dilation[i] * (p.filter[i] - 1) - 1) // p.stride[i] + 1
+            if p.output_padding[i]:
+                raise ProblemError(f"{where}.output_padding: {list(p.output_padding)} on a forward convolution")
         if p.out[i] != want:
             raise ProblemError(f"{where}.out: {list(p.out)} does not follow from the input, filter, stride, padding "
                                f"and dilation (dim {i}: {want})")
     if "C" in tree_leaves(p.tree) or "col" in tree_slots(p.tree).values():
         raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
+    if p.transposed and "residual" in tree_leaves(p.tree):
+        raise ProblemError(f"{where}.epilogue: a transposed convolution's epilogue reads no residual")
     return p
 
 
 @dataclass
 class ConvInputs:
     x: object          # [n, c, ...] channels-first, dense: as a module holds it (and as the kernel reads it)
-    w: object          # [k, c, ...] likewise
-    w_last: object     # w's values in channels-last storage (the kernel's filter), filled by the pre-kernel copy
+    w: object          # [k, c, ...] likewise ([c, k, ...] transposed)
+    w_last: object     # the kernel's filter: w's values in channels-last storage, filled by the pre-kernel copy
+                       # (transposed: w itself, which the kernel reads as PyTorch holds it)
     bias: object       # [k] or None
     residual: object   # like the output, channels-first, or None
     vectors: dict      # {"vec<i>": flat [k] or [1]}
@@ -139,10 +164,10 @@ class ConvCase(MeasureCase):
         p = self.problem
         elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
         x = p.n * p.c * math.prod(p.in_)
-        w = p.k * p.reduction
+        w = math.prod(p.w_shape) * (1 if p.transposed else 2)  # a forward filter twice: both layouts
         out = p.n * p.k * math.prod(p.out)
         residual = out if "residual" in tree_leaves(p.tree) else 0
-        return (x + 2 * w + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem  # w twice: both layouts
+        return (x + w + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem
 
     def make_inputs(self, device, generator=None) -> ConvInputs:
         """Fresh random operands: x ~ N(0, 1), w scaled by 1/sqrt(K) so outputs are about N(0, 1)."""
@@ -155,8 +180,8 @@ class ConvCase(MeasureCase):
             return (torch.randn(*shape, device=device, dtype=torch.float32, generator=generator) * scale).to(dt)
 
         x = randn(p.n, p.c, *p.in_[own])
-        w = randn(p.k, p.c, *p.filter[own], scale=1.0 / math.sqrt(p.reduction))
-        w_last = filter_storage(p, w)
+        w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
+        w_last = w if p.transposed else filter_storage(p, w)
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
         residual = randn(*p.out_shape) if "residual" in tree_leaves(p.tree) else None
@@ -169,7 +194,7 @@ class ConvCase(MeasureCase):
         return ConvInputs(x, w, w_last, bias, residual, vectors, {"out": (view, buf)})
 
     def pre_kernel(self):
-        return self.filter_to_channels_last
+        return None if self.problem.transposed else self.filter_to_channels_last
 
     @staticmethod
     def filter_to_channels_last(inp: ConvInputs) -> None:
@@ -189,16 +214,15 @@ class ConvCase(MeasureCase):
             slots[int(slot[3:])] = t.data_ptr()
         return FactConvArgs(n=p.n, c=p.c, k=p.k, in_extent=arr(p.in_), filter_extent=arr(p.filter),
                             out_extent=arr(p.out), stride=arr(p.stride), padding=arr(p.padding),
-                            dilation=arr(p.dilation), x=ptr(inp.x), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
+                            dilation=arr(p.dilation), transposed=int(p.transposed), x=ptr(inp.x), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
                             bias=ptr(inp.bias), residual=ptr(inp.residual), vectors=slots, alpha=1.0,
                             workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
 
     def _conv(self, x, w, bias=None):
-        import torch.nn.functional as F
         p = self.problem
-        fn = (F.conv1d, F.conv2d, F.conv3d)[p.spatial_dims - 1]
         own = p.own
-        return fn(x, w, bias, stride=p.stride[own], padding=p.padding[own], dilation=p.dilation[own])
+        return convolution(x, w, p.stride[own], p.padding[own], p.dilation[own], p.transposed, p.output_padding[own],
+                           bias)
 
     def reference(self, inp: ConvInputs) -> dict:
         """The tree over the convolution in float64 on the same rounded inputs, a slice of the batch at a time (a

@@ -47,7 +47,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
 
 std::string conv_op_schema(const ConvConfig& c) {
   return c.id() + "(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
-                  "Tensor[] vectors) -> Tensor";
+                  "bool transposed, int[] output_padding, Tensor[] vectors) -> Tensor";
 }
 
 GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
@@ -69,9 +69,9 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
 
 namespace {
 
-// x and w as the module has them, bias / residual / vectors as bound, the tuned problem's stride, padding and
-// dilation (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims); the result is
-// channels-first, as PyTorch's convolution returns it.
+// x and w as the module has them, bias / residual / vectors as bound, the tuned problem's stride, padding, dilation,
+// transposed and output padding (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims); the
+// result is channels-first, as PyTorch's convolution returns it.
 OpCall conv_op_call(const OpCallSite& s) {
   ConvProblem p = ConvProblem::from_json(s.problem);
   auto own = [&](const ConvDims& d) {
@@ -83,9 +83,10 @@ OpCall conv_op_call(const OpCallSite& s) {
     vectors += (vectors.empty() ? "" : ", ") + s.tensor(slot.c_str(), true) + ".reshape(-1)";
   }
   std::string bias = s.tensor("bias", false);
-  std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true), s.tensor("w", true),
-                                 bias == "None" ? bias : bias + ".reshape(-1)", s.tensor("residual", false),
-                                 own(p.stride), own(p.padding), own(p.dilation), vectors);
+  std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true),
+                                 s.tensor("w", true), bias == "None" ? bias : bias + ".reshape(-1)",
+                                 s.tensor("residual", false), own(p.stride), own(p.padding), own(p.dilation),
+                                 p.transposed ? "True" : "False", own(p.output_padding), vectors);
   return {"", expr};
 }
 

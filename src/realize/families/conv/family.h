@@ -1,12 +1,14 @@
 #pragma once
-// The conv family: forward convolutions (conv1d/2d/3d, groups 1) with the GEMM family's epilogue trees, as CUTLASS
-// 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma). problem.cpp reads a match into a ConvProblem; space.cpp
+// The conv family: convolutions (conv1d/2d/3d, groups 1), forward and transposed, with the GEMM family's epilogue
+// trees, as CUTLASS 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma); a transposed convolution runs as one
+// stride-1 forward convolution per output phase (ConvPhase). problem.cpp reads a match into a ConvProblem; space.cpp
 // has the ConvConfig and its config space; family.cpp renders templates/cutlass/conv_sm90_fprop.cu.in and
 // conv_op.cpp.in and registers the family. As a GEMM: M = n * z * p * q output pixels, N = k output channels,
 // K = c (padded to 16-byte vectors) * t * r * s; a per-channel vector is the epilogue's row broadcast.
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,12 +24,15 @@ namespace fact::realize {
 constexpr int kConvSpatial = 3;  // FACT_CONV_SPATIAL: depth, height, width (a 2-D conv has depth 1)
 using ConvDims = std::array<int64_t, kConvSpatial>;
 
-// One forward convolution: extents in the ABI's (d, h, w) order, leading dims of a 1-D/2-D conv at 1.
+// One convolution: extents in the ABI's (d, h, w) order, leading dims of a 1-D/2-D conv at 1. c is x's channels and
+// k the output's, whichever way round w holds them ([k, c, ...] forward, [c, k, ...] transposed).
 struct ConvProblem {
   int spatial_dims = 2;  // 1, 2 or 3: conv1d / conv2d / conv3d
   int64_t n = 0, c = 0, k = 0;
   ConvDims in{1, 1, 1}, filter{1, 1, 1}, out{1, 1, 1};
   ConvDims stride{1, 1, 1}, padding{0, 0, 0}, dilation{1, 1, 1};
+  bool transposed = false;               // conv_transpose: x[i] * w[r] lands on output i * stride - padding + r * dilation
+  ConvDims output_padding{0, 0, 0};      // transposed: added to the output's far end
   Element element = Element::f32;  // x, w, out and the epilogue's tensors
   Epilogue epilogue;               // over acc, without C: "none", "bias" or a grown tree
   Arch arch = Arch::sm90;
@@ -37,7 +42,9 @@ struct ConvProblem {
   int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
   // Input channels as the kernel reads them: c zero-padded to whole 16-byte vectors (TMA's unit).
   int64_t padded_c() const;
-  int64_t gemm_k() const { return padded_c() * filter[0] * filter[1] * filter[2]; }
+  // The reduction: the padded channels times the taps (a transposed convolution's outputs each take at most
+  // ceil(filter / stride) taps a dim, its phases' sub-filters).
+  int64_t gemm_k() const;
   // The output extent PyTorch computes for dim i from the others.
   int64_t expected_out(int i) const;
   // Throws Error naming the field and the fix (extents, TMA's 16-byte alignment of k, the epilogue).
@@ -50,6 +57,18 @@ struct ConvProblem {
 // padding / dilation (one value stands for every spatial dim), the epilogue the match grew (bias, or the tree of
 // Match.kernel "epilogue_tree"). Throws Error naming the match when the kernel cannot take it.
 ConvProblem conv_problem_from_match(const discover::Match& match, const ir::Graph& graph, Numerics numerics, Arch arch);
+
+// One dim of a transposed convolution's output phase: the outputs o with (o + padding) mod stride == residue gather
+// x through `taps` taps of w (first, first + stride, ...), a stride-1 forward convolution of x with those taps
+// reversed, `lower` / `upper` padding and the dilation, whose output q lands at o = stride * q + offset. The kernel
+// (templates/cutlass/conv_sm90_fprop.cu.in, launches()) cuts the call the same way.
+struct ConvPhase {
+  int64_t residue = 0, taps = 0, first = 0, outputs = 0, lower = 0, upper = 0, offset = 0;
+};
+// The phases of dim i with outputs (some residues have none when the output is short); throws Error naming the
+// reason when one cannot be a forward convolution (stride and dilation sharing a factor, outputs no tap reaches, a
+// window starting past x's edge).
+std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& problem, int i);
 
 // One kernel: the CTA tile (M x N x K elements) and the cluster, plus the problem traits the kernel is specialized on
 // (spatial dims, element, epilogue). CUTLASS's sm90 convolutions have one schedule (warp-specialized, one producer

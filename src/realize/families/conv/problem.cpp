@@ -1,4 +1,7 @@
 // The conv problem: from a rule match (x and w as the graph has them, the attrs, the grown epilogue) and its JSON.
+#include <algorithm>
+#include <numeric>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -47,7 +50,43 @@ int64_t ConvProblem::padded_c() const {
 }
 
 int64_t ConvProblem::expected_out(int i) const {
+  if (transposed) return (in[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (filter[i] - 1) + output_padding[i] + 1;
   return (in[i] + 2 * padding[i] - dilation[i] * (filter[i] - 1) - 1) / stride[i] + 1;
+}
+
+int64_t ConvProblem::gemm_k() const {
+  int64_t k = padded_c();
+  for (int i = 0; i < kConvSpatial; ++i) k *= transposed ? (filter[i] + stride[i] - 1) / stride[i] : filter[i];
+  return k;
+}
+
+std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& p, int i) {
+  const int64_t s = p.stride[i], d = p.dilation[i], pad = p.padding[i], r = p.filter[i];
+  auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  if (std::gcd(s, d) != 1)
+    throw Error(fmt::format("conv problem: a transposed convolution of stride {} and dilation {} (dim {}): their common "
+                            "factor leaves outputs that only the bias reaches; PyTorch keeps it", s, d, i));
+  std::vector<ConvPhase> phases;
+  for (int64_t res = 0; res < s; ++res) {
+    ConvPhase ph;
+    ph.residue = res;
+    while ((ph.first * d) % s != res) ++ph.first;
+    const int64_t q_min = floor_div(pad - res + s - 1, s), q_max = floor_div(p.out[i] - 1 + pad - res, s);
+    ph.outputs = q_max - q_min + 1;
+    if (ph.outputs <= 0) continue;
+    if (ph.first >= r)
+      throw Error(fmt::format("conv problem: transposed convolution with filter {} and stride {} (dim {}): outputs "
+                              "{} mod {} take no tap (the bias alone); PyTorch keeps it", r, s, i, res, s));
+    ph.taps = (r - ph.first + s - 1) / s;
+    ph.lower = (ph.first * d - res) / s + (ph.taps - 1) * d - q_min;
+    ph.upper = ph.outputs - p.in[i] - ph.lower + (ph.taps - 1) * d;
+    ph.offset = s * q_min + res - pad;
+    if (ph.lower < 0 || ph.upper < 0)
+      throw Error(fmt::format("conv problem: transposed convolution, dim {}: padding {} crops the outputs {} mod {} "
+                              "past x's edge (a forward window starting inside x); PyTorch keeps it", i, pad, res, s));
+    phases.push_back(ph);
+  }
+  return phases;
 }
 
 void ConvProblem::validate() const {
@@ -63,11 +102,19 @@ void ConvProblem::validate() const {
     if (i < kConvSpatial - spatial_dims && (in[i] != 1 || filter[i] != 1 || stride[i] != 1 || padding[i] != 0))
       throw Error(fmt::format("conv problem: a {}-D convolution has extent 1, stride 1 and padding 0 in dim {}",
                               spatial_dims, i));
+    if (output_padding[i] < 0 || (output_padding[i] > 0 && (!transposed || output_padding[i] >= std::max(stride[i], dilation[i]))))
+      throw Error(fmt::format("conv problem: output padding {} must be 0, or below the stride or the dilation of a "
+                              "transposed convolution", dims_text(output_padding)));
     if (out[i] != expected_out(i) || out[i] <= 0)
       throw Error(fmt::format("conv problem: output {} does not follow from input {}, filter {}, stride {}, padding "
-                              "{}, dilation {}", dims_text(out), dims_text(in), dims_text(filter), dims_text(stride),
-                              dims_text(padding), dims_text(dilation)));
+                              "{}, dilation {}{}", dims_text(out), dims_text(in), dims_text(filter), dims_text(stride),
+                              dims_text(padding), dims_text(dilation),
+                              transposed ? ", output padding " + dims_text(output_padding) + " (transposed)" : ""));
+    if (transposed) conv_transposed_phases(*this, i);  // throws when a phase is no forward convolution
   }
+  if (transposed && epilogue.tree.reads_source("residual"))
+    throw Error("conv problem: a transposed convolution's epilogue reads a residual; its phases write strided output "
+                "pixels, which the residual's tile loads cannot follow");
   // TMA moves 16-byte rows of channels: the kernel zero-pads x's channels-last copy and the filter to whole vectors
   // (a 3-channel image becomes 4 fp32 channels), but the filter's rows of k output channels must be whole already.
   int vec = 16 / element_bytes(element);
@@ -85,6 +132,7 @@ void ConvProblem::validate() const {
 nlohmann::json ConvProblem::to_json() const {
   return {{"spatial_dims", spatial_dims}, {"n", n}, {"c", c}, {"k", k}, {"in", in}, {"filter", filter},
           {"out", out}, {"stride", stride}, {"padding", padding}, {"dilation", dilation},
+          {"transposed", transposed}, {"output_padding", output_padding},
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
 }
@@ -102,6 +150,8 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.stride = j.at("stride");
     p.padding = j.at("padding");
     p.dilation = j.at("dilation");
+    p.transposed = j.value("transposed", false);  // problems recorded before transposed convolutions were forward
+    p.output_padding = j.value("output_padding", ConvDims{0, 0, 0});
     p.element = element_from_string(j.at("element"));
     p.epilogue = Epilogue::from_json(j.value("epilogue", nlohmann::json("none")));
     p.arch = arch_from_string(j.at("arch"));
@@ -120,16 +170,20 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
     throw Error(what + ": the rule's kernel block names no bound tensors for operands x and w");
   const ir::TensorMeta& tx = x->out();
   const ir::TensorMeta& tw = w->out();
+  ConvProblem p;
+  auto transposed = m.attrs.find("transposed");
+  p.transposed = transposed != m.attrs.end() && transposed->second.is_boolean() && transposed->second.get<bool>();
   if (tx.rank() < 3 || tx.rank() > 5 || tw.rank() != tx.rank())
     throw Error(fmt::format("{}: x is {}-D and w {}-D; a convolution of 1 to 3 spatial dims takes [n, c, ...] and "
-                            "[k, c, ...] of one rank", what, tx.rank(), tw.rank()));
-  ConvProblem p;
+                            "[{}, ...] of one rank", what, tx.rank(), tw.rank(), p.transposed ? "c, k" : "k, c"));
   p.spatial_dims = static_cast<int>(tx.rank()) - 2;
   p.n = tx.shape[0];
   p.c = tx.shape[1];
-  p.k = tw.shape[0];
-  if (tw.shape[1] != p.c)
-    throw Error(fmt::format("{}: w has {} input channels for x's {} (groups > 1 is not taken yet)", what, tw.shape[1], p.c));
+  const int w_in = p.transposed ? 0 : 1;  // w's input-channel dim
+  p.k = tw.shape[1 - w_in];
+  if (tw.shape[w_in] != p.c)
+    throw Error(fmt::format("{}: w has {} input channels for x's {} (groups > 1 is not taken yet)", what,
+                            tw.shape[w_in], p.c));
   int lead = kConvSpatial - p.spatial_dims;
   for (int i = 0; i < p.spatial_dims; ++i) {
     p.in[lead + i] = tx.shape[2 + i];
@@ -138,6 +192,7 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
   p.stride = spatial_attr(m, "stride", p.spatial_dims, 1, what);
   p.padding = spatial_attr(m, "padding", p.spatial_dims, 0, what);
   p.dilation = spatial_attr(m, "dilation", p.spatial_dims, 1, what);
+  if (p.transposed) p.output_padding = spatial_attr(m, "output_padding", p.spatial_dims, 0, what);
   auto groups = m.attrs.find("groups");
   if (groups != m.attrs.end() && groups->second.is_number_integer() && groups->second.get<int64_t>() != 1)
     throw Error(fmt::format("{}: groups {} (grouped and depthwise convolutions are not taken yet)", what,
