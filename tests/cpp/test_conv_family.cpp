@@ -181,38 +181,48 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
   EXPECT_EQ(old.ctas_per_sm, 1) << "configs recorded before the knob ran one CTA a SM";
 }
 
-// Two consumer warpgroups split a tile of 128 or 256 rows (64 rows each per wgmma) and keep the SM to their CTA;
-// their accumulators count per warpgroup, so 128x256 fits (128 a thread) where one warpgroup could not hold it.
-TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTilesAloneOnTheirSm) {
+// Two consumer warpgroups split a tile of 128 or 256 rows (64 rows each per wgmma); their accumulators count per
+// warpgroup, so 128x256 fits (128 a thread) where one warpgroup could not hold it. Two such CTAs a SM (16 consumer
+// warps for an epilogue's math) get 104 registers a thread, of which at most 64 accumulators, and take the ranking's
+// second turn.
+TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTiles) {
   GraphDoc d = conv_relu_bias();
   ConvProblem p = problem_of(d);
   auto space = enumerate_conv_configs(p, 1000);
-  bool cooperative = false;
+  bool cooperative = false, two_ctas = false;
   for (const auto& c : space.ranked)
     if (c.consumer_warpgroups == 2) {
       cooperative = true;
+      two_ctas |= c.ctas_per_sm == 2;
       EXPECT_EQ(c.tile_m % 128, 0) << c.summary();
-      EXPECT_EQ(c.ctas_per_sm, 1) << c.summary();
+      if (c.ctas_per_sm == 2) EXPECT_LE(c.tile_m * c.tile_n / 256, 64) << c.summary();
       EXPECT_TRUE(has(c.summary(), " 2wg")) << c.summary();
     }
-  EXPECT_TRUE(cooperative);
+  EXPECT_TRUE(cooperative && two_ctas);
+  auto top = enumerate_conv_configs(p, 2).ranked;
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_TRUE(top[1].consumer_warpgroups == 2 && top[1].ctas_per_sm == 2) << top[1].summary();
   ConvConfig c = space.ranked.front();
   p.k = 256;  // output channels enough for a 256-wide tile
   c.tile_m = 128;
   c.tile_n = 256;
   c.ctas_per_sm = 1;
   c.consumer_warpgroups = 1;
+  c.cluster_m = c.cluster_n = 1;
   EXPECT_TRUE(has(conv_config_rejection(p, c), "256 accumulators")) << conv_config_rejection(p, c);
   c.consumer_warpgroups = 2;
   EXPECT_EQ(conv_config_rejection(p, c), "");
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr int kConsumerWarpGroups = 2;"));
   EXPECT_TRUE(has(kernel, "cutlass::epilogue::TmaWarpSpecializedCooperative"));
+  EXPECT_TRUE(has(kernel, "kMmaWarpGroups > 1 ? (CtasPerSm > 1 ? 104 : 232)"));
   c.tile_m = 64;
   EXPECT_TRUE(has(conv_config_rejection(p, c), "multiple of 128 rows")) << conv_config_rejection(p, c);
   c.tile_m = 128;
   c.ctas_per_sm = 2;
-  EXPECT_TRUE(has(conv_config_rejection(p, c), "one CTA a SM")) << conv_config_rejection(p, c);
+  EXPECT_TRUE(has(conv_config_rejection(p, c), "128 accumulators (over 64 with 2 CTA(s) a SM)")) << conv_config_rejection(p, c);
+  c.tile_n = 128;
+  EXPECT_EQ(conv_config_rejection(p, c), "");
   auto j = space.ranked.front().to_json();
   j.erase("consumer_warpgroups");
   EXPECT_EQ(ConvConfig::from_json(j).consumer_warpgroups, 1) << "configs recorded before the knob had one";
@@ -486,6 +496,18 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterCompile) {
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr int kConsumerWarpGroups = 2;"));
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_2wg_cluster", c.summary());
+}
+
+// Two CTAs a SM of two consumer warpgroups each (104 registers a consumer thread after the producer's hand-over)
+// on a transposed convolution's problem: the register split and the phase launches compiled for sm_90a.
+TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
+  GraphDoc d = conv_transpose_relu();
+  ConvProblem p = problem_of(d);
+  auto space = enumerate_conv_configs(p, 2).ranked;
+  ASSERT_EQ(space.size(), 2u);
+  const ConvConfig& c = space[1];
+  ASSERT_TRUE(c.consumer_warpgroups == 2 && c.ctas_per_sm == 2) << c.summary();
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_2wg_2cta", c.summary());
 }
 
 #include <filesystem>

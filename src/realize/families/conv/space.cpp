@@ -101,16 +101,16 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
     return fmt::format("{} consumer warpgroups: 1 or 2 only", c.consumer_warpgroups);
-  // Two consumer warpgroups split the tile's rows in wgmma's 64-row steps and take the SM's registers (producer 40,
-  // consumers 232 a thread), so their CTA is alone on its SM.
-  if (c.consumer_warpgroups == 2 && (c.tile_m % 128 || c.ctas_per_sm != 1))
-    return fmt::format("two consumer warpgroups need a tile of a multiple of 128 rows (not {}) and one CTA a SM",
-                       c.tile_m);
+  // Two consumer warpgroups split the tile's rows in wgmma's 64-row steps.
+  if (c.consumer_warpgroups == 2 && c.tile_m % 128)
+    return fmt::format("two consumer warpgroups need a tile of a multiple of 128 rows (not {})", c.tile_m);
   // The consumer warpgroups hold the whole tile's fp32 accumulators in registers.
   int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * c.consumer_warpgroups);
-  // Two CTAs of 256 threads share the SM's 64K registers: 128 a thread, or 216 for the consumers once the producer
-  // has handed its own over (the kernel's setmaxnreg), of which 128 hold accumulators.
-  const char* accumulator_limit = c.ctas_per_sm == 1 ? "max_accumulators_per_thread" : "max_accumulators_per_thread_two_ctas";
+  // Two CTAs share the SM's 64K registers, the producer handing its own to the consumers (the kernel's setmaxnreg):
+  // 216 a consumer thread with one warpgroup, 104 with two, of which conv.json's limits hold accumulators.
+  const char* accumulator_limit = c.ctas_per_sm == 1         ? "max_accumulators_per_thread"
+                                  : c.consumer_warpgroups == 1 ? "max_accumulators_per_thread_two_ctas"
+                                                               : "max_accumulators_per_thread_two_ctas_two_warpgroups";
   if (per_thread > limits.at(accumulator_limit).get<int>())
     return fmt::format("a {}x{} tile gives each of the {} consumer warpgroup(s)' threads {} accumulators (over {} with "
                        "{} CTA(s) a SM)", c.tile_m, c.tile_n, c.consumer_warpgroups, per_thread,
@@ -148,9 +148,11 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
             c.cluster_n = cl.at(1);
             c.ctas_per_sm = ctas;
             c.consumer_warpgroups = warpgroups;
-            // Clusters take turns with single CTAs, so a short top_n measures both.
-            ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); },
-                        c.cluster_m * c.cluster_n > 1 ? 1 : 0);
+            // Three groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
+            // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
+            // clusters (no gain measured so far: last).
+            size_t group = c.cluster_m * c.cluster_n > 1 ? 2 : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 1 : 0;
+            ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); }, group);
           }
   return ranking.ranked(top_n, fmt::format("conv{}d n={} c={} k={} ({}): no conv config can take it", p.spatial_dims,
                                            p.n, p.c, p.k, to_string(p.element)));
