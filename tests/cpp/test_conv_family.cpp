@@ -183,7 +183,7 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
 
 // Two consumer warpgroups split a tile of 128 or 256 rows (64 rows each per wgmma); their accumulators count per
 // warpgroup, so 128x256 fits (128 a thread) where one warpgroup could not hold it. Two such CTAs a SM (16 consumer
-// warps for an epilogue's math) get 104 registers a thread, of which at most 64 accumulators, and take the ranking's
+// warps for an epilogue's math) get 96 registers a thread, of which at most 32 accumulators, and take the ranking's
 // second turn.
 TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTiles) {
   GraphDoc d = conv_relu_bias();
@@ -195,7 +195,7 @@ TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTiles) {
       cooperative = true;
       two_ctas |= c.ctas_per_sm == 2;
       EXPECT_EQ(c.tile_m % 128, 0) << c.summary();
-      if (c.ctas_per_sm == 2) EXPECT_LE(c.tile_m * c.tile_n / 256, 64) << c.summary();
+      if (c.ctas_per_sm == 2) EXPECT_LE(c.tile_m * c.tile_n / 256, 32) << c.summary();
       EXPECT_TRUE(has(c.summary(), " 2wg")) << c.summary();
     }
   EXPECT_TRUE(cooperative && two_ctas);
@@ -215,13 +215,14 @@ TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTiles) {
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr int kConsumerWarpGroups = 2;"));
   EXPECT_TRUE(has(kernel, "cutlass::epilogue::TmaWarpSpecializedCooperative"));
-  EXPECT_TRUE(has(kernel, "kMmaWarpGroups > 1 ? (CtasPerSm > 1 ? 104 : 232)"));
+  EXPECT_TRUE(has(kernel, "static_assert(kConsumerRegisters == 0 || kConsumerRegisters >= 96"));
   c.tile_m = 64;
   EXPECT_TRUE(has(conv_config_rejection(p, c), "multiple of 128 rows")) << conv_config_rejection(p, c);
   c.tile_m = 128;
-  c.ctas_per_sm = 2;
-  EXPECT_TRUE(has(conv_config_rejection(p, c), "128 accumulators (over 64 with 2 CTA(s) a SM)")) << conv_config_rejection(p, c);
   c.tile_n = 128;
+  c.ctas_per_sm = 2;
+  EXPECT_TRUE(has(conv_config_rejection(p, c), "64 accumulators (over 32 with 2 CTA(s) a SM)")) << conv_config_rejection(p, c);
+  c.tile_n = 64;
   EXPECT_EQ(conv_config_rejection(p, c), "");
   auto j = space.ranked.front().to_json();
   j.erase("consumer_warpgroups");
@@ -498,7 +499,7 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterCompile) {
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_2wg_cluster", c.summary());
 }
 
-// Two CTAs a SM of two consumer warpgroups each (104 registers a consumer thread after the producer's hand-over)
+// Two CTAs a SM of two consumer warpgroups each (96 registers a consumer thread after the producer's hand-over)
 // on a transposed convolution's problem: the register split and the phase launches compiled for sm_90a.
 TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
   GraphDoc d = conv_transpose_relu();

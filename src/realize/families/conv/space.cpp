@@ -107,7 +107,7 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   // The consumer warpgroups hold the whole tile's fp32 accumulators in registers.
   int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * c.consumer_warpgroups);
   // Two CTAs share the SM's 64K registers, the producer handing its own to the consumers (the kernel's setmaxnreg):
-  // 216 a consumer thread with one warpgroup, 104 with two, of which conv.json's limits hold accumulators.
+  // 216 a consumer thread with one warpgroup, 96 with two, of which conv.json's limits hold accumulators.
   const char* accumulator_limit = c.ctas_per_sm == 1         ? "max_accumulators_per_thread"
                                   : c.consumer_warpgroups == 1 ? "max_accumulators_per_thread_two_ctas"
                                                                : "max_accumulators_per_thread_two_ctas_two_warpgroups";
