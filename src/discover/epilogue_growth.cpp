@@ -250,6 +250,10 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
       if (static_cast<int>(vectors.size()) > kMaxEpilogueVectors)
         throw NotPointwise(fmt::format("more than {} vector operands", kMaxEpilogueVectors));
       if (residuals.size() > 1) throw NotPointwise("a second residual tensor");
+      // A kernel whose rule says it reads no residual (a transposed convolution's strided phases) stops before one,
+      // so that the ops from there on stay free for another pattern.
+      if (!residuals.empty() && !m.kernel.value("reads_residual", true))
+        throw NotPointwise("the " + m.rule + " kernel reads no residual tensor");
       state.region.insert(n.name);
       state.tree[n.name] = std::move(t);
       state.grown.push_back(n.name);

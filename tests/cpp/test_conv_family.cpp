@@ -420,12 +420,29 @@ TEST(ConvFamily, TransposedConvolutionsThatAreNoForwardPhasesStayPyTorchs) {
   EXPECT_TRUE(has(why(conv_transpose_relu(Json::array({5, 5}), Json::array({2, 2}), {3, 3}, Json::array({1, 1}),
                                           Json::array({0, 0}), {2, 32, 38, 38})),
                   "past x's edge"));
+  // A residual after it: the rule's kernel reads none ("reads_residual": false), so the epilogue stops before the
+  // add, which stays free for another pattern (level2/26's add and hardswish: a generated row-wise kernel).
   GraphDoc res;
   res.input("w", {16, 32, 3, 3}, "float32", "parameter").input("x", {2, 16, 8, 8}).input("r", {2, 32, 10, 10});
   res.op("convt", "aten.conv_transpose2d.input", {ref_to("x"), ref_to("w")}, {2, 32, 10, 10});
   res.op("add", "aten.add.Tensor", {ref_to("convt"), ref_to("r")}, {2, 32, 10, 10});
-  res.output("add");
-  EXPECT_TRUE(has(why(res), "reads a residual")) << why(res);
+  res.op("relu", "aten.relu.default", {ref_to("add")}, {2, 32, 10, 10});
+  res.output("relu");
+  Plan p = plan_of(res);
+  const Match& m = conv_match(p);
+  EXPECT_EQ(m.nodes, (std::vector<std::string>{"convt"}));
+  EXPECT_EQ(why(res), "taken");
+  EXPECT_TRUE(std::any_of(p.entries.begin(), p.entries.end(), [](const auto& e) {
+    return std::find(e.match.nodes.begin(), e.match.nodes.end(), "add") != e.match.nodes.end();
+  })) << "the add and relu go to another pattern";
+  ConvProblem rp = problem_of(res);
+  rp.epilogue = Epilogue::of(EpilogueTree::from_json(nlohmann::json::parse(R"(["add", ["mul", "alpha", "acc"], "residual"])")));
+  try {
+    rp.validate();
+    FAIL() << "a transposed convolution's problem with a residual";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "reads a residual")) << e.what();
+  }
 }
 
 TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters) {
