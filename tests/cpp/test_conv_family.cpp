@@ -56,6 +56,23 @@ ConvProblem problem_of(GraphDoc& d) {
   return conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
 }
 
+// The composed module's call of the match's op (operands bound as the composer binds them).
+std::string composed_call(const Plan& p, const Match& m, const ConvProblem& cp, const ConvConfig& c) {
+  Json problem = cp.to_json(), config = c.to_json();
+  OpCallSite site{m, p.graph, problem, config, "torch.ops.fact." + c.id(), m.anchor,
+                  "pattern conv at node '" + m.anchor + "'",
+                  [&](const char* operand, bool required) -> std::string {
+                    const Json ops = m.kernel.value("operands", Json::object());
+                    const ir::Node* n = bound_node(m, p.graph, ops.value(operand, Json()));
+                    if (!n && required) throw Error(std::string("unbound ") + operand);
+                    return n ? n->name : "None";
+                  },
+                  [&](const char* operand) {
+                    return bound_node(m, p.graph, m.kernel.value("operands", Json::object()).value(operand, Json()));
+                  }};
+  return kernel_family_named("conv")->op_call(site).expression;
+}
+
 }  // namespace
 
 TEST(ConvFamily, MatchGrowsOverPointwiseOpsWithPerChannelVectors) {
@@ -274,19 +291,7 @@ TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
   const Match& m = conv_match(p);
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
-  const KernelFamily* family = kernel_family_named("conv");
-  Json problem = cp.to_json(), config = c.to_json();
-  OpCallSite site{m, p.graph, problem, config, "torch.ops.fact." + c.id(), "add", "pattern conv at node 'add'",
-                  [&](const char* operand, bool required) -> std::string {
-                    const Json ops = m.kernel.value("operands", Json::object());
-                    const ir::Node* n = bound_node(m, p.graph, ops.value(operand, Json()));
-                    if (!n && required) throw Error(std::string("unbound ") + operand);
-                    return n ? n->name : "None";
-                  },
-                  [&](const char* operand) {
-                    return bound_node(m, p.graph, m.kernel.value("operands", Json::object()).value(operand, Json()));
-                  }};
-  std::string call = family->op_call(site).expression;
+  std::string call = composed_call(p, m, cp, c);
   EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], "
                   "[bias2.reshape(-1)])")
       << "channels-first in and out, as PyTorch's convolution: the kernel transposes in its workspace";
@@ -451,22 +456,10 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
   const Match& m = conv_match(p);
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
-  const KernelFamily* family = kernel_family_named("conv");
-  Json problem = cp.to_json(), config = c.to_json();
-  OpCallSite site{m, p.graph, problem, config, "torch.ops.fact." + c.id(), "relu", "pattern conv at node 'relu'",
-                  [&](const char* operand, bool required) -> std::string {
-                    const Json ops = m.kernel.value("operands", Json::object());
-                    const ir::Node* n = bound_node(m, p.graph, ops.value(operand, Json()));
-                    if (!n && required) throw Error(std::string("unbound ") + operand);
-                    return n ? n->name : "None";
-                  },
-                  [&](const char* operand) {
-                    return bound_node(m, p.graph, m.kernel.value("operands", Json::object()).value(operand, Json()));
-                  }};
-  EXPECT_EQ(family->op_call(site).expression,
+  EXPECT_EQ(composed_call(p, m, cp, c),
             "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], [])");
   std::string kernel = generate_conv_kernel(c).text;
-  EXPECT_TRUE(has(kernel, "gather(a, l, base + w.filters + l.filter_offset, stream);"));
+  EXPECT_TRUE(has(kernel, "gather(a, l, sub_filter, stream);"));
   EXPECT_TRUE(has(kernel, "for (const Launch& l : ls)")) << "one forward launch a phase";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.k = w.size(1 - w_in);")) << "w is [c, k, ...] when transposed";
