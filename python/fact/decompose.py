@@ -1,6 +1,7 @@
 """Replaces, in an exported graph, each call of an op data/ir/aten_ops.json marks "decompose" by the ops of
-PyTorch's own decomposition of it (torch._decomp's table, else the op's CompositeImplicitAutograd kernel), and each
-(values, indices) reduction whose indices are never read by its values-only op ("values_only").
+PyTorch's own decomposition of it (torch._decomp's table, else the op's CompositeImplicitAutograd kernel), each
+(values, indices) reduction whose indices are never read by its values-only op ("values_only"), and each in-place
+call of a pointwise op (nn.ReLU(inplace=True)'s relu_, `x += y`'s add_) on an intermediate by the op itself.
 
 A loss such as smooth_l1_loss or kl_div is one ATen op no kernel family reads; its decomposition is pointwise ops
 and a reduction, which FACT generates one kernel from. Only the listed calls change: torch.export's
@@ -60,6 +61,52 @@ def values_only(graph: torch.fx.Graph) -> list[str]:
                 u.replace_all_uses_with(values)
             graph.erase_node(u)
         graph.erase_node(node)
+        done.append(node.name)
+    return done
+
+
+@functools.cache
+def pointwise_ops() -> frozenset[str]:
+    return frozenset(json.loads((data_dir() / "ir" / "pointwise_ops.json").read_text())["ops"])
+
+
+def aliases(node: torch.fx.Node) -> bool:
+    """Whether the call returns a view of an argument (its schema's result aliases one)."""
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and any(r.alias_info is not None for r in target._schema.returns)
+
+
+def out_of_place(graph: torch.fx.Graph) -> list[str]:
+    """Rewrites in-place calls of the pointwise ops data/ir/pointwise_ops.json lists (aten.relu_.default ->
+    aten.relu.default) whose first argument is an intermediate: the call's result, and every later read of that
+    argument (which would see the updated values), become the out-of-place op's result, so an epilogue or a generated
+    kernel can take the op. A call that updates a graph input, parameter or buffer keeps its side effect and stays.
+    Returns the rewritten calls' names."""
+    done = []
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        packet, overload = node.target._opname, node.target._overloadname
+        if not packet.endswith("_") or packet.endswith("__"):
+            continue
+        functional = f"aten.{packet[:-1]}.{overload}"
+        if functional not in pointwise_ops() or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        target = node.args[0]
+        # An update through a view reaches the viewed tensor, and a view taken before it sees the update: both stay.
+        if target.op != "call_function" or aliases(target) or any(
+                aliases(u) for u in target.users if order.get(u, len(order)) < order[node]):
+            continue
+        with graph.inserting_before(node):
+            fresh = graph.call_function(aten_overload(functional), node.args, node.kwargs)
+        fresh.meta = dict(node.meta)
+        for user in list(target.users):
+            if user is not node and user is not fresh and order.get(user, len(order)) > order[node]:
+                user.replace_input_with(target, fresh)
+        node.replace_all_uses_with(fresh)
+        graph.erase_node(node)
+        order[fresh] = order[node]
         done.append(node.name)
     return done
 
@@ -164,8 +211,8 @@ def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphMod
 
 
 def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
-    """Decomposes the listed calls of `ep`'s graph in place, then rewrites values-only reductions; returns the names
-    of the calls it replaced."""
+    """Decomposes the listed calls of `ep`'s graph in place, then rewrites values-only reductions and in-place
+    pointwise calls; returns the names of the calls it replaced."""
     listed = decomposed_ops()
     gm = ep.graph_module
     done = []
@@ -183,6 +230,7 @@ def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
         inline(gm.graph, node, *found)
         done.append(node.name)
     done += values_only(gm.graph)
+    done += out_of_place(gm.graph)
     if done:
         gm.recompile()
     return done

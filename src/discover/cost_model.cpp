@@ -187,6 +187,11 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
     }
     double rate = a.gemm_rate(fam == "conv" ? conv_numerics(ctx.numerics) : ctx.numerics) * kFusedGemmEfficiency *
                   std::max(eff, 1e-3);
+    // A grouped convolution runs as a direct kernel: fp32 FMAs, no tensor cores.
+    auto groups = match.attrs.find("groups");
+    if (fam == "conv" && groups != match.attrs.end() && groups->second.is_number_integer() &&
+        groups->second.get<int64_t>() > 1)
+      rate = a.simt_flops;
     compute_s = gemm_flops / rate;  // epilogue arithmetic hides under the main loop
   } else if (fam.find("attention") != std::string::npos) {
     // A causal kernel skips the masked upper triangle; a hand-written chain's matmuls compute it

@@ -96,6 +96,13 @@ json external_leaf(const ir::Graph& g, const json& ref, const ir::TensorMeta& ou
     throw NotPointwise(fmt::format("its operand '{}' is {}, not the output's {}", name, t.dtype, out.dtype));
   if (!t.is_contiguous()) throw NotPointwise(fmt::format("its operand '{}' is not contiguous", name));
   if (t.rank() > out.rank()) throw NotPointwise(fmt::format("its operand '{}' {} has more dims than the output", name, shape_text(t.shape)));
+  if (ref.contains("channel_dim")) {  // a [C] vector along that dim (BatchNorm over [n, c, ...])
+    int64_t dim = ref["channel_dim"].get<int64_t>(), axis = channel_axis < 0 ? channel_axis + out.rank() : channel_axis;
+    if (t.rank() != 1 || dim != axis || t.shape[0] != out.shape[dim])
+      throw NotPointwise(fmt::format("its operand '{}' {} runs along dim {} of the output {}, which is not the "
+                                     "kernel's N", name, shape_text(t.shape), dim, shape_text(out.shape)));
+    return name == bias_node ? json{{"row", "bias"}} : json{{"row", "@" + name}};
+  }
   if (t.numel() == 1) return {{"scalar", "@" + name}};
   // Right-aligned against the output, missing leading dims read as 1.
   std::vector<int64_t> s(out.rank() - t.rank(), 1);

@@ -103,17 +103,22 @@ json clamp_node(const json& form, const ir::Node& node, json x, const OperandTre
   return bound("max", "min", bound("min", "max", std::move(x)));
 }
 
-// ((x - running_mean) / sqrt(running_var + eps)) * weight + bias, in eval mode over dim 1 of a 2-D x.
+// ((x - running_mean) / sqrt(running_var + eps)) * weight + bias, in eval mode over dim 1 of x. Its [C] vectors
+// broadcast along dim 1, which for an x of more than 2 dims is not where PyTorch's broadcasting puts a [C] tensor:
+// their refs then carry "channel_dim": 1 for the operand reader to honour (or refuse).
 json batch_norm_node(const json& form, const ir::Node& node, json x, const OperandTree& operand) {
   std::optional<json> training = argument(node, form.value("training", json()), "training");
   if (!training || *training != false) throw NotPointwise("BatchNorm in training mode (batch statistics: a reduction)");
-  if (node.outputs.empty() || node.outputs[0].rank() != 2)
-    throw NotPointwise("BatchNorm over a non-2-D input (its channels are not the output columns)");
+  if (node.outputs.empty() || node.outputs[0].rank() < 2)
+    throw NotPointwise("BatchNorm over an input of fewer than 2 dims");
+  const bool channels_inside = node.outputs[0].rank() > 2;
   auto vec = [&](const char* key) -> json {
     std::optional<json> v = argument(node, form.value(key, json()), key);
     if (!v || v->is_null()) return nullptr;
     if (!ir::is_ref(*v)) throw NotPointwise(fmt::format("its {} is {}, not a tensor", key, v->dump()));
-    return operand(*v);
+    json ref = *v;
+    if (channels_inside) ref["channel_dim"] = 1;
+    return operand(ref);
   };
   json mean = vec("running_mean"), var = vec("running_var");
   if (mean.is_null() || var.is_null()) throw NotPointwise("BatchNorm without running statistics");

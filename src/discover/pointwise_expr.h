@@ -20,7 +20,9 @@ class NotPointwise : public std::runtime_error {
 };
 
 // Turns a tensor argument of the node (an IR ref) into the expression of its value; throws NotPointwise
-// when that value cannot be read there (e.g. a tensor broadcast the epilogue has no leaf for).
+// when that value cannot be read there (e.g. a tensor broadcast the epilogue has no leaf for). A ref with
+// "channel_dim": d is a 1-D tensor that broadcasts along dim d of the output (BatchNorm's statistics over an
+// [n, c, ...] input), not along the last dim as PyTorch's broadcasting would put it.
 using OperandTree = std::function<nlohmann::json(const nlohmann::json& ref)>;
 
 // Whether pointwise_ops.json lists the node's op at all.
@@ -29,7 +31,7 @@ bool is_listed_pointwise(const ir::Node& node);
 // The expression the node computes, with its tensor arguments read through `operand` and its literal
 // arguments as numbers. Activation nodes carry every parameter of the activation ([name, x, {param: v}]),
 // parameterless ones are [name, x]. Throws NotPointwise naming why the node is not pointwise here (dropout in
-// training, a parameter given as a tensor, BatchNorm over a non-2-D input, an op the table does not list).
+// training, a parameter given as a tensor, BatchNorm over a 1-D input, an op the table does not list).
 // Throws Error when a data file is malformed.
 nlohmann::json pointwise_tree(const ir::Node& node, const OperandTree& operand);
 

@@ -1,6 +1,7 @@
-// The conv family (issue 17): conv1d/2d/3d matches (forward and transposed) with their grown epilogues (per-channel [K, 1, 1] vectors are row
-// broadcasts), the problem's checks (TMA's channel alignment, groups, output extents), the config space, the kernel
-// and op wrapper rendered from their templates, the composed call, and (tests named *Nvcc*) nvcc compiles for sm_90a.
+// The conv family (issue 17): conv1d/2d/3d matches (forward, transposed, grouped) with their grown epilogues
+// (per-channel [K, 1, 1] vectors are row broadcasts), the problem's checks (TMA's channel alignment, groups, output
+// extents), the config spaces (implicit GEMM, direct), the kernels and op wrapper rendered from their templates, the
+// composed call, and (tests named *Nvcc*) nvcc compiles for sm_90a.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,7 +115,7 @@ TEST(ConvFamily, AttrsStrideDilationPaddingAndOneDimConvs) {
 
 // TMA loads whole 16-byte vectors of channels: a 3-channel image is padded to 4 (x's channels-last copy and the
 // filter, with zeros), while the filter's output channels must be whole vectors already.
-TEST(ConvFamily, ImageChannelsArePaddedUnalignedOutputChannelsAndGroupsStayPyTorchs) {
+TEST(ConvFamily, ImageChannelsArePaddedAndUnalignedOutputChannelsStayPyTorchs) {
   GraphDoc rgb = conv_relu_bias("float32", 3);
   ConvProblem rp = problem_of(rgb);
   EXPECT_EQ(rp.c, 3);
@@ -135,14 +136,113 @@ TEST(ConvFamily, ImageChannelsArePaddedUnalignedOutputChannelsAndGroupsStayPyTor
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "multiple of 4 output channels")) << e.what();
   }
-  GraphDoc grouped;
-  grouped.input("w", {32, 8, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
-  grouped.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({1, 1}),
-                                               Json::array({0, 0}), Json::array({1, 1}), 2}, {4, 32, 16, 16});
-  grouped.output("conv2d");
-  Plan p = plan_of(grouped);
-  EXPECT_TRUE(std::none_of(p.entries.begin(), p.entries.end(), [](const auto& e) { return e.match.family == "conv"; }))
-      << "the rule's constraint groups == 1 keeps grouped convolutions out";
+}
+
+// MobileNet's depthwise block, small: x [2, 24, 17, 17], w [48, 1, 3, 3] (groups 24, two outputs a channel), stride
+// 2, padding 1 -> [2, 48, 9, 9]; then BatchNorm in eval written out (* a [48, 1, 1] scale, + a shift) and ReLU6
+// (hardtanh 0..6).
+GraphDoc depthwise_bn_relu6(int64_t groups = 24, int64_t c = 24) {
+  GraphDoc d;
+  const std::vector<int64_t> out = {2, 48, 9, 9};
+  d.input("w", {48, c / groups, 3, 3}, "float32", "parameter").input("x", {2, c, 17, 17});
+  d.input("scale", {48, 1, 1}, "float32", "parameter").input("shift", {48, 1, 1}, "float32", "parameter");
+  d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}), Json::array({1, 1}),
+                                         Json::array({1, 1}), groups}, out);
+  d.op("mul", "aten.mul.Tensor", {ref_to("conv2d"), ref_to("scale")}, out);
+  d.op("add", "aten.add.Tensor", {ref_to("mul"), ref_to("shift")}, out);
+  d.op("relu6", "aten.hardtanh.default", {ref_to("add"), 0.0, 6.0}, out);
+  d.output("relu6");
+  return d;
+}
+
+// BatchNorm2d in eval after a convolution (its [C] statistics run along the output's channels, dim 1): four
+// per-channel vectors of the conv's epilogue, with the ReLU after it.
+TEST(ConvFamily, BatchNormInEvalJoinsTheEpilogueAsChannelVectors) {
+  GraphDoc d;
+  d.input("w", {32, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
+  for (const char* v : {"bn_w", "bn_b", "bn_rm", "bn_rv"}) d.input(v, {32}, "float32", "buffer");
+  d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 32, 16, 16});
+  d.op("bn", "aten.batch_norm.default", {ref_to("conv2d"), ref_to("bn_w"), ref_to("bn_b"), ref_to("bn_rm"),
+                                         ref_to("bn_rv"), false, 0.1, 1e-05, false}, {4, 32, 16, 16});
+  d.op("relu", "aten.relu.default", {ref_to("bn")}, {4, 32, 16, 16});
+  d.output("relu");
+  Plan plan = plan_of(d);
+  const Match& m = conv_match(plan);
+  EXPECT_EQ(m.anchor, "relu");
+  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90);
+  EXPECT_EQ(p.epilogue.tree.text(),
+            "relu(add(mul(div(sub(mul(alpha,acc),row(vec0)),sqrt(add(row(vec1),1e-05))),row(vec2)),row(vec3)))");
+  EXPECT_EQ(m.inputs.at("$vec0"), "bn_rm");
+  EXPECT_EQ(m.inputs.at("$vec3"), "bn_b");
+}
+
+// Grouped and depthwise convolutions are the direct kernel's: fp32 FMAs over the group's planes staged in shared
+// memory, specialized on the filter, stride and dilation, the grown epilogue computed per element, w read as
+// PyTorch holds it; implicit-GEMM configs refuse them and direct configs refuse groups 1.
+TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
+  GraphDoc d = depthwise_bn_relu6();
+  Plan plan = plan_of(d);
+  const Match& m = conv_match(plan);
+  EXPECT_EQ(m.anchor, "relu6") << "the epilogue grows over the written-out BatchNorm and ReLU6";
+  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90);
+  EXPECT_EQ(p.groups, 24);
+  EXPECT_EQ(p.c, 24);
+  EXPECT_EQ(p.k, 48);
+  EXPECT_TRUE(p.direct());
+  EXPECT_EQ(p.numerics(), Numerics::fp32) << "no tensor cores: fp32 FMAs";
+  EXPECT_EQ(p.gemm_k(), 9) << "one input channel a group times the taps";
+  EXPECT_EQ(ConvProblem::from_json(p.to_json()).to_json(), p.to_json());
+  auto space = enumerate_conv_configs(p, 100);
+  ASSERT_FALSE(space.ranked.empty());
+  for (const ConvConfig& c : space.ranked) {
+    EXPECT_TRUE(c.direct) << c.summary();
+    EXPECT_EQ(c.filter, (ConvDims{1, 3, 3}));
+    EXPECT_EQ(c.stride, (ConvDims{1, 2, 2}));
+    EXPECT_LT(c.tile_w, 2 * 9 + 32) << "no tile over twice the 9 output columns but the narrowest";
+  }
+  ConvConfig c = space.ranked.at(0);
+  EXPECT_EQ(ConvConfig::from_json(c.to_json()).id(), c.id());
+  EXPECT_TRUE(has(c.summary(), "direct")) << c.summary();
+  ConvConfig gemm;
+  gemm.spatial_dims = 2;
+  gemm.epilogue = p.epilogue;
+  EXPECT_TRUE(has(conv_config_rejection(p, gemm), "direct kernel")) << conv_config_rejection(p, gemm);
+  GraphDoc dense = conv_relu_bias();
+  ConvProblem dp = problem_of(dense);
+  ConvConfig direct = c;
+  direct.epilogue = dp.epilogue;
+  EXPECT_TRUE(has(conv_config_rejection(dp, direct), "groups 1")) << conv_config_rejection(dp, direct);
+
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "constexpr int kFilterD = 1, kFilterH = 3, kFilterW = 3;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kStrideD = 1, kStrideH = 2, kStrideW = 2;"));
+  EXPECT_TRUE(has(kernel, "const float vec0 = load(static_cast<const Element*>(a.vectors[0]), channel);"));
+  EXPECT_TRUE(has(kernel, "Scalar{}((((alpha * acc) * vec0) + vec1))")) << "the tree per element";
+  EXPECT_TRUE(has(kernel, "struct FactAct_hardtanh_")) << "ReLU6 from the table's expr";
+  EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
+  std::string op = generate_conv_op_wrapper(c).text;
+  EXPECT_TRUE(has(op, "const bool as_is = transposed || true;")) << "w read as PyTorch holds it";
+  EXPECT_TRUE(has(op, "a.groups = groups;"));
+  EXPECT_EQ(composed_call(plan, m, p, c),
+            "torch.ops.fact." + c.id() + "(x, w, None, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 24, "
+            "[scale.reshape(-1), shift.reshape(-1)])");
+
+  // Grouped (4 groups of 6 input channels) is the same kernel; groups of more channels than it stages stay PyTorch's.
+  GraphDoc grouped = depthwise_bn_relu6(4);
+  ConvProblem gp = problem_of(grouped);
+  EXPECT_EQ(gp.gemm_k(), 6 * 9);
+  EXPECT_TRUE(enumerate_conv_configs(gp, 1).ranked.at(0).direct);
+  GraphDoc wide;
+  wide.input("w", {64, 32, 3, 3}, "float32", "parameter").input("x", {2, 64, 18, 18});
+  wide.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({1, 1}),
+                                            Json::array({0, 0}), Json::array({1, 1}), 2}, {2, 64, 16, 16});
+  wide.output("conv2d");
+  try {
+    enumerate_conv_configs(problem_of(wide), 1);
+    FAIL() << "32 input channels a group";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "stages one plane at a time")) << e.what();
+  }
 }
 
 TEST(ConvFamily, ConfigSpaceKeepsAccumulatorsInRegistersAndRanksClusters) {
@@ -262,6 +362,22 @@ TEST(ConvFamily, KTileFitsTheChannels) {
   }
 }
 
+// The channels-first store stages two subtiles (32 channels by 64 rows a consumer warpgroup, 4 rows of padding) in
+// shared memory and a residual adds CUTLASS's C stages: the mainloop's stage check leaves that much to the epilogue.
+TEST(ConvFamily, EpilogueSharedMemoryIsTwoStagedSubtilesAndTheResidualsStages) {
+  GraphDoc d = conv_relu_bias();
+  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  c.tile_m = 128;
+  c.tile_n = 64;
+  c.consumer_warpgroups = 1;
+  const int64_t slack = 1024;
+  EXPECT_EQ(conv_epilogue_smem_bytes(c), 2 * 32 * 68 * 4 + slack);
+  c.consumer_warpgroups = 2;
+  EXPECT_EQ(conv_epilogue_smem_bytes(c), 2 * 32 * 132 * 4 + slack);
+  c.epilogue = Epilogue::of(EpilogueTree::from_json(Json::parse(R"(["add", ["mul", "alpha", "acc"], "residual"])")));
+  EXPECT_EQ(conv_epilogue_smem_bytes(c), 2 * 32 * 132 * 4 + 2 * 128 * 32 * 4 + slack) << "two subtiles of C";
+}
+
 TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   GraphDoc d = conv_relu_bias();
   ConvProblem p = problem_of(d);
@@ -273,7 +389,10 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
   EXPECT_TRUE(has(kernel, "a.vectors[0]"));
   EXPECT_TRUE(has(kernel, "transpose(a.x, x_last")) << "x arrives channels-first";
-  EXPECT_TRUE(has(kernel, "Sm90EVT<fact_evt::ChannelsFirstStore<")) << "the tree's last node writes channels-first";
+  EXPECT_TRUE(has(kernel, "using StoreNode = fact_evt::ChannelsFirstStore<")) << "the tree's last node writes channels-first";
+  EXPECT_TRUE(has(kernel, "fusion::Sm90EVT<StoreNode, FusionTree>"));
+  EXPECT_TRUE(has(kernel, "using EpilogueTile = cute::Shape<cute::Int<kEpilogueM>, cute::Int<kEpilogueN>>;"))
+      << "the store node stages the subtile it is given";
   EXPECT_TRUE(has(kernel, "ElementC, Layout, kAlignment, void, Layout")) << "D is void: no channels-last copy of the output";
   EXPECT_FALSE(has(kernel, "transpose(out_last")) << "and no transpose after the conv";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
@@ -292,7 +411,7 @@ TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   std::string call = composed_call(p, m, cp, c);
-  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], "
+  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "
                   "[bias2.reshape(-1)])")
       << "channels-first in and out, as PyTorch's convolution: the kernel transposes in its workspace";
 }
@@ -457,7 +576,7 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   EXPECT_EQ(composed_call(p, m, cp, c),
-            "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], [])");
+            "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [])");
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "gather(a, l, sub_filter, stream);"));
   EXPECT_TRUE(has(kernel, "for (const Launch& l : ls)")) << "one forward launch a phase";
@@ -521,6 +640,24 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_2wg_2cta", c.summary());
 }
 
+// The direct kernel of a depthwise convolution with a grown epilogue (two per-channel vectors, ReLU6's generated
+// functor) and of a 3-D grouped one with a residual, compiled for sm_90a.
+TEST(ConvCodegenNvcc, Sm90Fp32DirectGroupedKernelsCompile) {
+  GraphDoc d = depthwise_bn_relu6();
+  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  ASSERT_TRUE(c.direct);
+  GraphDoc g3;
+  g3.input("w", {16, 2, 3, 3, 3}, "float32", "parameter").input("x", {2, 8, 6, 10, 10}).input("r", {2, 16, 4, 8, 8});
+  g3.op("conv3d", "aten.conv3d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({1, 1, 1}),
+                                          Json::array({0, 0, 0}), Json::array({1, 1, 1}), 4}, {2, 16, 4, 8, 8});
+  g3.op("add", "aten.add.Tensor", {ref_to("conv3d"), ref_to("r")}, {2, 16, 4, 8, 8});
+  g3.output("add");
+  ConvConfig c3 = enumerate_conv_configs(problem_of(g3), 1).ranked.at(0);
+  ASSERT_TRUE(c3.direct && c3.epilogue.tree.reads_source("residual")) << c3.summary();
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_depthwise", c.summary());
+  expect_kernel_compiles(c3.arch, generate_conv_kernel(c3).text, "sm90_fp32_conv3d_grouped_residual", c3.summary());
+}
+
 #include <filesystem>
 #include <fstream>
 
@@ -533,6 +670,8 @@ TEST(ConvFamily, OpWrapperParsesAgainstTorchHeaders) {
   if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   GraphDoc grown = conv_relu_bias();
   ConvConfig with_vector = enumerate_conv_configs(problem_of(grown), 1).ranked.at(0);
+  GraphDoc depthwise = depthwise_bn_relu6();
+  ConvConfig direct = enumerate_conv_configs(problem_of(depthwise), 1).ranked.at(0);
   GraphDoc plain;
   plain.input("w", {64, 32, 5}, "float32", "parameter").input("x", {2, 32, 100});
   plain.op("conv1d", "aten.conv1d.default", {ref_to("x"), ref_to("w")}, {2, 64, 96});
@@ -542,7 +681,8 @@ TEST(ConvFamily, OpWrapperParsesAgainstTorchHeaders) {
   fs::path dir = fs::temp_directory_path() / "fact_test_conv_wrapper";
   fs::create_directories(dir);
   std::ofstream(dir / "ops.cpp") << op_library_source({generate_conv_op_wrapper(with_vector).text,
-                                                       generate_conv_op_wrapper(bare).text})
+                                                       generate_conv_op_wrapper(bare).text,
+                                                       generate_conv_op_wrapper(direct).text})
                                         .text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);

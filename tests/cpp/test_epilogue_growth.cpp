@@ -254,6 +254,18 @@ TEST(EpilogueGrowth, BatchNormInEvalIsFourRowVectors) {
   Plan p2 = plan_of(d2);
   EXPECT_FALSE(gemm_entry(p2).kernel.contains("epilogue_tree"));
   EXPECT_TRUE(has(notes_of(p2), "stops at bn (aten.batch_norm.default): BatchNorm in training mode")) << notes_of(p2);
+
+  // BatchNorm1d over a GEMM's [batch, 16, 48] output normalizes dim 1, not the GEMM's N: not its epilogue.
+  auto d3 = linear_graph({4, 16, 32});
+  for (const char* v : {"bn_w", "bn_b", "bn_rm", "bn_rv"}) d3.input(v, {16}, "float32", "buffer");
+  d3.op("bn", "aten.batch_norm.default",
+        {ref_to("linear"), ref_to("bn_w"), ref_to("bn_b"), ref_to("bn_rm"), ref_to("bn_rv"), false, 0.1, 1e-05, false},
+        {4, 16, 48});
+  d3.output("bn");
+  Plan p3 = plan_of(d3);
+  EXPECT_FALSE(gemm_entry(p3).kernel.contains("epilogue_tree"));
+  EXPECT_TRUE(has(notes_of(p3), "runs along dim 1 of the output [4, 16, 48], which is not the kernel's N"))
+      << notes_of(p3);
 }
 
 TEST(EpilogueGrowth, DropoutIsIdentityOnlyInEval) {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "realize/families/gemm/epilogue_activations.h"
+#include "realize/families/gemm/epilogue_scalar.h"
 #include "realize/families/gemm/epilogue_sm80.h"
 #include "realize/families/gemm/epilogue_sm90_evt.h"
 #include "realize/families/gemm/gemm_config_space.h"
@@ -158,4 +159,29 @@ TEST(EpilogueTree, Sm80TakesTheLinearCombinationAndBroadcastFormsAndRefusesOther
   for (const auto& rc : enumerate_gemm_configs(p90, {.top_n = 8}).ranked)
     sm90_candidate |= rc.config.api == KernelApi::cutlass3_collective;
   EXPECT_TRUE(sm90_candidate);
+}
+
+// Kernels that compute element by element (the conv family's direct kernel) get the tree as one float expression
+// over locals they define, every activation from the table's expr; trees reading C or column vectors have none.
+TEST(EpilogueTree, ScalarExpressionFollowsTheTreeAndNamesWhatHasNoScalarForm) {
+  EpilogueTree t = EpilogueTree::from_json(json::parse(
+      R"(["add", ["leaky_relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}], {"negative_slope": 0.2}],
+          ["mul", "residual", {"scalar": "vec1"}]])"));
+  std::string name = activation_functor_name(t.children[0]);
+  EXPECT_EQ(scalar_epilogue_expression(t), "(" + name + "Scalar{}(((alpha * acc) + bias)) + (residual * vec1))");
+  std::string functors = activation_scalar_functors(t, /*all=*/true);
+  EXPECT_NE(functors.find("struct " + name + "Scalar {"), std::string::npos) << functors;
+  EXPECT_NE(functors.find("constexpr float negative_slope = static_cast<float>(0.2);"), std::string::npos);
+  EpilogueTree relu = EpilogueTree::from_json(json::parse(R"(["relu", ["max", "acc", -0.5]])"));
+  EXPECT_EQ(scalar_epilogue_expression(relu), activation_functor_name(relu) + "Scalar{}(fmaxf(acc, -0.5f))");
+  EXPECT_EQ(activation_scalar_functors(relu, /*all=*/false), "") << "CUTLASS has relu's functor";
+  EXPECT_NE(activation_scalar_functors(relu, /*all=*/true).find("x < 0.0f ? 0.0f : x"), std::string::npos);
+  for (const char* bad : {R"(["add", "acc", "C"])", R"(["add", "acc", {"col": "vec0"}])"}) {
+    try {
+      scalar_epilogue_expression(EpilogueTree::from_json(json::parse(bad)));
+      ADD_FAILURE() << bad << " has no per-element form here";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no per-element form"), std::string::npos) << e.what();
+    }
+  }
 }

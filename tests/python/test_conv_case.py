@@ -13,7 +13,7 @@ from fact.realize.problem_fields import ProblemError
 TREE = ["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}]
 PROBLEM = {"spatial_dims": 2, "n": 2, "c": 8, "k": 16, "in": [1, 10, 10], "filter": [1, 3, 3], "out": [1, 8, 8],
            "stride": [1, 1, 1], "padding": [0, 0, 0], "dilation": [1, 1, 1], "transposed": False,
-           "output_padding": [0, 0, 0], "dtype": "float32", "numerics": "tf32", "epilogue": TREE}
+           "output_padding": [0, 0, 0], "groups": 1, "dtype": "float32", "numerics": "tf32", "epilogue": TREE}
 # ConvTranspose2d, small: x [2, 8, 5, 5], w [8, 16, 3, 3] ([c, k, ...]), stride 2, padding 1, output_padding 1
 # -> [2, 16, 10, 10], + bias, relu.
 TRANSPOSED = {**PROBLEM, "in": [1, 5, 5], "out": [1, 10, 10], "stride": [1, 2, 2], "padding": [0, 1, 1],
@@ -61,15 +61,19 @@ def test_reference_op_is_the_tree_over_the_convolution():
     schema, impl, key = conv_reference.reference_op(entry)
     assert schema.startswith("(Tensor x, Tensor w") and "relu" in key
     x, w, b, v = torch.randn(2, 8, 9, 9), torch.randn(16, 8, 3, 3), torch.randn(16), torch.randn(16)
-    out = impl(x, w, b, None, [2, 2], [1, 1], [1, 1], False, [0, 0], [v])
+    out = impl(x, w, b, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [v])
     want = F.conv2d(x, w, b, stride=2, padding=1).relu() + v.reshape(-1, 1, 1)
     assert out.shape == want.shape and torch.allclose(out, want, atol=1e-5)
     with pytest.raises(ValueError, match="reads 1 vectors"):
-        impl(x, w, b, None, [1, 1], [0, 0], [1, 1], False, [0, 0], [])
+        impl(x, w, b, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [])
     wt = torch.randn(8, 16, 3, 3)  # transposed: [c, k, ...]
-    out = impl(x, wt, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], [v])
+    out = impl(x, wt, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [v])
     want = F.conv_transpose2d(x, wt, b, stride=2, padding=1, output_padding=1).relu() + v.reshape(-1, 1, 1)
     assert out.shape == want.shape == (2, 16, 18, 18) and torch.allclose(out, want, atol=1e-5)
+    wg = torch.randn(16, 2, 3, 3)  # 4 groups of 2 input channels
+    out = impl(x, wg, b, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4, [v])
+    want = F.conv2d(x, wg, b, padding=1, groups=4).relu() + v.reshape(-1, 1, 1)
+    assert out.shape == want.shape == (2, 16, 9, 9) and torch.allclose(out, want, atol=1e-5)
 
 
 def test_reference_in_slices_of_the_batch_equals_the_whole(monkeypatch):
@@ -124,3 +128,29 @@ def test_transposed_problem_reads_w_as_pytorch_holds_it():
     args = case.kernel_args(inp, 0)
     assert args.transposed == 1 and (args.c, args.k) == (8, 16) and args.w == inp.w.data_ptr()
     assert list(args.out_extent) == [1, 10, 10] and list(args.stride) == [1, 2, 2]
+
+
+def test_depthwise_problem_runs_fp32_and_reads_w_as_pytorch_holds_it():
+    """A depthwise convolution (groups == c, two outputs a channel): the direct kernel's, fp32 FMAs (no TF32 to
+    match), w [k, 1, ...] handed to it as it is, the reference and the baseline PyTorch's grouped conv2d."""
+    depthwise = {**PROBLEM, "k": 16, "groups": 8, "numerics": "fp32", "padding": [0, 1, 1], "out": [1, 10, 10]}
+    p = family_cases.parse_family_problem("conv", depthwise, "x")
+    assert p.direct and p.w_shape == (16, 1, 3, 3) and p.reduction == 9 and p.to_json() == depthwise
+    with pytest.raises(ProblemError, match="grouped convolutions run fp32 FMAs"):
+        family_cases.parse_family_problem("conv", {**depthwise, "numerics": "tf32"}, "x")
+    with pytest.raises(ProblemError, match="groups: 3 must divide c 8"):
+        family_cases.parse_family_problem("conv", {**depthwise, "groups": 3}, "x")
+    with pytest.raises(ProblemError, match="forward convolutions only"):
+        family_cases.parse_family_problem("conv", {**TRANSPOSED, "groups": 2, "numerics": "fp32"}, "x")
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.w_last is inp.w and case.pre_kernel() is None
+    ref = case.reference(inp)["out"]
+    want = F.conv2d(inp.x.double(), inp.w.double(), inp.bias.double(), padding=1, groups=8).relu() + \
+        inp.vectors["vec0"].double().reshape(-1, 1, 1)
+    assert ref.shape == (2, 16, 10, 10) and torch.allclose(ref, want)
+    (name, run), = case.baselines()
+    got = run(inp)["out"]
+    assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
+    args = case.kernel_args(inp, 0)
+    assert args.groups == 8 and args.transposed == 0 and args.w == inp.w.data_ptr()

@@ -47,3 +47,53 @@ def test_a_reduction_whose_indices_are_read_stays_whole():
     decompose_listed(ep)
     assert "aten.max.dim" in ops_of(ep) and "aten.amax.default" not in ops_of(ep)
     assert torch.allclose(ep.module()(x), MaxWithIndices()(x))
+
+
+class ConvBnReLU6Residual(torch.nn.Module):
+    """An MBConv tail as torchvision and KernelBench write it: in-place ReLU6 and `x += identity`."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.act = torch.nn.ReLU6(inplace=True)
+
+    def forward(self, x):
+        y = self.act(self.bn(self.conv(x)))
+        later = y * 2  # reads y after the in-place update: must see the clamped values
+        y += x
+        return y + later
+
+
+class UpdateThroughView(torch.nn.Module):
+    def forward(self, x):
+        z = x * 2
+        z[:, :2].relu_()  # reaches z through the view
+        return z
+
+
+class ViewBeforeUpdate(torch.nn.Module):
+    def forward(self, x):
+        z = x * 2
+        v = z[:, :2]
+        z.relu_()  # v sees it
+        return v + 1
+
+
+def test_in_place_pointwise_calls_on_intermediates_become_the_op():
+    model, x = ConvBnReLU6Residual().eval(), torch.randn(2, 4, 6, 6)
+    ep = torch.export.export(model, (x,))
+    assert {"aten.hardtanh_.default", "aten.add_.Tensor"} <= set(ops_of(ep))
+    want = model(x.clone())
+    assert sorted(decompose_listed(ep)) == ["add_", "hardtanh_"]
+    assert "aten.hardtanh.default" in ops_of(ep) and not any(op.endswith("_.default") or "add_" in op for op in ops_of(ep))
+    assert torch.allclose(ep.module()(x.clone()), want)
+
+
+@pytest.mark.parametrize("model", [UpdateThroughView(), ViewBeforeUpdate()])
+def test_in_place_calls_through_or_under_views_keep_their_side_effect(model):
+    x = torch.randn(3, 4)
+    ep = torch.export.export(model, (x,))
+    want = model(x.clone())
+    assert decompose_listed(ep) == []
+    assert torch.allclose(ep.module()(x.clone()), want)

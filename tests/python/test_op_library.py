@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from fact.realize import family_cases, op_check, op_library_build as olb
+from fact.realize import family_cases, kernel_abi, op_check, op_library_build as olb
 
 CONFIG_ID = "0123456789ab"
 SM80_ID = "ba9876543210"
@@ -41,7 +41,7 @@ def op_entry(cid: str, gencode: str, numerics="bf16", **problem) -> dict:
 
 def manifest() -> dict:
     return {"format": "fact-op-library", "version": 1, "namespace": "fact", "library": "libfact_ops.so",
-            "kernel_abi_version": 4,
+            "kernel_abi_version": kernel_abi.FACT_KERNEL_ABI_VERSION,
             "build": {"ops_source": "ops.cpp", "ops_object": "build/ops.o", "include_dir": "include",
                       "object_dir": "build", "cutlass_include_dirs": ["include", "tools/util/include"],
                       "ops_cxx_flags": ["-std=c++17", "-O3", "-fPIC", "-DNDEBUG", "-I{fact_include}"],

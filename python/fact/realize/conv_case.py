@@ -1,11 +1,11 @@
 """The conv family's measurement case: out = epilogue(conv(x, w)) for conv1d/2d/3d (stride, padding, dilation,
-groups 1; transposed: conv_transpose with w [c, k, ...] and an output padding) with the GEMM family's epilogue trees (bias, per-channel vectors, scalars, a residual) over the
-implicit GEMM's [n*z*p*q, k] output.
+groups; transposed: conv_transpose with w [c, k, ...] and an output padding, groups 1) with the GEMM family's
+epilogue trees (bias, per-channel vectors, scalars, a residual) over the [n, k, ...] output.
 
 Verified against the convolution in float64 on the same rounded inputs, within verify.py's table for the mode at
-K = c * filter taps. fp32 tensors multiply in TF32: the baseline is PyTorch's own convolution as a module runs it,
-cuDNN with TF32 allowed (PyTorch's default for convolutions, whatever the matmul precision), plus PyTorch's
-epilogue ops; both sides are timed from channels-first tensors as the module holds them (the op's layout change
+K = c / groups * filter taps. fp32 tensors multiply in TF32 in the implicit GEMM (groups 1) and in fp32 in a grouped
+convolution's direct kernel: the baseline is PyTorch's own convolution as a module runs it, cuDNN with TF32 allowed
+(PyTorch's default for convolutions, whatever the matmul precision), plus PyTorch's epilogue ops; both sides are timed from channels-first tensors as the module holds them (the op's layout change
 counts toward FACT's time: the kernel transposes x (and a residual) into its workspace and writes the output
 channels-first from its epilogue, the case's pre-kernel step copies the filter).
 """
@@ -27,8 +27,9 @@ SPATIAL = 3  # FACT_CONV_SPATIAL: (d, h, w), a 2-D conv's depth 1
 REFERENCE_CHUNK_BYTES = 1 << 30  # float64 output of one slice of the batch in the reference
 REFERENCE_F64_BYTES = 2 << 30    # a larger reference is kept in float32
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
+DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
-                "output_padding", "dtype", "numerics", "epilogue")
+                "output_padding", "groups", "dtype", "numerics", "epilogue")
 
 
 def _dims(obj, key, where, minimum):
@@ -53,6 +54,7 @@ class ConvProblem(JsonProblem):
     dilation: tuple
     transposed: bool
     output_padding: tuple
+    groups: int
     dtype: str
     numerics: str
     epilogue: object
@@ -73,16 +75,21 @@ class ConvProblem(JsonProblem):
 
     @property
     def reduction(self) -> int:
-        """Products summed per output: c times the taps (a transposed convolution's outputs take at most
+        """Products summed per output: c / groups times the taps (a transposed convolution's outputs take at most
         ceil(filter / stride) taps a dim)."""
         if self.transposed:
             return self.c * math.prod(-(-f // s) for f, s in zip(self.filter, self.stride))
-        return self.c * math.prod(self.filter)
+        return self.c // self.groups * math.prod(self.filter)
+
+    @property
+    def direct(self) -> bool:
+        """A grouped convolution: the direct kernel's, which reads w as PyTorch holds it."""
+        return self.groups > 1
 
     @property
     def w_shape(self) -> tuple:
-        """w as PyTorch holds it: [k, c, ...], or [c, k, ...] transposed."""
-        return ((self.c, self.k) if self.transposed else (self.k, self.c)) + tuple(self.filter[self.own])
+        """w as PyTorch holds it: [k, c / groups, ...], or [c, k, ...] transposed."""
+        return ((self.c, self.k) if self.transposed else (self.k, self.c // self.groups)) + tuple(self.filter[self.own])
 
     @property
     def out_shape(self) -> tuple:
@@ -91,8 +98,13 @@ class ConvProblem(JsonProblem):
 
 def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
     check_keys(obj, PROBLEM_KEYS, where)
-    dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics",
-                                    "fp32 convolutions run TF32, as PyTorch's cuDNN default")
+    groups = integer(obj, "groups", where) if "groups" in obj else 1
+    if groups > 1:
+        dtype, numerics = paired_choice(obj, where, "dtype", DIRECT_NUMERICS_FOR_DTYPE, "numerics",
+                                        "grouped convolutions run fp32 FMAs in the direct kernel")
+    else:
+        dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics",
+                                        "fp32 convolutions run TF32, as PyTorch's cuDNN default")
     dims = integer(obj, "spatial_dims", where)
     if dims > SPATIAL:
         raise ProblemError(f"{where}.spatial_dims: {dims} is over {SPATIAL}")
@@ -105,7 +117,7 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
                     padding=_dims(obj, "padding", where, 0), dilation=_dims(obj, "dilation", where, 1),
                     transposed=transposed,
                     output_padding=_dims(obj, "output_padding", where, 0) if "output_padding" in obj else (0, 0, 0),
-                    dtype=dtype, numerics=numerics,
+                    groups=groups, dtype=dtype, numerics=numerics,
                     epilogue=parse_epilogue(obj.get("epilogue", "none"), f"{where}.epilogue"))
     for i in range(SPATIAL):
         if p.transposed:
@@ -118,6 +130,8 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
         if p.out[i] != want:
             raise ProblemError(f"{where}.out: {list(p.out)} does not follow from the input, filter, stride, padding "
                                f"and dilation (dim {i}: {want})")
+    if p.c % p.groups or p.k % p.groups or (p.groups > 1 and p.transposed):
+        raise ProblemError(f"{where}.groups: {p.groups} must divide c {p.c} and k {p.k} (forward convolutions only)")
     if "C" in tree_leaves(p.tree) or "col" in tree_slots(p.tree).values():
         raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
     if p.transposed and "residual" in tree_leaves(p.tree):
@@ -128,9 +142,9 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
 @dataclass
 class ConvInputs:
     x: object          # [n, c, ...] channels-first, dense: as a module holds it (and as the kernel reads it)
-    w: object          # [k, c, ...] likewise ([c, k, ...] transposed)
+    w: object          # [k, c / groups, ...] likewise ([c, k, ...] transposed)
     w_last: object     # the kernel's filter: w's values in channels-last storage, filled by the pre-kernel copy
-                       # (transposed: w itself, which the kernel reads as PyTorch holds it)
+                       # (transposed or direct: w itself, which the kernel reads as PyTorch holds it)
     bias: object       # [k] or None
     residual: object   # like the output, channels-first, or None
     vectors: dict      # {"vec<i>": flat [k] or [1]}
@@ -164,7 +178,7 @@ class ConvCase(MeasureCase):
         p = self.problem
         elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
         x = p.n * p.c * math.prod(p.in_)
-        w = math.prod(p.w_shape) * (1 if p.transposed else 2)  # a forward filter twice: both layouts
+        w = math.prod(p.w_shape) * (1 if p.transposed or p.direct else 2)  # an implicit GEMM's filter: both layouts
         out = p.n * p.k * math.prod(p.out)
         residual = out if "residual" in tree_leaves(p.tree) else 0
         return (x + w + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem
@@ -181,7 +195,7 @@ class ConvCase(MeasureCase):
 
         x = randn(p.n, p.c, *p.in_[own])
         w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
-        w_last = w if p.transposed else filter_storage(p, w)
+        w_last = w if p.transposed or p.direct else filter_storage(p, w)
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
         residual = randn(*p.out_shape) if "residual" in tree_leaves(p.tree) else None
@@ -194,7 +208,7 @@ class ConvCase(MeasureCase):
         return ConvInputs(x, w, w_last, bias, residual, vectors, {"out": (view, buf)})
 
     def pre_kernel(self):
-        return None if self.problem.transposed else self.filter_to_channels_last
+        return None if self.problem.transposed or self.problem.direct else self.filter_to_channels_last
 
     @staticmethod
     def filter_to_channels_last(inp: ConvInputs) -> None:
@@ -214,7 +228,7 @@ class ConvCase(MeasureCase):
             slots[int(slot[3:])] = t.data_ptr()
         return FactConvArgs(n=p.n, c=p.c, k=p.k, in_extent=arr(p.in_), filter_extent=arr(p.filter),
                             out_extent=arr(p.out), stride=arr(p.stride), padding=arr(p.padding),
-                            dilation=arr(p.dilation), transposed=int(p.transposed), x=ptr(inp.x), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
+                            dilation=arr(p.dilation), transposed=int(p.transposed), groups=p.groups, x=ptr(inp.x), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
                             bias=ptr(inp.bias), residual=ptr(inp.residual), vectors=slots, alpha=1.0,
                             workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
 
@@ -222,7 +236,7 @@ class ConvCase(MeasureCase):
         p = self.problem
         own = p.own
         return convolution(x, w, p.stride[own], p.padding[own], p.dilation[own], p.transposed, p.output_padding[own],
-                           bias)
+                           bias, p.groups)
 
     def reference(self, inp: ConvInputs) -> dict:
         """The tree over the convolution in float64 on the same rounded inputs, a slice of the batch at a time (a

@@ -1,5 +1,5 @@
 """CPU reference of a convolution op (conv_<id>, templates/cutlass/conv_op.cpp.in): the op's epilogue tree over
-acc = conv(x, w) (cross-correlation, groups 1, the op's stride / padding / dilation; with transposed, PyTorch's
+acc = conv(x, w) (cross-correlation, the op's stride / padding / dilation / groups; with transposed, PyTorch's
 conv_transpose with w [c, k, ...] and the op's output_padding), with "bias" the op's [k] bias,
 "residual" its residual slot and vec<i> its `vectors` ([k] per-channel, or one element), computed in float64 and
 rounded once to x's dtype. The tree comes from the manifest entry's config ("epilogue"), read with the GEMM
@@ -10,17 +10,17 @@ from pathlib import Path
 import torch.nn.functional as F
 
 SCHEMA = ("(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
-          "bool transposed, int[] output_padding, Tensor[] vectors) -> Tensor")
+          "bool transposed, int[] output_padding, int groups, Tensor[] vectors) -> Tensor")
 
 
-def convolution(x, w, stride, padding, dilation, transposed=False, output_padding=None, bias=None):
-    """conv<n>d(x, w, bias) or, transposed, conv_transpose<n>d(x, w, bias) (w [c, k, ...]), groups 1."""
+def convolution(x, w, stride, padding, dilation, transposed=False, output_padding=None, bias=None, groups=1):
+    """conv<n>d(x, w, bias, groups=groups) or, transposed, conv_transpose<n>d(x, w, bias) (w [c, k, ...])."""
     if transposed:
         fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[x.dim() - 3]
         return fn(x, w, bias, stride=list(stride), padding=list(padding), output_padding=list(output_padding),
-                  dilation=list(dilation))
+                  groups=groups, dilation=list(dilation))
     fn = (F.conv1d, F.conv2d, F.conv3d)[x.dim() - 3]
-    return fn(x, w, bias, stride=list(stride), padding=list(padding), dilation=list(dilation))
+    return fn(x, w, bias, stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups)
 
 
 def _gemm_reference():
@@ -44,10 +44,10 @@ def evaluate_conv_epilogue(tree, activations, acc, bias, residual, vectors, what
 def _conv(tree, activations, key):
     slots = _GEMM.vector_slots(tree)
 
-    def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, vectors=()):
+    def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, groups, vectors=()):
         if len(vectors) != len(slots):
             raise ValueError(f"{key} reads {len(slots)} vectors ({', '.join(slots) or 'none'}), got {len(vectors)}")
-        acc = convolution(x.double(), w.double(), stride, padding, dilation, transposed, output_padding)
+        acc = convolution(x.double(), w.double(), stride, padding, dilation, transposed, output_padding, groups=groups)
         f64 = lambda t: t.double() if t is not None else None  # noqa: E731
         out = evaluate_conv_epilogue(tree, activations, acc, f64(bias), f64(residual),
                                      {s: v.double() for s, v in zip(slots, vectors)}, key)

@@ -7,8 +7,10 @@
 #include "compose/python_expr.h"
 #include "core/error.h"
 #include "realize/families/conv/family.h"
+#include "realize/families/gemm/epilogue_scalar.h"
 #include "realize/families/gemm/epilogue_sm90_evt.h"
 #include "realize/family_codegen.h"
+#include "realize/kernel_family.h"
 #include "realize/template_renderer.h"
 #include "realize/typed_kernel_family.h"
 
@@ -21,7 +23,39 @@ std::string boolean(bool b) { return b ? "true" : "false"; }
 
 }  // namespace
 
+// A grouped convolution's direct kernel (templates/cute/conv_direct.cu.in): the filter, stride and dilation as
+// constants, the epilogue tree as one float expression per output element.
+GeneratedSource generate_conv_direct_kernel(const ConvConfig& c) {
+  const EpilogueTree& tree = c.epilogue.tree;
+  TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_w", "rows_per_warp"});
+  for (int i = 0; i < kConvSpatial; ++i) {
+    v[fmt::format("filter{}", i)] = std::to_string(c.filter[i]);
+    v[fmt::format("stride{}", i)] = std::to_string(c.stride[i]);
+    v[fmt::format("dilation{}", i)] = std::to_string(c.dilation[i]);
+  }
+  v["smem_bytes"] = std::to_string(conv_direct_smem_bytes(c));
+  v["threads"] = std::to_string(family_data("conv").at("limits").at("direct_threads").get<int>());
+  v["element"] = cutlass_type(c.element);
+  v["epilogue_tree"] = tree.text();
+  v["fp32_activation"] = render_template_file("cutlass/fp32_activation.hpp.in", {}) +
+                         activation_scalar_functors(tree, /*all=*/true);
+  v["epilogue_expression"] = scalar_epilogue_expression(tree);
+  v["has_bias"] = boolean(tree.reads_bias());
+  v["has_residual"] = boolean(tree.reads_source("residual"));
+  // Each vector slot's value for the CTA's channel: a per-channel one's entry, a one-element one's value.
+  std::string loads, checks;
+  for (const auto& [i, kind] : vector_slot_kinds(tree)) {
+    loads += fmt::format("  const float vec{} = load(static_cast<const Element*>(a.vectors[{}]), {});\n", i, i,
+                         kind == EpilogueNodeKind::row_broadcast ? "channel" : "0");
+    checks += fmt::format("  if (!a.vectors[{}]) return FACT_ERR_SHAPE;  // vec{}\n", i, i);
+  }
+  v["vector_loads"] = loads;
+  v["vector_checks"] = checks;
+  return render_family_template("conv", "direct_kernel_template", c.id(), v);
+}
+
 GeneratedSource generate_conv_kernel(const ConvConfig& c) {
+  if (c.direct) return generate_conv_direct_kernel(c);
   if (c.spatial_dims < 1 || c.spatial_dims > kConvSpatial || c.arch != Arch::sm90)
     throw Error(fmt::format("conv config {} ({}): sm90 kernels of 1 to 3 spatial dims only", c.id(), c.summary()));
   const EpilogueTree& tree = c.epilogue.tree;
@@ -47,7 +81,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
 
 std::string conv_op_schema(const ConvConfig& c) {
   return c.id() + "(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
-                  "bool transposed, int[] output_padding, Tensor[] vectors) -> Tensor";
+                  "bool transposed, int[] output_padding, int groups, Tensor[] vectors) -> Tensor";
 }
 
 GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
@@ -55,6 +89,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   const EpilogueTree& tree = c.epilogue.tree;
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
+  v["direct"] = boolean(c.direct);
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
@@ -70,7 +105,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
 namespace {
 
 // x and w as the module has them, bias / residual / vectors as bound, the tuned problem's stride, padding, dilation,
-// transposed and output padding (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims); the
+// transposed, output padding and groups (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims); the
 // result is channels-first, as PyTorch's convolution returns it.
 OpCall conv_op_call(const OpCallSite& s) {
   ConvProblem p = ConvProblem::from_json(s.problem);
@@ -83,10 +118,10 @@ OpCall conv_op_call(const OpCallSite& s) {
     vectors += (vectors.empty() ? "" : ", ") + s.tensor(slot.c_str(), true) + ".reshape(-1)";
   }
   std::string bias = s.tensor("bias", false);
-  std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true),
+  std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true),
                                  s.tensor("w", true), bias == "None" ? bias : bias + ".reshape(-1)",
                                  s.tensor("residual", false), own(p.stride), own(p.padding), own(p.dilation),
-                                 p.transposed ? "True" : "False", own(p.output_padding), vectors);
+                                 p.transposed ? "True" : "False", own(p.output_padding), p.groups, vectors);
   return {"", expr};
 }
 

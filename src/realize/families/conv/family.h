@@ -1,8 +1,9 @@
 #pragma once
-// The conv family: convolutions (conv1d/2d/3d, groups 1), forward and transposed, with the GEMM family's epilogue
-// trees, as CUTLASS 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma); a transposed convolution runs as one
-// stride-1 forward convolution per output phase (ConvPhase). problem.cpp reads a match into a ConvProblem; space.cpp
-// has the ConvConfig and its config space; family.cpp renders templates/cutlass/conv_sm90_fprop.cu.in and
+// The conv family: convolutions (conv1d/2d/3d), forward and transposed, with the GEMM family's epilogue trees, as
+// CUTLASS 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma); a transposed convolution runs as one stride-1
+// forward convolution per output phase (ConvPhase). Grouped and depthwise convolutions (groups > 1) run as a direct
+// kernel (templates/cute/conv_direct.cu.in: fp32 FMAs over input planes staged in shared memory). problem.cpp reads a
+// match into a ConvProblem; space.cpp has the ConvConfig and its config space; family.cpp renders the kernel and
 // conv_op.cpp.in and registers the family. As a GEMM: M = n * z * p * q output pixels, N = k output channels,
 // K = c (padded to 16-byte vectors) * t * r * s; a per-channel vector is the epilogue's row broadcast.
 #include <array>
@@ -33,16 +34,19 @@ struct ConvProblem {
   ConvDims stride{1, 1, 1}, padding{0, 0, 0}, dilation{1, 1, 1};
   bool transposed = false;               // conv_transpose: x[i] * w[r] lands on output i * stride - padding + r * dilation
   ConvDims output_padding{0, 0, 0};      // transposed: added to the output's far end
+  int64_t groups = 1;                    // c and k split into groups (depthwise: groups == c); w [k, c / groups, ...]
   Element element = Element::f32;  // x, w, out and the epilogue's tensors
   Epilogue epilogue;               // over acc, without C: "none", "bias" or a grown tree
   Arch arch = Arch::sm90;
 
-  // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type.
+  // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type; the
+  // direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
   Numerics numerics() const;
+  bool direct() const { return groups > 1; }  // the direct kernel's, not the implicit GEMM's
   int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
   // Input channels as the kernel reads them: c zero-padded to whole 16-byte vectors (TMA's unit).
   int64_t padded_c() const;
-  // The reduction: the padded channels times the taps (a transposed convolution's outputs each take at most
+  // The implicit GEMM's reduction: the padded channels times the taps (a transposed convolution's outputs each take at most
   // ceil(filter / stride) taps a dim, its phases' sub-filters).
   int64_t gemm_k() const;
   // The output extent PyTorch computes for dim i from the others.
@@ -82,6 +86,12 @@ struct ConvConfig {
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs
   int consumer_warpgroups = 1;  // 2: a 128-row (or taller) tile's rows split between two, CUTLASS's cooperative layout
+  // direct (a grouped convolution's kernel, templates/cute/conv_direct.cu.in): a CTA of 8 warps computes tile_w x
+  // (8 x rows_per_warp) outputs of one channel's plane (each lane every 32nd column, each warp rows_per_warp rows),
+  // specialized on the filter, stride and dilation (loops unrolled); the implicit-GEMM fields above are unused.
+  bool direct = false;
+  int tile_w = 64, rows_per_warp = 4;
+  ConvDims filter{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1};
 
   std::string id() const;       // "conv_" + 12 hex digits of the canonical JSON's hash
   std::string summary() const;  // e.g. "sm90 conv2d float32 128x128x32 c2x1 add(mul(alpha,acc),row(bias))"
@@ -93,16 +103,25 @@ struct ConvConfig {
 // the kernel's stage count and the config space's stage check both read it. ctas_per_sm must be 1 or 2.
 int64_t conv_cta_smem_bytes(const ConvConfig& config);
 
+// The shared memory an implicit-GEMM config's epilogue takes (the channels-first store node's two staged subtiles of
+// 32 channels by 64 or 128 rows, and a residual's C stages), which its mainloop's stages leave free.
+int64_t conv_epilogue_smem_bytes(const ConvConfig& config);
+
+// The shared memory a direct config's CTA stages its input tile in (fp32, the rows and columns its outputs' windows
+// span).
+int64_t conv_direct_smem_bytes(const ConvConfig& config);
+
 // Why the config cannot run the problem (a sentence), or empty when it can.
 std::string conv_config_rejection(const ConvProblem& problem, const ConvConfig& config);
 
 // The axes come from data/families/conv.json; ranked by wave quantization and tile efficiency.
 ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& problem, int top_n);
 
-// The kernel (.cu exporting the FactConvArgs C ABI); throws Error when the config cannot be generated.
+// The kernel (.cu exporting the FactConvArgs C ABI; a direct config's from templates/cute/conv_direct.cu.in); throws
+// Error when the config cannot be generated.
 GeneratedSource generate_conv_kernel(const ConvConfig& config);
 // "conv_<id>(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation,
-// Tensor[] vectors) -> Tensor"
+// bool transposed, int[] output_padding, int groups, Tensor[] vectors) -> Tensor"
 std::string conv_op_schema(const ConvConfig& config);
 GeneratedSource generate_conv_op_wrapper(const ConvConfig& config);
 

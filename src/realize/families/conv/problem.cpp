@@ -1,6 +1,7 @@
 // The conv problem: from a rule match (x and w as the graph has them, the attrs, the grown epilogue) and its JSON.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -41,7 +42,9 @@ std::string dims_text(const ConvDims& d) { return fmt::format("{}", fmt::join(d,
 }  // namespace
 
 Numerics ConvProblem::numerics() const {
-  return element == Element::bf16 ? Numerics::bf16 : element == Element::f16 ? Numerics::fp16 : Numerics::tf32;
+  if (element == Element::bf16) return Numerics::bf16;
+  if (element == Element::f16) return Numerics::fp16;
+  return direct() ? Numerics::fp32 : Numerics::tf32;
 }
 
 int64_t ConvProblem::padded_c() const {
@@ -55,7 +58,7 @@ int64_t ConvProblem::expected_out(int i) const {
 }
 
 int64_t ConvProblem::gemm_k() const {
-  int64_t k = padded_c();
+  int64_t k = direct() ? c / groups : padded_c();
   for (int i = 0; i < kConvSpatial; ++i) k *= transposed ? (filter[i] + stride[i] - 1) / stride[i] : filter[i];
   return k;
 }
@@ -94,6 +97,11 @@ void ConvProblem::validate() const {
     throw Error(fmt::format("conv problem: {} spatial dims; FACT takes conv1d, conv2d and conv3d", spatial_dims));
   if (n <= 0 || c <= 0 || k <= 0)
     throw Error(fmt::format("conv problem n={} c={} k={}: every extent must be positive", n, c, k));
+  if (groups <= 0 || c % groups || k % groups)
+    throw Error(fmt::format("conv problem c={} k={} groups={}: groups must divide both channel counts", c, k, groups));
+  if (groups > 1 && transposed)
+    throw Error(fmt::format("conv problem: a transposed convolution of {} groups (FACT's transposed convolutions take "
+                            "groups 1); PyTorch keeps it", groups));
   for (int i = 0; i < kConvSpatial; ++i) {
     if (in[i] <= 0 || filter[i] <= 0 || stride[i] <= 0 || dilation[i] <= 0 || padding[i] < 0)
       throw Error(fmt::format("conv problem: input {}, filter {}, stride {}, dilation {} must be positive and padding "
@@ -117,11 +125,13 @@ void ConvProblem::validate() const {
                 "pixels, which the residual's tile loads cannot follow");
   // TMA moves 16-byte rows of channels: the kernel zero-pads x's channels-last copy and the filter to whole vectors
   // (a 3-channel image becomes 4 fp32 channels), but the filter's rows of k output channels must be whole already.
+  // (The direct kernel reads channels-first planes: no such rows.)
   int vec = 16 / element_bytes(element);
-  if (k % vec)
+  if (!direct() && k % vec)
     throw Error(fmt::format("conv problem c={} k={} ({}): the filter's TMA loads need a multiple of {} output channels "
                             "(16 bytes); PyTorch keeps this convolution", c, k, to_string(element), vec));
-  if (auto why = sm90_evt_rejection(epilogue.tree)) throw Error("conv problem: " + *why);
+  if (auto why = direct() ? std::optional<std::string>() : sm90_evt_rejection(epilogue.tree))
+    throw Error("conv problem: " + *why);
   if (epilogue.tree.reads_source("C") || epilogue.tree.any([](const EpilogueTree& t) {
         return t.kind == EpilogueNodeKind::col_broadcast;
       }))
@@ -132,7 +142,7 @@ void ConvProblem::validate() const {
 nlohmann::json ConvProblem::to_json() const {
   return {{"spatial_dims", spatial_dims}, {"n", n}, {"c", c}, {"k", k}, {"in", in}, {"filter", filter},
           {"out", out}, {"stride", stride}, {"padding", padding}, {"dilation", dilation},
-          {"transposed", transposed}, {"output_padding", output_padding},
+          {"transposed", transposed}, {"output_padding", output_padding}, {"groups", groups},
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
 }
@@ -152,6 +162,7 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.dilation = j.at("dilation");
     p.transposed = j.value("transposed", false);  // problems recorded before transposed convolutions were forward
     p.output_padding = j.value("output_padding", ConvDims{0, 0, 0});
+    p.groups = j.value("groups", int64_t{1});  // and groups 1
     p.element = element_from_string(j.at("element"));
     p.epilogue = Epilogue::from_json(j.value("epilogue", nlohmann::json("none")));
     p.arch = arch_from_string(j.at("arch"));
@@ -179,11 +190,12 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
   p.spatial_dims = static_cast<int>(tx.rank()) - 2;
   p.n = tx.shape[0];
   p.c = tx.shape[1];
-  const int w_in = p.transposed ? 0 : 1;  // w's input-channel dim
-  p.k = tw.shape[1 - w_in];
-  if (tw.shape[w_in] != p.c)
-    throw Error(fmt::format("{}: w has {} input channels for x's {} (groups > 1 is not taken yet)", what,
-                            tw.shape[w_in], p.c));
+  auto groups = m.attrs.find("groups");
+  if (groups != m.attrs.end() && groups->second.is_number_integer()) p.groups = groups->second.get<int64_t>();
+  const int w_in = p.transposed ? 0 : 1;  // w's input-channel dim: [k, c / groups, ...], or [c, k / groups, ...]
+  p.k = tw.shape[1 - w_in] * (p.transposed ? p.groups : 1);
+  if (p.groups <= 0 || tw.shape[w_in] * (p.transposed ? 1 : p.groups) != p.c)
+    throw Error(fmt::format("{}: w has {} input channels for x's {} in {} groups", what, tw.shape[w_in], p.c, p.groups));
   int lead = kConvSpatial - p.spatial_dims;
   for (int i = 0; i < p.spatial_dims; ++i) {
     p.in[lead + i] = tx.shape[2 + i];
@@ -193,10 +205,6 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
   p.padding = spatial_attr(m, "padding", p.spatial_dims, 0, what);
   p.dilation = spatial_attr(m, "dilation", p.spatial_dims, 1, what);
   if (p.transposed) p.output_padding = spatial_attr(m, "output_padding", p.spatial_dims, 0, what);
-  auto groups = m.attrs.find("groups");
-  if (groups != m.attrs.end() && groups->second.is_number_integer() && groups->second.get<int64_t>() != 1)
-    throw Error(fmt::format("{}: groups {} (grouped and depthwise convolutions are not taken yet)", what,
-                            groups->second.dump()));
   for (int i = 0; i < kConvSpatial; ++i) p.out[i] = p.expected_out(i);
 
   // The convolution's own output, and the anchor's (the last op of a grown epilogue): one shape.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/arch_spec.h"
 #include "core/error.h"
@@ -49,13 +50,70 @@ int channel_k_tile(const ConvProblem& p) {
   return best;
 }
 
+// A direct config's input tile in shared memory (fp32 elements): the rows and columns its outputs' windows span.
+int64_t direct_tile_rows(const ConvConfig& c) { return (8 * c.rows_per_warp - 1) * c.stride[1] + (c.filter[1] - 1) * c.dilation[1] + 1; }
+int64_t direct_tile_cols(const ConvConfig& c) { return (c.tile_w - 1) * c.stride[2] + (c.filter[2] - 1) * c.dilation[2] + 1; }
+
+// Higher is better: the share of computed outputs inside the plane, the share of the staged input tile that is not
+// halo (each tile re-reads its neighbours' edges from L2), and the last wave's fill.
+double direct_score(const ConvProblem& p, const ConvConfig& c) {
+  double w = double(p.out[2]), h = double(p.out[1]), tile_h = 8.0 * c.rows_per_warp;
+  double tiles_w = std::ceil(w / c.tile_w), tiles_h = std::ceil(h / tile_h);
+  double utilization = (w / (tiles_w * c.tile_w)) * (h / (tiles_h * tile_h));
+  double halo = std::min(1.0, double(c.tile_w) * c.stride[2] * tile_h * c.stride[1] /
+                                  double(direct_tile_rows(c) * direct_tile_cols(c)));
+  double ctas = tiles_w * tiles_h * double(p.n * p.k * p.out[0]);
+  double slots = ArchSpec::of(p.arch).sm_count * 4.0;  // about four 256-thread CTAs a SM
+  double fill = ctas / (std::ceil(ctas / slots) * slots);
+  return utilization * halo * (0.8 + 0.2 * fill);
+}
+
+std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
+  const nlohmann::json limits = family_data("conv").at("limits");
+  if (!p.direct()) return "a direct kernel: the problem has groups 1, which the implicit GEMM takes";
+  if (c.filter != p.filter || c.stride != p.stride || c.dilation != p.dilation)
+    return "the direct config is specialized for another filter, stride or dilation";
+  if (c.tile_w % 32 || c.tile_w <= 0 || c.rows_per_warp <= 0)
+    return fmt::format("a {}-column tile of {} rows a warp: whole warps of columns only", c.tile_w, c.rows_per_warp);
+  if (int64_t cg = p.c / p.groups; cg > limits.at("direct_max_group_channels").get<int64_t>())
+    return fmt::format("{} input channels a group: the direct kernel stages one plane at a time, so it takes at most {}",
+                       cg, limits.at("direct_max_group_channels").get<int64_t>());
+  if (int64_t taps = c.filter[1] * c.filter[2]; taps > limits.at("direct_max_filter_taps").get<int64_t>())
+    return fmt::format("a {}x{} filter plane: the direct kernel keeps at most {} taps in registers", c.filter[1],
+                       c.filter[2], limits.at("direct_max_filter_taps").get<int64_t>());
+  if (int64_t bytes = direct_tile_rows(c) * direct_tile_cols(c) * 4; bytes > limits.at("direct_smem_bytes").get<int64_t>())
+    return fmt::format("the staged input tile needs {} bytes of shared memory, over {}", bytes,
+                       limits.at("direct_smem_bytes").get<int64_t>());
+  if (c.tile_w > 32 && c.tile_w >= 2 * p.out[2])
+    return fmt::format("tile width {} is over twice the output's {} columns", c.tile_w, p.out[2]);
+  if (c.rows_per_warp > 1 && 8 * c.rows_per_warp >= 2 * p.out[1])
+    return fmt::format("tile height {} is over twice the output's {} rows", 8 * c.rows_per_warp, p.out[1]);
+  return "";
+}
+
 }  // namespace
+
+int64_t conv_direct_smem_bytes(const ConvConfig& c) { return direct_tile_rows(c) * direct_tile_cols(c) * 4; }
+
+int64_t conv_epilogue_smem_bytes(const ConvConfig& c) {
+  const int64_t epi_m = c.consumer_warpgroups == 1 ? 64 : 128, epi_n = std::min(c.tile_n, 32);
+  const int64_t element = element_bytes(c.element);
+  int64_t bytes = 2 * epi_n * (epi_m + 4) * element;  // the store node's two staged subtiles
+  if (c.epilogue.tree.reads_source("residual"))        // CUTLASS's C stages: min(subtiles, 4)
+    bytes += std::min<int64_t>((c.tile_m / epi_m) * (c.tile_n / epi_n), 4) * epi_m * epi_n * element;
+  return bytes + family_data("conv").at("limits").at("epilogue_smem_slack_bytes").get<int64_t>();
+}
 
 nlohmann::json ConvConfig::to_json() const {
   nlohmann::json j = {{"spatial_dims", spatial_dims}, {"element", element}, {"epilogue", epilogue.to_json()},
-                      {"arch", arch}, {"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k},
-                      {"cluster_m", cluster_m}, {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm},
-                      {"consumer_warpgroups", consumer_warpgroups}};
+                      {"arch", arch}};
+  if (direct) {
+    j.update({{"direct", true}, {"tile_w", tile_w}, {"rows_per_warp", rows_per_warp}, {"filter", filter},
+              {"stride", stride}, {"dilation", dilation}});
+  } else {
+    j.update({{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"cluster_m", cluster_m},
+              {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
+  }
   j["family"] = "conv";
   return j;
 }
@@ -67,6 +125,15 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.element = j.at("element");
     c.epilogue = Epilogue::from_json(j.at("epilogue"));
     c.arch = j.at("arch");
+    c.direct = j.value("direct", false);
+    if (c.direct) {
+      c.tile_w = j.at("tile_w");
+      c.rows_per_warp = j.at("rows_per_warp");
+      c.filter = j.at("filter");
+      c.stride = j.at("stride");
+      c.dilation = j.at("dilation");
+      return c;
+    }
     c.tile_m = j.at("tile_m");
     c.tile_n = j.at("tile_n");
     c.tile_k = j.at("tile_k");
@@ -81,6 +148,10 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
 std::string ConvConfig::id() const { return config_hash_id("conv_", to_json()); }
 
 std::string ConvConfig::summary() const {
+  if (direct)
+    return fmt::format("{} conv{}d {} direct {}x{} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
+                       to_string(element), tile_w, 8 * rows_per_warp, fmt::join(filter, "x"), fmt::join(stride, "x"),
+                       fmt::join(dilation, "x"), epilogue.key());
   return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
                      tile_n, tile_k, cluster_m, cluster_n, ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
                      consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "", epilogue.key());
@@ -94,6 +165,9 @@ int64_t conv_cta_smem_bytes(const ConvConfig& c) {
 std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue))
     return "the config is specialized for another spatial rank, element, arch or epilogue";
+  if (c.direct) return direct_config_rejection(p, c);
+  if (p.direct())
+    return fmt::format("an implicit GEMM takes groups 1; {} groups run as the direct kernel", p.groups);
   if (int best = channel_k_tile(p); c.tile_k != best)
     return fmt::format("a K tile of {} channels: the problem's {} (padded) channels load fewest zeros in K tiles of {}",
                        c.tile_k, p.padded_c(), best);
@@ -117,7 +191,7 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
                        limits.at(accumulator_limit).get<int>(), c.ctas_per_sm);
   // The kernel's mainloop gets the CTA's share (conv_cta_smem_bytes) less its epilogue's: at least two stages.
   int64_t stage_bytes = int64_t{c.tile_m + c.tile_n} * c.tile_k * element_bytes(c.element);
-  int64_t mainloop_bytes = conv_cta_smem_bytes(c) - limits.at("epilogue_smem_allowance_bytes").get<int64_t>();
+  int64_t mainloop_bytes = conv_cta_smem_bytes(c) - conv_epilogue_smem_bytes(c);
   if (2 * stage_bytes > mainloop_bytes)
     return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory, over the {} a CTA's mainloop "
                        "has with {} CTA(s) a SM", c.tile_m, c.tile_n, c.tile_k, 2 * stage_bytes, mainloop_bytes,
@@ -131,11 +205,28 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   p.validate();
   const nlohmann::json axes = family_data("conv").at("config_space");
   ConfigRanking<ConvConfig> ranking;
+  for (int tile_w : axes.at("direct").at("tile_w"))
+    for (int rows : axes.at("direct").at("rows_per_warp")) {
+      if (!p.direct()) break;
+      ConvConfig c;
+      c.spatial_dims = p.spatial_dims;
+      c.element = p.element;
+      c.epilogue = p.epilogue;
+      c.arch = p.arch;
+      c.direct = true;
+      c.tile_w = tile_w;
+      c.rows_per_warp = rows;
+      c.filter = p.filter;
+      c.stride = p.stride;
+      c.dilation = p.dilation;
+      ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); });
+    }
   for (int k_bytes : axes.at("k_tile_bytes"))
     for (const auto& mn : axes.at("tiles_mn"))
       for (const auto& cl : axes.at("clusters_mn"))
         for (int ctas : axes.at("ctas_per_sm"))
           for (int warpgroups : axes.at("consumer_warpgroups")) {
+            if (p.direct()) break;
             ConvConfig c;
             c.spatial_dims = p.spatial_dims;
             c.element = p.element;

@@ -97,11 +97,13 @@ Epilogue grown_epilogue(const discover::Match& m, const ir::Graph& g, const std:
     }
     const ir::TensorMeta& vt = v->out();
     int64_t want = t.kind == EpilogueNodeKind::row_broadcast ? n : t.kind == EpilogueNodeKind::col_broadcast ? rows : 1;
-    // Right-aligned against the output, the channel dim must hold the N values (a [N] bias, a conv's [N, 1, 1]).
+    // Right-aligned against the output, the channel dim must hold the N values (a [N] bias, a conv's [N, 1, 1]);
+    // or a flat [N] (BatchNorm's statistics of a conv's [n, N, ...] output, which growth read along the channels).
     int64_t axis = (channel_axis < 0 ? out.rank() + channel_axis : channel_axis) - (out.rank() - vt.rank());
     bool last_ok = t.kind == EpilogueNodeKind::scalar_vector || vt.rank() == 0 ||
-                   (t.kind == EpilogueNodeKind::row_broadcast ? axis >= 0 && axis < vt.rank() && vt.shape[axis] == n
-                                                              : vt.shape.back() == 1);
+                   (t.kind == EpilogueNodeKind::row_broadcast
+                        ? (axis >= 0 && axis < vt.rank() && vt.shape[axis] == n) || (vt.rank() == 1 && vt.shape[0] == n)
+                        : vt.shape.back() == 1);
     if (vt.numel() != want || !last_ok) {
       why = fmt::format("{}: epilogue slot {} ({}) is shaped {}; it needs {} value{} ({})", what, t.name, t.text(),
                         shape_text(vt.shape), want, want == 1 ? "" : "s",
