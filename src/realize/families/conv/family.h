@@ -103,8 +103,9 @@ struct ConvConfig {
 // the kernel's stage count and the config space's stage check both read it. ctas_per_sm must be 1 or 2.
 int64_t conv_cta_smem_bytes(const ConvConfig& config);
 
-// The shared memory an implicit-GEMM config's epilogue takes (the channels-first store node's two staged subtiles of
-// 32 channels by 64 or 128 rows, and a residual's C stages), which its mainloop's stages leave free.
+// The shared memory an implicit-GEMM config's epilogue takes (CUTLASS's D stages of 32 channels by 64 or 128 rows,
+// in which the channels-first store node stages its subtiles, and a residual's C stages), which its mainloop's stages
+// leave free.
 int64_t conv_epilogue_smem_bytes(const ConvConfig& config);
 
 // The shared memory a direct config's CTA stages its input tile in (fp32, the rows and columns its outputs' windows

@@ -97,10 +97,12 @@ int64_t conv_direct_smem_bytes(const ConvConfig& c) { return direct_tile_rows(c)
 
 int64_t conv_epilogue_smem_bytes(const ConvConfig& c) {
   const int64_t epi_m = c.consumer_warpgroups == 1 ? 64 : 128, epi_n = std::min(c.tile_n, 32);
-  const int64_t element = element_bytes(c.element);
-  int64_t bytes = 2 * epi_n * (epi_m + 4) * element;  // the store node's two staged subtiles
-  if (c.epilogue.tree.reads_source("residual"))        // CUTLASS's C stages: min(subtiles, 4)
-    bytes += std::min<int64_t>((c.tile_m / epi_m) * (c.tile_n / epi_n), 4) * epi_m * epi_n * element;
+  const int64_t subtile = epi_m * epi_n * element_bytes(c.element);
+  const int64_t subtiles = (c.tile_m / epi_m) * (c.tile_n / epi_n);
+  // CUTLASS's D stages (min(subtiles, 2), allocated though D is void: the store node stages in them) and, with a
+  // residual, its C stages (min(subtiles, 4)).
+  int64_t bytes = std::min<int64_t>(subtiles, 2) * subtile;
+  if (c.epilogue.tree.reads_source("residual")) bytes += std::min<int64_t>(subtiles, 4) * subtile;
   return bytes + family_data("conv").at("limits").at("epilogue_smem_slack_bytes").get<int64_t>();
 }
 
