@@ -86,12 +86,13 @@ struct ConvConfig {
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs
   int consumer_warpgroups = 1;  // 2: a 128-row (or taller) tile's rows split between two, CUTLASS's cooperative layout
-  // direct (a grouped convolution's kernel, templates/cute/conv_direct.cu.in): a CTA of 8 warps computes tile_w x
-  // (8 x rows_per_warp) outputs of one channel's plane (each lane every 32nd column, each warp rows_per_warp rows),
-  // specialized on the filter, stride and dilation (loops unrolled); the implicit-GEMM fields above are unused.
+  // direct (a grouped convolution's kernel, templates/cute/conv_direct.cu.in): a CTA of conv.json's direct_threads
+  // computes tile_w x direct_tile_h() outputs of one channel's plane (each lane every 32nd column, each warp
+  // rows_per_warp rows), specialized on the filter, stride and dilation (loops unrolled); the fields above are unused.
   bool direct = false;
   int tile_w = 64, rows_per_warp = 4;
   ConvDims filter{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1};
+  int direct_tile_h() const;  // the warps times rows_per_warp
 
   std::string id() const;       // "conv_" + 12 hex digits of the canonical JSON's hash
   std::string summary() const;  // e.g. "sm90 conv2d float32 128x128x32 c2x1 add(mul(alpha,acc),row(bias))"

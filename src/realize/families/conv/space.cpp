@@ -51,13 +51,15 @@ int channel_k_tile(const ConvProblem& p) {
 }
 
 // A direct config's input tile in shared memory (fp32 elements): the rows and columns its outputs' windows span.
-int64_t direct_tile_rows(const ConvConfig& c) { return (8 * c.rows_per_warp - 1) * c.stride[1] + (c.filter[1] - 1) * c.dilation[1] + 1; }
+int64_t direct_tile_rows(const ConvConfig& c) {
+  return (c.direct_tile_h() - 1) * c.stride[1] + (c.filter[1] - 1) * c.dilation[1] + 1;
+}
 int64_t direct_tile_cols(const ConvConfig& c) { return (c.tile_w - 1) * c.stride[2] + (c.filter[2] - 1) * c.dilation[2] + 1; }
 
 // Higher is better: the share of computed outputs inside the plane, the share of the staged input tile that is not
 // halo (each tile re-reads its neighbours' edges from L2), and the last wave's fill.
 double direct_score(const ConvProblem& p, const ConvConfig& c) {
-  double w = double(p.out[2]), h = double(p.out[1]), tile_h = 8.0 * c.rows_per_warp;
+  double w = double(p.out[2]), h = double(p.out[1]), tile_h = double(c.direct_tile_h());
   double tiles_w = std::ceil(w / c.tile_w), tiles_h = std::ceil(h / tile_h);
   double utilization = (w / (tiles_w * c.tile_w)) * (h / (tiles_h * tile_h));
   double halo = std::min(1.0, double(c.tile_w) * c.stride[2] * tile_h * c.stride[1] /
@@ -86,14 +88,18 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
                        limits.at("direct_smem_bytes").get<int64_t>());
   if (c.tile_w > 32 && c.tile_w >= 2 * p.out[2])
     return fmt::format("tile width {} is over twice the output's {} columns", c.tile_w, p.out[2]);
-  if (c.rows_per_warp > 1 && 8 * c.rows_per_warp >= 2 * p.out[1])
-    return fmt::format("tile height {} is over twice the output's {} rows", 8 * c.rows_per_warp, p.out[1]);
+  if (c.rows_per_warp > 1 && c.direct_tile_h() >= 2 * p.out[1])
+    return fmt::format("tile height {} is over twice the output's {} rows", c.direct_tile_h(), p.out[1]);
   return "";
 }
 
 }  // namespace
 
 int64_t conv_direct_smem_bytes(const ConvConfig& c) { return direct_tile_rows(c) * direct_tile_cols(c) * 4; }
+
+int ConvConfig::direct_tile_h() const {
+  return family_data("conv").at("limits").at("direct_threads").get<int>() / 32 * rows_per_warp;
+}
 
 int64_t conv_epilogue_smem_bytes(const ConvConfig& c) {
   const int64_t epi_m = c.consumer_warpgroups == 1 ? 64 : 128, epi_n = std::min(c.tile_n, 32);
@@ -152,7 +158,7 @@ std::string ConvConfig::id() const { return config_hash_id("conv_", to_json()); 
 std::string ConvConfig::summary() const {
   if (direct)
     return fmt::format("{} conv{}d {} direct {}x{} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
-                       to_string(element), tile_w, 8 * rows_per_warp, fmt::join(filter, "x"), fmt::join(stride, "x"),
+                       to_string(element), tile_w, direct_tile_h(), fmt::join(filter, "x"), fmt::join(stride, "x"),
                        fmt::join(dilation, "x"), epilogue.key());
   return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
                      tile_n, tile_k, cluster_m, cluster_n, ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
