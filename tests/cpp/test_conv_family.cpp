@@ -466,6 +466,16 @@ TEST(ConvFamily, TransposedConvolutionsMatchWithTheirEpilogueAndCutIntoPhases) {
   no_flag.erase("transposed");
   no_flag.erase("output_padding");
   EXPECT_FALSE(ConvProblem::from_json(no_flag).transposed) << "problems recorded before were forward";
+
+  // conv_transpose1d's one overload is .default (2-D and 3-D have .input): KernelBench level1/64's call.
+  GraphDoc d1;
+  d1.input("w", {16, 32, 3}, "float32", "parameter").input("x", {2, 16, 50});
+  d1.op("convt", "aten.conv_transpose1d.default", {ref_to("x"), ref_to("w")}, {2, 32, 52});
+  d1.output("convt");
+  ConvProblem p1 = problem_of(d1);
+  EXPECT_TRUE(p1.transposed);
+  EXPECT_EQ(p1.spatial_dims, 1);
+  EXPECT_EQ(p1.out, (ConvDims{1, 1, 52}));
 }
 
 // The phases recompose the transposed convolution: each output exactly once, with the products PyTorch's definition
