@@ -83,7 +83,7 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (int64_t taps = c.filter[1] * c.filter[2]; taps > limits.at("direct_max_filter_taps").get<int64_t>())
     return fmt::format("a {}x{} filter plane: the direct kernel keeps at most {} taps in registers", c.filter[1],
                        c.filter[2], limits.at("direct_max_filter_taps").get<int64_t>());
-  if (int64_t bytes = direct_tile_rows(c) * direct_tile_cols(c) * 4; bytes > limits.at("direct_smem_bytes").get<int64_t>())
+  if (int64_t bytes = conv_direct_smem_bytes(c); bytes > limits.at("direct_smem_bytes").get<int64_t>())
     return fmt::format("the staged input tile needs {} bytes of shared memory, over {}", bytes,
                        limits.at("direct_smem_bytes").get<int64_t>());
   if (c.tile_w > 32 && c.tile_w >= 2 * p.out[2])
@@ -213,46 +213,46 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   p.validate();
   const nlohmann::json axes = family_data("conv").at("config_space");
   ConfigRanking<ConvConfig> ranking;
-  for (int tile_w : axes.at("direct").at("tile_w"))
-    for (int rows : axes.at("direct").at("rows_per_warp")) {
-      if (!p.direct()) break;
-      ConvConfig c;
-      c.spatial_dims = p.spatial_dims;
-      c.element = p.element;
-      c.epilogue = p.epilogue;
-      c.arch = p.arch;
-      c.direct = true;
-      c.tile_w = tile_w;
-      c.rows_per_warp = rows;
-      c.filter = p.filter;
-      c.stride = p.stride;
-      c.dilation = p.dilation;
-      ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); });
-    }
-  for (int k_bytes : axes.at("k_tile_bytes"))
-    for (const auto& mn : axes.at("tiles_mn"))
-      for (const auto& cl : axes.at("clusters_mn"))
-        for (int ctas : axes.at("ctas_per_sm"))
-          for (int warpgroups : axes.at("consumer_warpgroups")) {
-            if (p.direct()) break;
-            ConvConfig c;
-            c.spatial_dims = p.spatial_dims;
-            c.element = p.element;
-            c.epilogue = p.epilogue;
-            c.arch = p.arch;
-            c.tile_m = mn.at(0);
-            c.tile_n = mn.at(1);
-            c.tile_k = k_bytes / element_bytes(p.element);
-            c.cluster_m = cl.at(0);
-            c.cluster_n = cl.at(1);
-            c.ctas_per_sm = ctas;
-            c.consumer_warpgroups = warpgroups;
-            // Three groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
-            // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
-            // clusters (no gain measured so far: last).
-            size_t group = c.cluster_m * c.cluster_n > 1 ? 2 : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 1 : 0;
-            ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); }, group);
-          }
+  ConvConfig base;  // the problem traits every kernel is specialized on
+  base.spatial_dims = p.spatial_dims;
+  base.element = p.element;
+  base.epilogue = p.epilogue;
+  base.arch = p.arch;
+  if (p.direct()) {
+    for (int tile_w : axes.at("direct").at("tile_w"))
+      for (int rows : axes.at("direct").at("rows_per_warp")) {
+        ConvConfig c = base;
+        c.direct = true;
+        c.tile_w = tile_w;
+        c.rows_per_warp = rows;
+        c.filter = p.filter;
+        c.stride = p.stride;
+        c.dilation = p.dilation;
+        ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); });
+      }
+  } else {
+    for (int k_bytes : axes.at("k_tile_bytes"))
+      for (const auto& mn : axes.at("tiles_mn"))
+        for (const auto& cl : axes.at("clusters_mn"))
+          for (int ctas : axes.at("ctas_per_sm"))
+            for (int warpgroups : axes.at("consumer_warpgroups")) {
+              ConvConfig c = base;
+              c.tile_m = mn.at(0);
+              c.tile_n = mn.at(1);
+              c.tile_k = k_bytes / element_bytes(p.element);
+              c.cluster_m = cl.at(0);
+              c.cluster_n = cl.at(1);
+              c.ctas_per_sm = ctas;
+              c.consumer_warpgroups = warpgroups;
+              // Three groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
+              // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
+              // clusters (no gain measured so far: last).
+              size_t group = c.cluster_m * c.cluster_n > 1                         ? 2
+                             : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 1
+                                                                                : 0;
+              ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); }, group);
+            }
+  }
   return ranking.ranked(top_n, fmt::format("conv{}d n={} c={} k={} ({}): no conv config can take it", p.spatial_dims,
                                            p.n, p.c, p.k, to_string(p.element)));
 }
