@@ -58,7 +58,7 @@ const ir::Node* match_operand(const discover::Match& m, const ir::Graph& g, cons
 }
 
 std::string family_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
-                        const std::string& out) {
+                        const std::string& out, bool channels_last) {
   std::string where = fmt::format("pattern {} at node '{}'", m.rule, m.anchor);
   const realize::KernelFamily* family = realize::kernel_family_named(v.family);
   if (!family) throw Error(fmt::format("{}: family '{}' has no composer call", where, v.family));
@@ -66,7 +66,7 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
   const json& config = v.row.is_object() && v.row.contains("config") ? v.row["config"] : none;
   const json& problem = v.row.is_object() && v.row.contains("problem") ? v.row["problem"] : none;
   if (std::string why = unserved_extra_output(m, *family, config); !why.empty()) throw Error(where + ": " + why);
-  realize::OpCallSite site{m, g, problem, config, "torch.ops.fact." + v.op_name, out, where, {}, {}};
+  realize::OpCallSite site{m, g, problem, config, "torch.ops.fact." + v.op_name, out, where, {}, {}, channels_last};
   site.node = [&](const char* operand) -> const ir::Node* {
     const ir::Node* n = match_operand(m, g, operand);
     return n && !n->outputs.empty() ? n : nullptr;
@@ -93,8 +93,9 @@ std::string family_call(const discover::Match& m, const PatternVerdict& v, const
     }
   }
   std::string prelude = call.prelude.empty() ? "" : kIndent + call.prelude + "\n";
-  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}\n{}{}{} = {}  # {}\n", kIndent, m.rule, m.nodes.size(),
-                     v.op_name, prelude, kIndent, targets, call.expression, read);
+  return fmt::format("{}# {} ({} nodes) -> FACT kernel {}{}\n{}{}{} = {}  # {}\n", kIndent, m.rule, m.nodes.size(),
+                     v.op_name, channels_last ? " (channels-last out: only FACT ops read it)" : "", prelude, kIndent,
+                     targets, call.expression, read);
 }
 
 }  // namespace fact::compose

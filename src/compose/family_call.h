@@ -34,8 +34,8 @@ std::string unserved_extra_output(const discover::Match& m, const realize::Kerne
 // Python lines assigning the anchor's value to `out` with one torch.ops.fact call (and, when the match
 // exports extra outputs, those to the names of extra_output_variables). Throws Error naming the pattern when
 // the rule binds no tensor the op needs, the tuned problem lacks a scalar, or the op does not return an extra
-// output the graph reads.
+// output the graph reads. With channels_last the op writes its result in that order (compose/channels_last.h).
 std::string family_call(const discover::Match& m, const PatternVerdict& v, const ir::Graph& g, const VariableOf& var,
-                        const std::string& out);
+                        const std::string& out, bool channels_last = false);
 
 }  // namespace fact::compose

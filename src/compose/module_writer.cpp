@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "compose/channels_last.h"
 #include "compose/family_call.h"
 #include "compose/python_expr.h"
 #include "core/error.h"
@@ -116,6 +117,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
     return render_module(plan, verdicts, nullptr,
                          fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return None\n",
                                      kIndent, kIndent));
+  const std::set<std::string> channels_last = channels_last_anchors(plan, verdicts);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     std::string out = "v" + std::to_string(i);
@@ -139,7 +141,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         if (auto it = covered_by.find(node.name); it != covered_by.end()) {
           const auto& m = plan.entries[it->second->entry].match;
           if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
-          body += family_call(m, *it->second, g, var, out);
+          body += family_call(m, *it->second, g, var, out, channels_last.count(node.name) > 0);
           // Values the op also returns (a residual sum read again later), defined here for their later readers.
           for (const auto& [graph_node, name] : extra_output_variables(m, out)) vars[graph_node] = name;
           break;

@@ -53,6 +53,16 @@ struct OpCallSite {
   std::function<const ir::Node*(const char* operand)> node;
   // A scalar of the tuned problem; throws Error asking to tune again when it is missing or mistyped.
   nlohmann::json scalar(const char* key, bool boolean) const;
+  // Write the result in channels-last order: only FACT ops that read it so in place read it (the composer's
+  // choice, compose/channels_last.h; the family's ChannelsLast::writes).
+  bool channels_last = false;
+};
+
+// Channels-last order between ops (a chain of convolutions keeps it between its kernels): the rule operands the
+// op reads in place when they come channels-last, and whether it writes its result so when the call asks.
+struct ChannelsLast {
+  std::vector<std::string> reads;
+  bool writes = false;
 };
 
 // The Python the composer writes for one op call: lines that run first (at most a few), then the expression
@@ -94,6 +104,10 @@ class KernelFamily {
   virtual nlohmann::json manifest_fields(const nlohmann::json& config) const = 0;
   // The composer's call of the op at the match's anchor.
   virtual OpCall op_call(const OpCallSite& site) const = 0;
+  // What the op does with channels-last tensors (none by default: the composer hands it PyTorch's order).
+  virtual ChannelsLast channels_last(const nlohmann::json& /*problem*/, const nlohmann::json& /*config*/) const {
+    return {};
+  }
   // The values the op returns, in order: "anchor" first, then the kernel outputs the config also writes.
   virtual std::vector<std::string> op_returns(const nlohmann::json& /*config*/) const { return {"anchor"}; }
 };

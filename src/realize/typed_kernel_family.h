@@ -30,6 +30,8 @@ struct FamilyParts {
   OpCall (*op_call)(const OpCallSite&);
   // The op's returns (KernelFamily::op_returns); nullptr: the anchor's value only.
   std::vector<std::string> (*op_returns)(const nlohmann::json& config) = nullptr;
+  // KernelFamily::channels_last; nullptr: none.
+  ChannelsLast (*channels_last)(const Problem&, const Config&) = nullptr;
 };
 
 template <class Problem, class Config>
@@ -89,6 +91,11 @@ class TypedKernelFamily final : public KernelFamily {
 
   std::vector<std::string> op_returns(const nlohmann::json& config) const override {
     return parts_.op_returns ? parts_.op_returns(config) : KernelFamily::op_returns(config);
+  }
+
+  ChannelsLast channels_last(const nlohmann::json& problem, const nlohmann::json& config) const override {
+    return parts_.channels_last ? parts_.channels_last(Problem::from_json(problem), Config::from_json(config))
+                                : ChannelsLast{};
   }
 
  private:

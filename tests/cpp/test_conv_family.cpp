@@ -122,7 +122,13 @@ TEST(ConvFamily, ImageChannelsArePaddedAndUnalignedOutputChannelsStayPyTorchs) {
   EXPECT_EQ(rp.padded_c(), 4);
   EXPECT_EQ(rp.gemm_k(), 4 * 9) << "the K loop runs over the padded channels";
   std::string kernel = generate_conv_kernel(enumerate_conv_configs(rp, 1).ranked.at(0)).text;
-  EXPECT_TRUE(has(kernel, "transpose(a.x, x_last, a.n, a.c, in_pixels, padded_channels(a), stream)"));
+  EXPECT_TRUE(has(kernel, "transpose(a.x, base + w.x, a.n, a.c, in_pixels, padded_channels(a), stream)"));
+  EXPECT_TRUE(has(kernel, "(x_in_place(a) && a.c != padded_channels(a))")) << "a channels-last x is read in place only unpadded";
+  const KernelFamily* family = kernel_family_named("conv");
+  ASSERT_NE(family, nullptr);
+  const ConvConfig rc = enumerate_conv_configs(rp, 1).ranked.at(0);
+  EXPECT_EQ(family->channels_last(rp.to_json(), rc.to_json()).reads, std::vector<std::string>{"residual"})
+      << "so the composer never hands it a channels-last 3-channel x";
   EXPECT_TRUE(has(kernel, "r < rows ? src[r * cols + c] : Element(0)")) << "the padded channels are zero";
   std::string op = generate_conv_op_wrapper(enumerate_conv_configs(rp, 1).ranked.at(0)).text;
   EXPECT_TRUE(has(op, "at::constant_pad_nd(wl, {0, vector - a.c % vector})")) << "and so are the filter's";
@@ -221,11 +227,14 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
   EXPECT_TRUE(has(kernel, "struct FactAct_hardtanh_")) << "ReLU6 from the table's expr";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   std::string op = generate_conv_op_wrapper(c).text;
-  EXPECT_TRUE(has(op, "const bool as_is = transposed || true;")) << "w read as PyTorch holds it";
+  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit;")) << "w read as PyTorch holds it";
+  const KernelFamily* family = kernel_family_named("conv");
+  ASSERT_NE(family, nullptr);
+  EXPECT_FALSE(family->channels_last(p.to_json(), c.to_json()).writes) << "channel planes in and out";
   EXPECT_TRUE(has(op, "a.groups = groups;"));
   EXPECT_EQ(composed_call(plan, m, p, c),
             "torch.ops.fact." + c.id() + "(x, w, None, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 24, "
-            "[scale.reshape(-1), shift.reshape(-1)])");
+            "[scale.reshape(-1), shift.reshape(-1)], w_constant=True)");
 
   // Grouped (4 groups of 6 input channels) is the same kernel; groups of more channels than it stages stay PyTorch's.
   GraphDoc grouped = depthwise_bn_relu6(4);
@@ -391,8 +400,9 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "KernelImplicitTmaWarpSpecializedSm90;"));
   EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
   EXPECT_TRUE(has(kernel, "a.vectors[0]"));
-  EXPECT_TRUE(has(kernel, "transpose(a.x, x_last")) << "x arrives channels-first";
-  EXPECT_TRUE(has(kernel, "using StoreNode =\n    fact_evt::ChannelsFirstStore<")) << "the tree's last node writes channels-first";
+  EXPECT_TRUE(has(kernel, "if (!x_in_place(a)) {")) << "x arrives channels-first unless the call says otherwise";
+  EXPECT_TRUE(has(kernel, "store.channels_last = (a.channels_last & kOutLast) != 0;"));
+  EXPECT_TRUE(has(kernel, "using StoreNode =\n    fact_evt::ConvOutputStore<")) << "the tree's last node writes the output";
   EXPECT_TRUE(has(kernel, "fusion::Sm90EVT<StoreNode, FusionTree>"));
   EXPECT_TRUE(has(kernel, "using EpilogueTile = cute::Shape<cute::Int<kEpilogueM>, cute::Int<kEpilogueN>>;"))
       << "the store node stages the subtile it is given";
@@ -415,8 +425,8 @@ TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   std::string call = composed_call(p, m, cp, c);
   EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "
-                  "[bias2.reshape(-1)])")
-      << "channels-first in and out, as PyTorch's convolution: the kernel transposes in its workspace";
+                  "[bias2.reshape(-1)], w_constant=True)")
+      << "channels-first in and out, as PyTorch's convolution; the weight, a parameter, is kept channels-last";
 }
 
 // KernelBench's ConvTranspose2d_BiasAdd shape, small: x [2, 16, 8, 8], w [16, 32, 3, 3] (w is [c, k, ...]) + b,
@@ -589,7 +599,8 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   EXPECT_EQ(composed_call(p, m, cp, c),
-            "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [])");
+            "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [], "
+            "w_constant=True)");
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "gather(a, l, sub_filter, stream);"));
   EXPECT_TRUE(has(kernel, "for (const Launch& l : ls)")) << "one forward launch a phase";

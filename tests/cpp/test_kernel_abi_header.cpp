@@ -107,12 +107,14 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
 // Sizes of the ABI's structs on LP64 (every offset is checked against the ctypes mirror by
 // tests/python/test_measure.py): a change of layout must bump the version. Version 2 added FactGemmArgs::vectors
 // (the epilogue's vec<i> slots) after residual, version 3 FactGemmArgs::prepared_b (a kept copy of B) after them,
-// version 4 FactConvArgs::transposed after dilation, version 5 FactConvArgs::groups after transposed.
-TEST(KernelAbiHeader, VersionFiveLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 5);
+// version 4 FactConvArgs::transposed after dilation, version 5 FactConvArgs::groups after transposed, version 6
+// FactConvArgs::channels_last (which tensors are in channels-last order) after groups.
+TEST(KernelAbiHeader, VersionSixLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 6);
   EXPECT_EQ(offsetof(FactConvArgs, transposed), 168u);
   EXPECT_EQ(offsetof(FactConvArgs, groups), 176u);
-  EXPECT_EQ(offsetof(FactConvArgs, x), 184u);
+  EXPECT_EQ(offsetof(FactConvArgs, channels_last), 184u);
+  EXPECT_EQ(offsetof(FactConvArgs, x), 192u);
   EXPECT_EQ(sizeof(FactGemmArgs), 248u);
   EXPECT_EQ(offsetof(FactGemmArgs, vectors), 144u);
   EXPECT_EQ(offsetof(FactGemmArgs, prepared_b), 208u);

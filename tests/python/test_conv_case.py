@@ -154,3 +154,28 @@ def test_depthwise_problem_runs_fp32_and_reads_w_as_pytorch_holds_it():
     assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
     args = case.kernel_args(inp, 0)
     assert args.groups == 8 and args.transposed == 0 and args.w == inp.w.data_ptr()
+
+
+def test_channels_last_variant_hands_the_kernel_channels_last_tensors():
+    # With a residual: x [2, 8, 10, 10] (8 fp32 channels: whole 16-byte vectors), residual and out [2, 16, 8, 8].
+    tree = ["add", ["mul", "alpha", "acc"], "residual"]
+    p = family_cases.parse_family_problem("conv", {**PROBLEM, "epilogue": tree}, "x")
+    case = family_cases.case_for("conv", p)
+    (v,) = case.verify_variants()
+    assert v.channels_last == 7 and v.to_json()["channels_last"] == 7 and "channels_last" not in p.to_json()
+    variant = family_cases.case_for("conv", v)
+    inp = variant.make_inputs("cpu", torch.Generator().manual_seed(0))
+    for t in (inp.x, inp.residual, inp.outputs["out"][0]):
+        assert t.permute(0, 2, 3, 1).is_contiguous() and not t.is_contiguous(), "channels-last memory, [n, c, h, w] view"
+    out, buf = inp.outputs["out"]
+    assert out.untyped_storage().data_ptr() == buf.untyped_storage().data_ptr(), "inside the guarded buffer"
+    assert variant.kernel_args(inp, 0).channels_last == 7
+    variant.pre_kernel()(inp)
+    ref = variant.reference(inp)["out"]
+    assert torch.allclose(ref, F.conv2d(inp.x.double(), inp.w.double()) + inp.residual.double())
+    # 3 channels (not whole vectors): x stays channels-first (the kernel pads its own copy); a direct kernel has none.
+    rgb = family_cases.parse_family_problem("conv", {**PROBLEM, "c": 3}, "x")
+    assert [q.channels_last for q in family_cases.case_for("conv", rgb).verify_variants()] == [4]
+    depthwise = family_cases.parse_family_problem(
+        "conv", {**PROBLEM, "k": 8, "groups": 8, "numerics": "fp32", "epilogue": ["mul", "alpha", "acc"]}, "x")
+    assert family_cases.case_for("conv", depthwise).verify_variants() == []

@@ -78,3 +78,24 @@ def test_rel_err_of_a_result_shaped_unlike_the_reference_is_none_not_an_error():
     ref = torch.ones(16, 1, dtype=torch.float64)
     assert e2e_check.rel_err(torch.ones(16, 128), ref) is None  # compare() fails such a result; nothing to measure
     assert e2e_check.rel_err(torch.ones(16, 1), ref) == 0.0
+
+
+def test_float64_rule_passes_a_module_as_close_to_float64_as_the_original():
+    # Deep TF32 networks: two runs differ beyond 1e-2 though each is near float64.
+    torch.manual_seed(0)
+    ref = torch.randn(32, 1000, dtype=torch.float64) * 3
+    noise = lambda scale: (ref + torch.randn_like(ref) * scale).float()  # noqa: E731
+    original, composed = noise(3e-3), noise(3e-3)
+    close, _ = e2e_check.compare(composed, original)
+    assert not close, "the two differ beyond KernelBench's tolerance somewhere"
+    err_c, err_o = e2e_check.float64_errors(composed, ref), e2e_check.float64_errors(original, ref)
+    assert err_o[0] < 2e-3 and err_o[1] > 0.01
+    assert e2e_check.as_accurate(err_c, err_o)
+    # A module three times as far from float64, or wrong in one element, is not.
+    assert not e2e_check.as_accurate(e2e_check.float64_errors(noise(1e-2), ref), err_o)
+    wrong = composed.clone()
+    wrong[5, 7] += 1.0
+    assert not e2e_check.as_accurate(e2e_check.float64_errors(wrong, ref), err_o)
+    assert not e2e_check.as_accurate(None, err_o), "no float64 reference: KernelBench's rule alone"
+    assert e2e_check.exact_leaves_equal((composed, 3), (original, 3))
+    assert not e2e_check.exact_leaves_equal((composed, 3), (original, 4))

@@ -1,7 +1,11 @@
 """End-to-end check of a composed module (`fact compose` output) against the user's Model, and the benchmark.
 
 Correctness: KernelBench's rule (fresh random inputs each trial, atol = rtol = 1e-2, composed vs original in
-the same numerics) plus the relative error of each module against a float64 run of the original.
+the same numerics) plus the relative error of each module against a float64 run of the original. A trial that
+fails KernelBench's rule still passes when the composed module is as close to float64 as the original, within
+FLOAT64_MARGIN on both the relative 2-norm error and the largest absolute error (each trial's "correct_by" says
+which rule passed it): deep networks in TF32, PyTorch's default for cuDNN convolutions, need it (after ResNet-50's
+53 TF32 layers two TF32 runs differ by 0.02 in their largest logits though each is within 1e-3 of float64).
 Timing (CUDA GPU only): eager (the original Model), the composed module, torch.compile (default) and
 torch.compile (mode="max-autotune") of the original, all in this one process under one numerics setting,
 timed in interleaved rounds (interleaved_ms: every variant once per round, in rotated order, so clock drift
@@ -40,6 +44,7 @@ PRECISION = {"fp32": "highest", "3xtf32": "highest", "tf32": "high", "bf16": "hi
 DTYPE = {"fp32": torch.float32, "3xtf32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
          "fp16": torch.float16}
 ATOL = RTOL = 1e-2  # KernelBench's tolerance
+FLOAT64_MARGIN = 2.0  # how many times the original's float64 error the composed module's may be, where the two differ
 VARIANTS = ("eager", "composed", "compile_default", "compile_max_autotune")
 EXIT_OK, EXIT_INCORRECT, EXIT_USAGE, EXIT_OPS_MISSING = 0, 1, 2, 4
 
@@ -75,6 +80,13 @@ def leaves(out) -> list:
 def rel_err(out, ref) -> float | None:
     """The largest relative error (2-norm) over the floating tensors of a result, against the float64 one (None
     without one)."""
+    errors = float64_errors(out, ref)
+    return errors[0] if errors else None
+
+
+def float64_errors(out, ref) -> tuple[float, float] | None:
+    """(largest relative 2-norm error, largest absolute error) over the floating tensors of a result, against the
+    float64 one (None without one)."""
     if ref is None:
         return None
     worst = None
@@ -84,14 +96,25 @@ def rel_err(out, ref) -> float | None:
                 return None
             # Over slices of the flattened tensors: a float64 copy of a multi-GB output would not fit beside it.
             xf, rf = x.reshape(-1), r.reshape(-1)
-            diff2 = norm2 = 0.0
+            diff2 = norm2 = largest = 0.0
             for i in range(0, rf.numel(), REL_ERR_CHUNK):
                 rc = rf[i:i + REL_ERR_CHUNK].double()
-                diff2 += float((xf[i:i + REL_ERR_CHUNK].double() - rc).square().sum())
+                d = xf[i:i + REL_ERR_CHUNK].double() - rc
+                diff2 += float(d.square().sum())
                 norm2 += float(rc.square().sum())
+                largest = max(largest, float(d.abs().max()))
             err = math.sqrt(diff2 / norm2) if norm2 > 0 else math.sqrt(diff2)
-            worst = err if worst is None else max(worst, err)
+            worst = (err, largest) if worst is None else (max(worst[0], err), max(worst[1], largest))
     return worst
+
+
+def as_accurate(composed: tuple[float, float] | None, original: tuple[float, float] | None) -> bool:
+    """Whether the composed module's float64 errors (rel, max abs) are within FLOAT64_MARGIN of the original's (a
+    floor of 1e-6 on each, where the original is exact), NaN-free."""
+    if composed is None or original is None or any(math.isnan(v) for v in composed + original):
+        return False
+    return (composed[0] <= FLOAT64_MARGIN * max(original[0], 1e-6) and
+            composed[1] <= FLOAT64_MARGIN * max(original[1], 1e-6))
 
 
 def compare(out, expected) -> tuple[bool, float | None]:
@@ -115,6 +138,20 @@ def compare(out, expected) -> tuple[bool, float | None]:
         else:
             close = close and bool(torch.equal(x, y))
     return close, worst
+
+
+def exact_leaves_equal(out, expected) -> bool:
+    """Whether the non-floating leaves of two results of one structure are equal (compare()'s rule for them)."""
+    for x, y in zip(leaves(out), leaves(expected)):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if not (x.is_floating_point() or y.is_floating_point()) and not torch.equal(x, y):
+                return False
+        elif not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor):
+            if not (x == y if isinstance(x, PLAIN_VALUES) else type(x) is type(y)):
+                return False
+        else:
+            return False
+    return True
 
 
 def cast_inputs(inputs, dtype, device):
@@ -318,10 +355,18 @@ def check(argv: list[str] | None = None) -> int:
                               error=f"composed module raised {type(e).__name__}: {e}"[:2000])
                 return finish(EXIT_INCORRECT)
             close, max_diff = compare(out_c, out_o)
+            err_c, err_o = float64_errors(out_c, ref), float64_errors(out_o, ref)
+            # The float64 rule only where the results have one structure and their other leaves are equal.
+            float64_rule = not close and max_diff is not None and exact_leaves_equal(out_c, out_o) and \
+                as_accurate(err_c, err_o)
             trials.append({"allclose_1e-2": close, "max_abs_diff": max_diff,
-                           "rel_err_composed": rel_err(out_c, ref), "rel_err_original": rel_err(out_o, ref)})
+                           "correct_by": "allclose_1e-2" if close else "float64" if float64_rule else None,
+                           "rel_err_composed": err_c[0] if err_c else None,
+                           "rel_err_original": err_o[0] if err_o else None,
+                           "max_abs_err_composed": err_c[1] if err_c else None,
+                           "max_abs_err_original": err_o[1] if err_o else None})
             del ref, out_o, out_c
-        result["correct"] = all(t["allclose_1e-2"] for t in trials)
+        result["correct"] = all(t["correct_by"] for t in trials)
         result["trials"] = trials
         for key in ("rel_err_composed", "rel_err_original"):  # None where no result has a floating tensor
             errs = [t[key] for t in trials if t[key] is not None]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..compose.reference.conv import convolution, evaluate_conv_epilogue
 from ..compose.reference.gemm import tree_leaves, tree_slots, vector_slots
@@ -58,10 +58,15 @@ class ConvProblem(JsonProblem):
     dtype: str
     numerics: str
     epilogue: object
+    # FactConvArgs::channels_last: which tensors the verification hands the kernel channels-last (bit 1 x, 2 the
+    # residual, 4 out): 0 in the tuned problem (a module's channels-first tensors), set in verify_variants.
+    channels_last: int = 0
 
     def to_json(self) -> dict:
         j = super().to_json()
         j["in"] = j.pop("in_")
+        if not j["channels_last"]:
+            del j["channels_last"]
         return j
 
     @property
@@ -151,6 +156,12 @@ class ConvInputs:
     outputs: dict      # {"out": (the channels-first output, guarded flat buffer)}
 
 
+def channels_last_copy(t):
+    """t's values in dense channels-last storage ([n, ..., c] in memory), viewed as [n, c, ...]."""
+    last = (0, *range(2, t.dim()), 1)
+    return t.permute(last).contiguous().permute(0, t.dim() - 1, *range(1, t.dim() - 1))
+
+
 def filter_storage(p: ConvProblem, w):
     """The kernel's filter: w's values (NaN until the pre-kernel copy) as the logical [k, c, ...] view of channels-last
     storage [k, ..., cw] whose channels past c are zero (cw: c in whole 16-byte vectors, TMA's unit, as the op
@@ -194,17 +205,24 @@ class ConvCase(MeasureCase):
             return (torch.randn(*shape, device=device, dtype=torch.float32, generator=generator) * scale).to(dt)
 
         x = randn(p.n, p.c, *p.in_[own])
+        if p.channels_last & 1:
+            x = channels_last_copy(x)
         w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
         w_last = w if p.transposed or p.direct else filter_storage(p, w)
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
         residual = randn(*p.out_shape) if "residual" in tree_leaves(p.tree) else None
+        if residual is not None and p.channels_last & 2:
+            residual = channels_last_copy(residual)
         vectors = {slot: (torch.rand(p.k if slots[slot] == "row" else 1, device=device, dtype=torch.float32,
                                      generator=generator) + 0.5).to(dt) for slot in vector_slots(p.tree)}
         numel = math.prod(p.out_shape)
         g = verify.GUARD_ELEMENTS
         buf = torch.full((numel + 2 * g,), float("nan"), device=device, dtype=dt)
         view = buf[g:g + numel].view(p.out_shape)
+        if p.channels_last & 4:  # [n, ..., k] in memory
+            last = (p.n, *p.out_shape[2:], p.k)
+            view = buf[g:g + numel].view(last).permute(0, len(last) - 1, *range(1, len(last) - 1))
         return ConvInputs(x, w, w_last, bias, residual, vectors, {"out": (view, buf)})
 
     def pre_kernel(self):
@@ -228,9 +246,21 @@ class ConvCase(MeasureCase):
             slots[int(slot[3:])] = t.data_ptr()
         return FactConvArgs(n=p.n, c=p.c, k=p.k, in_extent=arr(p.in_), filter_extent=arr(p.filter),
                             out_extent=arr(p.out), stride=arr(p.stride), padding=arr(p.padding),
-                            dilation=arr(p.dilation), transposed=int(p.transposed), groups=p.groups, x=ptr(inp.x), w=ptr(inp.w_last), out=ptr(inp.outputs["out"][0]),
+                            dilation=arr(p.dilation), transposed=int(p.transposed), groups=p.groups,
+                            channels_last=p.channels_last, x=ptr(inp.x), w=ptr(inp.w_last),
+                            out=ptr(inp.outputs["out"][0]),
                             bias=ptr(inp.bias), residual=ptr(inp.residual), vectors=slots, alpha=1.0,
                             workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
+
+    def verify_variants(self) -> list:
+        """An implicit-GEMM kernel once more with channels-last tensors, as a composed chain of convolutions hands
+        them over (x where its channels are whole 16-byte vectors, the residual, the output)."""
+        p = self.problem
+        if p.direct:
+            return []
+        vector = 16 // {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
+        bits = (1 if p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
+        return [replace(p, channels_last=bits)]
 
     def _conv(self, x, w, bias=None):
         p = self.problem

@@ -2,15 +2,17 @@
 acc = conv(x, w) (cross-correlation, the op's stride / padding / dilation / groups; with transposed, PyTorch's
 conv_transpose with w [c, k, ...] and the op's output_padding), with "bias" the op's [k] bias,
 "residual" its residual slot and vec<i> its `vectors` ([k] per-channel, or one element), computed in float64 and
-rounded once to x's dtype. The tree comes from the manifest entry's config ("epilogue"), read with the GEMM
-reference's evaluator (gemm.py beside this file, found by path: composed folders carry no fact package)."""
+rounded once to x's dtype, channels-first (the op's channels_last hint changes the memory order, not the values).
+The tree comes from the manifest entry's config ("epilogue"), read with the GEMM reference's evaluator (gemm.py
+beside this file, found by path: composed folders carry no fact package)."""
 import importlib.util
 from pathlib import Path
 
 import torch.nn.functional as F
 
 SCHEMA = ("(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
-          "bool transposed, int[] output_padding, int groups, Tensor[] vectors) -> Tensor")
+          "bool transposed, int[] output_padding, int groups, Tensor[] vectors, *, bool w_constant=False, "
+          "bool channels_last=False) -> Tensor")
 
 
 def convolution(x, w, stride, padding, dilation, transposed=False, output_padding=None, bias=None, groups=1):
@@ -44,7 +46,10 @@ def evaluate_conv_epilogue(tree, activations, acc, bias, residual, vectors, what
 def _conv(tree, activations, key):
     slots = _GEMM.vector_slots(tree)
 
-    def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, groups, vectors=()):
+    def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, groups, vectors=(),
+             w_constant=False, channels_last=False):
+        # w_constant and channels_last are the kernel op's speed hints (a kept filter copy, the result's memory
+        # order); the values are the same either way.
         if len(vectors) != len(slots):
             raise ValueError(f"{key} reads {len(slots)} vectors ({', '.join(slots) or 'none'}), got {len(vectors)}")
         acc = convolution(x.double(), w.double(), stride, padding, dilation, transposed, output_padding, groups=groups)

@@ -69,7 +69,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   // TF32/bf16/fp16 round far more than any activation: CUTLASS's functors, plus the table's generated ones.
   std::string functors = sm90_evt_functors(tree);
   v["fp32_activation"] = functors.empty() ? "" : render_template_file("cutlass/fp32_activation.hpp.in", {}) + functors;
-  v["channels_first_store"] = render_template_file("cutlass/channels_first_store.hpp.in", {});
+  v["conv_output_store"] = render_template_file("cutlass/conv_output_store.hpp.in", {});
   v["conv_persistent_kernel"] = render_template_file("cutlass/conv_persistent_kernel.hpp.in", {});
   v["fusion_tree"] = sm90_evt_type(tree, false);
   v["fusion_arguments"] = sm90_evt_arguments(tree);
@@ -81,7 +81,8 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
 
 std::string conv_op_schema(const ConvConfig& c) {
   return c.id() + "(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
-                  "bool transposed, int[] output_padding, int groups, Tensor[] vectors) -> Tensor";
+                  "bool transposed, int[] output_padding, int groups, Tensor[] vectors, *, bool w_constant=False, "
+                  "bool channels_last=False) -> Tensor";
 }
 
 GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
@@ -106,7 +107,8 @@ namespace {
 
 // x and w as the module has them, bias / residual / vectors as bound, the tuned problem's stride, padding, dilation,
 // transposed, output padding and groups (the ABI's (d, h, w), of which the conv's own dims are the last spatial_dims); the
-// result is channels-first, as PyTorch's convolution returns it.
+// result is channels-first, as PyTorch's convolution returns it, or channels-last where the composer asks. A module
+// weight is marked w_constant (its channels-last copy is kept).
 OpCall conv_op_call(const OpCallSite& s) {
   ConvProblem p = ConvProblem::from_json(s.problem);
   auto own = [&](const ConvDims& d) {
@@ -122,13 +124,25 @@ OpCall conv_op_call(const OpCallSite& s) {
                                  s.tensor("w", true), bias == "None" ? bias : bias + ".reshape(-1)",
                                  s.tensor("residual", false), own(p.stride), own(p.padding), own(p.dilation),
                                  p.transposed ? "True" : "False", own(p.output_padding), p.groups, vectors);
+  const ir::Node* w = s.node("w");
+  if (w && ir::is_module_state(s.graph, *w)) expr.insert(expr.size() - 1, ", w_constant=True");
+  if (s.channels_last) expr.insert(expr.size() - 1, ", channels_last=True");
   return {"", expr};
+}
+
+// An implicit-GEMM kernel reads x (whole 16-byte vectors of channels) and the residual in place when they are
+// channels-last, and writes either order; a direct kernel stages channel planes, channels-first only.
+ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
+  if (c.direct) return {};
+  ChannelsLast out{{"residual"}, true};
+  if (p.padded_c() == p.c) out.reads.push_back("x");
+  return out;
 }
 
 const bool registered = register_typed_family<ConvProblem, ConvConfig>(
     {.name = "conv", .workload_layout = "ndhwc", .problem_from_match = conv_problem_from_match,
      .config_space = enumerate_conv_configs, .kernel = generate_conv_kernel, .op_schema = conv_op_schema,
-     .op_wrapper = generate_conv_op_wrapper, .op_call = conv_op_call});
+     .op_wrapper = generate_conv_op_wrapper, .op_call = conv_op_call, .channels_last = conv_channels_last});
 
 }  // namespace
 }  // namespace fact::realize
