@@ -424,9 +424,10 @@ TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   std::string call = composed_call(p, m, cp, c);
-  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "
+  EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "
                   "[bias2.reshape(-1)], w_constant=True)")
-      << "channels-first in and out, as PyTorch's convolution; the weight, a parameter, is kept channels-last";
+      << "channels-first in and out, as PyTorch's convolution; the weight, a parameter, is kept channels-last; the "
+         "[32] bias as it is, the [32, 1, 1] vector flattened";
 }
 
 // KernelBench's ConvTranspose2d_BiasAdd shape, small: x [2, 16, 8, 8], w [16, 32, 3, 3] (w is [c, k, ...]) + b,
@@ -599,7 +600,7 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   EXPECT_EQ(composed_call(p, m, cp, c),
-            "torch.ops.fact." + c.id() + "(x, w, b.reshape(-1), None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [], "
+            "torch.ops.fact." + c.id() + "(x, w, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [], "
             "w_constant=True)");
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "gather(a, l, sub_filter, stream);"));

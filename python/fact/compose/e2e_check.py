@@ -39,6 +39,7 @@ from pathlib import Path
 import torch
 
 from fact.gpu_lock import holds_gpu
+from fact.realize.op_library_load import load_op_library
 
 PRECISION = {"fp32": "highest", "3xtf32": "highest", "tf32": "high", "bf16": "highest", "fp16": "highest"}
 DTYPE = {"fp32": torch.float32, "3xtf32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
@@ -281,7 +282,7 @@ def check(argv: list[str] | None = None) -> int:
         # same ops twice, which aborts the process. As the composed module itself does, load only what is missing.
         if args.lib:
             if missing_ops(manifest):
-                torch.ops.load_library(args.lib)
+                load_op_library(args.lib)
         elif args.reference:
             from fact.compose.reference_ops import register_reference_ops
             register_reference_ops(manifest)

@@ -27,6 +27,7 @@ from .gemm_case import GemmCase, GemmProblem, Operands, parse_problem, torch_epi
 from .measure_request import RequestError
 from .measure_worker import context_usable, environment, first_line, set_matmul_precision
 from .op_library_build import ManifestError, OpLibrary, OpSpec, load_manifest
+from .op_library_load import load_op_library
 from fact.gpu_lock import holds_gpu
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_GPU = 0, 1, 2, 3
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"op_check: {msg}", file=sys.stderr)
         write_result(args.output, {"status": "bad_input", "message": msg})
         return EXIT_BAD_INPUT
-    torch.ops.load_library(str(lib.library_path))
+    load_op_library(lib.library_path)
     checker = OpChecker(lib, args.trials, args.warmup_ms, args.rep_ms)
     rows = []
     for i, spec in enumerate(lib.ops):

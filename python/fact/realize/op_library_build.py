@@ -438,7 +438,8 @@ def prebuilt_steps(lib: OpLibrary, prebuilt: dict[str, Path]) -> list[Step]:
 def verify_loads(lib: OpLibrary) -> list[str]:
     """Loads the library into this process; returns the manifest ops missing from torch.ops.fact."""
     import torch
-    torch.ops.load_library(str(lib.library_path))
+    from .op_library_load import load_op_library
+    load_op_library(lib.library_path)
     return [op.name for op in lib.ops if not hasattr(torch.ops.fact, op.name)]
 
 

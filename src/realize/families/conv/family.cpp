@@ -115,13 +115,20 @@ OpCall conv_op_call(const OpCallSite& s) {
     return fmt::format("[{}]", fmt::join(std::vector<int64_t>(d.end() - p.spatial_dims, d.end()), ", "));
   };
   std::string vectors;
+  // Flattened where the graph's tensor is not 1-D already (a [k, 1, 1] parameter; a bias and BatchNorm's [k]
+  // statistics as they are: a Python call less per vector and op).
+  auto flat = [&](const char* operand) {
+    std::string t = s.tensor(operand, false);
+    const ir::Node* n = s.node(operand);
+    return t == "None" || (n && !n->outputs.empty() && n->outputs[0].rank() == 1) ? t : t + ".reshape(-1)";
+  };
   for (const auto& [i, kind] : vector_slot_kinds(p.epilogue.tree)) {
     std::string slot = fmt::format("vec{}", i);
-    vectors += (vectors.empty() ? "" : ", ") + s.tensor(slot.c_str(), true) + ".reshape(-1)";
+    s.tensor(slot.c_str(), true);  // names the slot when the rule binds nothing to it
+    vectors += (vectors.empty() ? "" : ", ") + flat(slot.c_str());
   }
-  std::string bias = s.tensor("bias", false);
   std::string expr = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, [{}])", s.op, s.tensor("x", true),
-                                 s.tensor("w", true), bias == "None" ? bias : bias + ".reshape(-1)",
+                                 s.tensor("w", true), flat("bias"),
                                  s.tensor("residual", false), own(p.stride), own(p.padding), own(p.dilation),
                                  p.transposed ? "True" : "False", own(p.output_padding), p.groups, vectors);
   const ir::Node* w = s.node("w");
