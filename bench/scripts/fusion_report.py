@@ -5,6 +5,10 @@ bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode; with --benc
     python bench/scripts/fusion_report.py [--previous bench/results/fusion_h100.json] --default SUITE.json [...] \
         [--tf32 SUITE.json ...] --device "H100 ..." [--commit SHA] -o bench/results/fusion_h100
 
+With --models, whole models run by `fact optimize` (one unpacked output folder each, e.g. bench/models/tv_resnet50.py's)
+add rows "models/<file>" in default numerics, from the folder's report.json (the end-to-end check, the fallback when
+the composed module lost) and its patterns.
+
 Several suites per mode (one per level, or a later re-run of some problems): a problem measured in a later file
 replaces its row from an earlier one; a problem a later file did not run keeps its earlier row. --previous starts
 from an earlier report's rows (its suites are not kept), so one level can be re-measured without the others.
@@ -77,6 +81,39 @@ def kernel_rows(suite_dirs: list[str]) -> dict:
     return out
 
 
+def model_rows(folders: list[str]) -> tuple[dict, dict]:
+    """(a suite of the `fact optimize` output folders' end-to-end results, their patterns by problem id)."""
+    problems, kernels = [], {}
+    for folder in folders:
+        report = json.loads((Path(folder) / "report.json").read_text())
+        e2e, pid = report.get("e2e") or {}, f"models/{Path(report['model']).stem}"
+        fallback = e2e.get("fallback") or {}
+        patterns = report.get("patterns", [])
+        accepted = sum(1 for r in patterns if r.get("accepted"))
+        speed = e2e.get("speedups") or {}
+        reason = ""
+        if fallback.get("applied"):
+            reason = (f"PyTorch's ops kept: {fallback.get('reason')} (FACT's composed module: "
+                      f"{sum(1 for r in patterns if r.get('fact_ms') is not None)} of {len(patterns)} patterns tuned)")
+        problems.append({"id": pid, "level": "models", "status": "correct" if e2e.get("correct") else "incorrect",
+                         "numerics": e2e.get("numerics"), "composed_ms": e2e.get("composed_ms"),
+                         "eager_ms": e2e.get("eager_ms"), "compile_default_ms": e2e.get("compile_default_ms"),
+                         "speedup_eager": speed.get("vs_eager"), "speedup_compile": speed.get("vs_compile_default"),
+                         "rel_err_composed": e2e.get("rel_err_composed"), "rel_err_original": e2e.get("rel_err_original"),
+                         "fact_patterns": accepted, "fact_ops": 0 if fallback.get("applied") else None,
+                         "graph_ops": report.get("graph_ops"),
+                         "reason": reason})
+        kernels[pid] = [{k: r.get(k) for k in ("rule", "family", "accepted", "fact_ms", "pytorch_ms", "numerics", "why")}
+                        for r in patterns]
+    return {"problems": problems}, kernels
+
+
+def problem_order(row: dict):
+    """Level, then KernelBench's problem number (a model row has none)."""
+    number = row["id"].split("/")[1].split("_")[0]
+    return row["level"], int(number) if number.isdigit() else 0, row["id"]
+
+
 def selected_ids(benchmark: str) -> set | None:
     """The benchmark's problem ids (a suite may also have run problems of the other benchmark); None: no list."""
     path = Path(__file__).resolve().parents[2] / BENCHMARKS[benchmark]["problems"]
@@ -89,12 +126,12 @@ def build(suites: dict, device: str, commit: str, benchmark: str = "fusion", onl
     for mode, files in suites.items():
         for suite in files:
             for p in suite["problems"]:
-                if ids is not None and p["id"] not in ids:
+                if ids is not None and p["id"] not in ids and p["level"] != "models":
                     continue
                 row = by_id.setdefault(p["id"], {"id": p["id"], "level": p["level"]})
                 if mode not in row or p.get("status") in MEASURED:
                     row[mode] = {k: p.get(k) for k in FIELDS}
-    problems = sorted(by_id.values(), key=lambda r: (r["level"], int(r["id"].split("/")[1].split("_")[0])))
+    problems = sorted(by_id.values(), key=problem_order)
     b = BENCHMARKS[benchmark]
     return {"format": b["format"], "version": 1, "title": b["title"], "device": device,
             "date": dt.date.today().isoformat(), "commit": commit, "selection": b["selection"],
@@ -104,7 +141,8 @@ def build(suites: dict, device: str, commit: str, benchmark: str = "fusion", onl
                         "level2_vs_compile_tf32": summary(problems, "level2", "tf32", "speedup_compile"),
                         "level2_vs_compile_default": summary(problems, "level2", "default", "speedup_compile"),
                         "level1_vs_compile_default": summary(problems, "level1", "default", "speedup_compile"),
-                        "level1_vs_eager_default": summary(problems, "level1", "default", "speedup_eager")},
+                        "level1_vs_eager_default": summary(problems, "level1", "default", "speedup_eager"),
+                        "models_vs_compile_default": summary(problems, "models", "default", "speedup_compile")},
             "problems": problems}
 
 
@@ -128,7 +166,7 @@ def markdown(doc: dict) -> str:
             r = p.get(mode)
             if not r:
                 continue
-            ops = f"{r['fact_ops']}/{r['graph_ops']}" if r.get("graph_ops") is not None else "—"
+            ops = f"{r['fact_ops']}/{r['graph_ops']}" if None not in (r.get("fact_ops"), r.get("graph_ops")) else "—"
             rel = f"{cell(r['rel_err_composed'])} / {cell(r['rel_err_original'])}"
             why = (r.get("reason") or "").replace("|", "/").replace("\n", " ")[:160]
             md.append(f"| {p['id']} | {mode} | {r['status']} | {ops} | {cell(r['composed_ms'], '{:.4g}')} | "
@@ -161,13 +199,16 @@ def main() -> None:
     ap.add_argument("--benchmark", choices=tuple(BENCHMARKS), default="fusion")
     ap.add_argument("--only-listed", action="store_true",
                     help="keep only the problems of the benchmark's list (a suite that also ran the other benchmark's)")
+    ap.add_argument("--models", nargs="*", default=[],
+                    help="unpacked `fact optimize` output folders of whole models (report.json): rows models/<file>")
     ap.add_argument("--suite-dirs", nargs="*", default=[],
                     help="unpacked suite folders (suite.tgz): each problem's patterns, FACT's kernel vs PyTorch's ms")
     a = ap.parse_args()
-    if not a.default and not a.tf32:
-        ap.error("name at least one suite.json (--default or --tf32)")
+    if not a.default and not a.tf32 and not a.models:
+        ap.error("name at least one suite.json (--default or --tf32) or model folder (--models)")
     previous = json.loads(Path(a.previous).read_text()) if a.previous else None
-    measured = {"default": [json.loads(Path(f).read_text()) for f in a.default],
+    models, model_kernels = model_rows(a.models)
+    measured = {"default": [json.loads(Path(f).read_text()) for f in a.default] + [models],
                 "tf32": [json.loads(Path(f).read_text()) for f in a.tf32 or []]}
     suites = suites_of_report(previous) if previous else {m: [] for m in MODES}
     for mode in MODES:
@@ -183,6 +224,7 @@ def main() -> None:
     kernels = {p["id"]: p["kernels"] for p in (previous or {}).get("problems", [])
                if p.get("kernels") and p["id"] not in remeasured}
     kernels.update(kernel_rows(a.suite_dirs))
+    kernels.update(model_kernels)
     for p in doc["problems"]:
         if p["id"] in kernels:
             p["kernels"] = kernels[p["id"]]

@@ -27,7 +27,8 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--db", o->db, "tuning database (default $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite)");
   cmd->add_option("--tune-budget", o->tune_budget_s,
-                  "seconds of tuning; past them, patterns the database has no winner for stay PyTorch's (0: none)")
+                  "seconds of tuning (winners the database holds spend none); past them, patterns the database has no "
+                  "winner for stay PyTorch's (0: none)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-compile-baselines", o->no_compile, "do not time torch.compile (default and max-autotune)");
   cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") (slow to compile)");

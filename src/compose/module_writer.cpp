@@ -76,7 +76,7 @@ json call_structure(const ir::Graph& g) {
 }
 
 std::string render_module(const discover::Plan& plan, const std::vector<PatternVerdict>& verdicts, const json* call,
-                          const std::string& body) {
+                          const std::string& body, const json& state = json::array()) {
   const ir::Graph& g = plan.graph;
   return realize::render_template_file("compose/model_new.py.in",
                                        {{"source_file", g.source_path},
@@ -85,6 +85,7 @@ std::string render_module(const discover::Plan& plan, const std::vector<PatternV
                                         {"user_file", json(kUserModelCopy).dump()},
                                         // A JSON text inside a Python string literal (JSON's escapes are Python's).
                                         {"call_json", json(call ? call->dump() : "null").dump()},
+                                        {"state_json", json(state.dump()).dump()},
                                         {"replay_body", body}});
 }
 
@@ -109,6 +110,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   };
 
   std::vector<std::string> params;
+  json state = json::array();  // the parameters and buffers read, in order: [kind, dotted name] (model_new's _STATE)
   std::string device_source;
   std::string body;
   // With no FACT op accepted the original forward runs as written: replaying its ATen graph op by op can only
@@ -128,10 +130,9 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         if (device_source.empty() && !node.outputs.empty()) device_source = out + ".device";
         continue;
       case ir::NodeKind::Parameter:
-        body += fmt::format("{}{} = self.get_parameter({})  # {}\n", kIndent, out, json(node.target).dump(), node.name);
-        break;
       case ir::NodeKind::Buffer:
-        body += fmt::format("{}{} = self.get_buffer({})  # {}\n", kIndent, out, json(node.target).dump(), node.name);
+        body += fmt::format("{}{} = state[{}]  # {}\n", kIndent, out, state.size(), node.name);
+        state.push_back({node.kind == ir::NodeKind::Parameter ? "parameter" : "buffer", node.target});
         break;
       case ir::NodeKind::Constant:
         // Lifted constants are plain attributes of the module, not registered parameters or buffers.
@@ -171,9 +172,10 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   for (const auto& o : g.outputs) results.push_back(python_expr(o, var, "None", "graph outputs"));
   std::string unpack = params.empty() ? "" : fmt::format("{}{}, = flat  # forward's arguments, flattened\n", kIndent,
                                                          fmt::join(params, ", "));
-  body = unpack + body + fmt::format("{}return _results([{}])\n", kIndent, fmt::join(results, ", "));
+  std::string reads = state.empty() ? "" : fmt::format("{}state = _state(self)  # _STATE's tensors\n", kIndent);
+  body = unpack + reads + body + fmt::format("{}return _results([{}])\n", kIndent, fmt::join(results, ", "));
   json call = call_structure(g);
-  return render_module(plan, verdicts, &call, body);
+  return render_module(plan, verdicts, &call, body, state);
 }
 
 namespace {

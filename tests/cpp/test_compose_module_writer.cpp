@@ -58,7 +58,9 @@ TEST(ComposeModuleWriter, AcceptedPatternIsOneFactCallAndRejectedOneKeepsItsReas
   EXPECT_NE(text.find("class ModelNew(Model):"), std::string::npos);
   EXPECT_NE(text.find("torch.ops.fact.gemm_cfg0("), std::string::npos) << text;
   EXPECT_NE(text.find("PyTorch kept: best FACT kernel 1.05 ms vs torch 1.01 ms"), std::string::npos) << text;
-  EXPECT_NE(text.find("self.get_parameter("), std::string::npos);
+  EXPECT_NE(text.find("state = _state(self)"), std::string::npos) << "parameters read through _state, in _STATE's order";
+  EXPECT_NE(text.find(" = state[0]  # "), std::string::npos);
+  EXPECT_NE(text.find("_STATE = json.loads(\"[[\\\"parameter\\\",\\\""), std::string::npos) << text.substr(0, 3000);
 
   auto manifest = fact::compose::composed_manifest(plan, verdicts, {"model.py", "plan.json", "report.json", ""});
   EXPECT_EQ(manifest["format"], "fact-composed-module");

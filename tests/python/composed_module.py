@@ -83,15 +83,15 @@ def assert_model_new_equals_model(module, rounds=3, **tolerance):
                 torch.testing.assert_close(a, b, **tolerance)
 
 
-def run_copied(folder, tmp_path, **env_extra):
-    """Copies the composed FOLDER to TMP_PATH/elsewhere and runs COPIED_CHECK there with neither PYTHONPATH nor
-    FACT_REFERENCE_OPS from this process (ENV_EXTRA added)."""
+def run_copied(folder, tmp_path, script=COPIED_CHECK, **env_extra):
+    """Copies the composed FOLDER to TMP_PATH/elsewhere and runs SCRIPT (COPIED_CHECK) there with neither PYTHONPATH
+    nor FACT_REFERENCE_OPS from this process (ENV_EXTRA added)."""
     dest = Path(tmp_path) / "elsewhere"
     if not dest.exists():
         shutil.copytree(folder, dest)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACT_REFERENCE_OPS")}
     env.update(env_extra)
-    return subprocess.run([sys.executable, "-c", COPIED_CHECK], cwd=dest, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", script], cwd=dest, env=env, capture_output=True, text=True,
                           timeout=300)
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 import torch
-from composed_module import REPO_ROOT, fact, max_diff, needs_fact_binary, run_copied
+from composed_module import REPO_ROOT, WITHOUT_FACT, fact, max_diff, needs_fact_binary, run_copied
 
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
 
@@ -46,6 +46,29 @@ def test_missing_library_is_a_clear_import_error(plan, tmp_path):
 
 def test_reference_ops_shipped_with_the_folder_run_without_fact(plan, tmp_path):
     assert max_diff(run_copied(composed(plan, "ref"), tmp_path, FACT_REFERENCE_OPS="1")) < 1e-5
+
+
+# The replay reads each parameter through its submodule's table, found once: a parameter assigned anew afterwards, or
+# buffers replaced by .to(), are the ones read on the next call.
+STATE_CHECK = WITHOUT_FACT + """
+import torch, model_new as m
+torch.manual_seed(0)
+original = m.Model(*m.get_init_inputs())
+new = m.ModelNew(*m.get_init_inputs())
+new.load_state_dict(original.state_dict(), strict=True)
+x = m.get_inputs()
+assert torch.allclose(new(*x), original(*x), atol=1e-5)
+assert len(m._STATE) == 4 and [k for k, _ in m._STATE] == ["parameter"] * 4, m._STATE
+new.fc2.weight = torch.nn.Parameter(torch.randn_like(new.fc2.weight))
+original.fc2.weight = torch.nn.Parameter(new.fc2.weight.detach().clone())
+assert torch.allclose(new(*x), original(*x), atol=1e-5), "the parameter assigned anew is read"
+print("STATE ok")
+"""
+
+
+def test_replay_reads_parameters_assigned_after_the_first_call(plan, tmp_path):
+    r = run_copied(composed(plan, "state"), tmp_path, script=STATE_CHECK, FACT_REFERENCE_OPS="1")
+    assert r.returncode == 0 and "STATE ok" in r.stdout, r.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a CUDA GPU")

@@ -118,3 +118,28 @@ def test_a_remeasured_problem_drops_its_earlier_kernel_rows(tmp_path):
     rows = {p["id"]: p for p in json.loads((tmp_path / "new.json").read_text())["problems"]}
     assert "kernels" not in rows["level2/12_Gemm_X"], "re-measured without its report.json: no stale kernel rows"
     assert rows["level2/9_Matmul_Y"]["kernels"][0]["fact_ms"] == 1.0, "a problem not re-measured keeps its rows"
+
+
+def test_report_takes_whole_models_from_their_optimize_folders(tmp_path):
+    folder = tmp_path / "rn"
+    folder.mkdir()
+    patterns = [{"rule": "conv", "family": "conv", "accepted": False, "fact_ms": 0.27, "pytorch_ms": 0.6,
+                 "numerics": "tf32", "why": "PyTorch kept: e2e_fallback"},
+                {"rule": "conv", "family": "conv", "accepted": False, "fact_ms": None, "pytorch_ms": None,
+                 "numerics": "tf32", "why": "over_budget"}]
+    e2e = {"correct": True, "numerics": "3xtf32", "composed_ms": 6.5, "eager_ms": 6.4, "compile_default_ms": 3.7,
+           "speedups": {"vs_eager": 0.98, "vs_compile_default": 0.57}, "rel_err_composed": 5e-4,
+           "rel_err_original": 5e-4, "fallback": {"applied": True, "reason": "the composed module took 7.6 ms"}}
+    (folder / "report.json").write_text(json.dumps({"model": "bench/models/tv_resnet50.py", "graph_ops": 174,
+                                                    "patterns": patterns, "e2e": e2e}))
+    out = tmp_path / "conv"
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--benchmark", "conv",
+                        "--only-listed", "--models", str(folder), "--device", "test GPU", "--commit", "abc",
+                        "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.with_suffix(".json").read_text())
+    (row,) = [p for p in doc["problems"] if p["id"] == "models/tv_resnet50"]
+    assert row["default"]["speedup_compile"] == 0.57 and row["default"]["fact_ops"] == 0
+    assert "took 7.6 ms" in row["default"]["reason"] and "1 of 2 patterns tuned" in row["default"]["reason"]
+    assert len(row["kernels"]) == 2 and doc["summary"]["models_vs_compile_default"]["count"] == 1
+    assert "| models/tv_resnet50 | default | correct | 0/174 |" in out.with_suffix(".md").read_text()
