@@ -5,7 +5,7 @@ import json
 
 import pytest
 import torch
-from composed_module import REPO_ROOT, WITHOUT_FACT, fact, max_diff, needs_fact_binary, run_copied
+from composed_module import COPIED_CHECK, REPO_ROOT, fact, max_diff, needs_fact_binary, run_copied
 
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
 
@@ -50,13 +50,7 @@ def test_reference_ops_shipped_with_the_folder_run_without_fact(plan, tmp_path):
 
 # The replay reads each parameter through its submodule's table, found once: a parameter assigned anew afterwards, or
 # buffers replaced by .to(), are the ones read on the next call.
-STATE_CHECK = WITHOUT_FACT + """
-import torch, model_new as m
-torch.manual_seed(0)
-original = m.Model(*m.get_init_inputs())
-new = m.ModelNew(*m.get_init_inputs())
-new.load_state_dict(original.state_dict(), strict=True)
-x = m.get_inputs()
+STATE_CHECK = COPIED_CHECK + """
 assert torch.allclose(new(*x), original(*x), atol=1e-5)
 assert len(m._STATE) == 4 and [k for k, _ in m._STATE] == ["parameter"] * 4, m._STATE
 new.fc2.weight = torch.nn.Parameter(torch.randn_like(new.fc2.weight))

@@ -118,41 +118,31 @@ def as_accurate(composed: tuple[float, float] | None, original: tuple[float, flo
             composed[1] <= FLOAT64_MARGIN * max(original[1], 1e-6))
 
 
-def compare(out, expected) -> tuple[bool, float | None]:
+def compare(out, expected) -> tuple[bool, float | None, bool]:
     """KernelBench's check over every leaf of two results: (all close, largest |difference|, None where the
-    structures or shapes differ); non-floating leaves must be equal."""
+    structures or shapes differ; whether the non-floating leaves, which must be equal, are). The third value lets the
+    float64 rule judge the floating leaves alone."""
     got, want = leaves(out), leaves(expected)
     if len(got) != len(want):
-        return False, None
-    close, worst = True, 0.0
+        return False, None, False
+    close, worst, exact = True, 0.0, True
     for x, y in zip(got, want):
         if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
             # Plain values must be equal; an object PyTorch cannot flatten (a cache) must at least be of one type.
-            close = close and (x == y if isinstance(x, PLAIN_VALUES) else type(x) is type(y))
+            same = x == y if isinstance(x, PLAIN_VALUES) else type(x) is type(y)
+            close = close and same
+            exact = exact and not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor) and bool(same)
             continue
         if x.shape != y.shape:
-            return False, None
+            return False, None, False
         if x.is_floating_point() or y.is_floating_point():
             close = close and bool(torch.allclose(x, y, atol=ATOL, rtol=RTOL))
             if x.numel():
                 worst = max(worst, float((x.float() - y.float()).abs().max()))
         else:
-            close = close and bool(torch.equal(x, y))
-    return close, worst
-
-
-def exact_leaves_equal(out, expected) -> bool:
-    """Whether the non-floating leaves of two results of one structure are equal (compare()'s rule for them)."""
-    for x, y in zip(leaves(out), leaves(expected)):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if not (x.is_floating_point() or y.is_floating_point()) and not torch.equal(x, y):
-                return False
-        elif not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor):
-            if not (x == y if isinstance(x, PLAIN_VALUES) else type(x) is type(y)):
-                return False
-        else:
-            return False
-    return True
+            same = bool(torch.equal(x, y))
+            close, exact = close and same, exact and same
+    return close, worst, exact
 
 
 def cast_inputs(inputs, dtype, device):
@@ -355,11 +345,10 @@ def check(argv: list[str] | None = None) -> int:
                 result.update(correct=False, status="incorrect", trials=trials,
                               error=f"composed module raised {type(e).__name__}: {e}"[:2000])
                 return finish(EXIT_INCORRECT)
-            close, max_diff = compare(out_c, out_o)
+            close, max_diff, exact = compare(out_c, out_o)
             err_c, err_o = float64_errors(out_c, ref), float64_errors(out_o, ref)
             # The float64 rule only where the results have one structure and their other leaves are equal.
-            float64_rule = not close and max_diff is not None and exact_leaves_equal(out_c, out_o) and \
-                as_accurate(err_c, err_o)
+            float64_rule = not close and max_diff is not None and exact and as_accurate(err_c, err_o)
             trials.append({"allclose_1e-2": close, "max_abs_diff": max_diff,
                            "correct_by": "allclose_1e-2" if close else "float64" if float64_rule else None,
                            "rel_err_composed": err_c[0] if err_c else None,

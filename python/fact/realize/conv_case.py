@@ -258,7 +258,7 @@ class ConvCase(MeasureCase):
         p = self.problem
         if p.direct:
             return []
-        vector = 16 // {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
+        vector = 16 // verify.torch_dtype(p.dtype).itemsize
         bits = (1 if p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
         return [replace(p, channels_last=bits)]
 
