@@ -39,7 +39,22 @@ ProcessResult run_python_measure(const fs::path& request, const fs::path& result
                            std::chrono::seconds(1800));
 }
 
+// Timings do not carry across GPUs (an H100 and an H200 are both sm_90a): such a winner is tuned again.
+bool measured_elsewhere(const Winner& w, const TuneOptions& o) {
+  return !o.device.empty() && !w.device_name.empty() && w.device_name != o.device;
+}
+
 }  // namespace
+
+std::optional<BuildJob> recorded_winner_job(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
+  auto w = o.force ? std::nullopt : db.get_winner(subject.key);
+  if (!w || measured_elsewhere(*w, o) || w->config_id == kBaselineWinner) return std::nullopt;
+  try {
+    return subject.rebuild(w->config);
+  } catch (const Error&) {
+    return std::nullopt;  // tune_candidates says why when it gets there
+  }
+}
 
 std::optional<double> TuneOutcome::speedup() const {
   if (!baseline_ms || *baseline_ms <= 0) return std::nullopt;
@@ -129,10 +144,9 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
   TuneOutcome out;
   out.key = subject.key;
 
-  // Warm path: a decided winner is one indexed lookup plus a build-cache hit for its library. Timings
-  // do not carry across GPUs (an H100 and an H200 are both sm_90a), so a winner from another GPU is not.
+  // Warm path: a decided winner is one indexed lookup plus a build-cache hit for its library.
   auto w = o.force ? std::nullopt : db.get_winner(out.key);
-  if (w && !o.device.empty() && !w->device_name.empty() && w->device_name != o.device) {
+  if (w && measured_elsewhere(*w, o)) {
     say(fmt::format("the recorded winner was measured on {}, this GPU is {}: tuning again", w->device_name, o.device));
     w.reset();
   }

@@ -100,4 +100,8 @@ constexpr double kWinMargin = 0.03;
 
 TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& options);
 
+// The build job of the FACT kernel tune_candidates would reuse from the database for this subject, if any: a plan's
+// recorded winners are rebuilt together, in parallel, before it is tuned pattern by pattern (each a cache hit then).
+std::optional<BuildJob> recorded_winner_job(const TuneSubject& subject, TuningDb& db, const TuneOptions& options);
+
 }  // namespace fact::realize

@@ -15,8 +15,10 @@ json family_measure_request(const KernelFamily& family, const json& problem, con
           {"trials", 3}, {"baseline", true}};
 }
 
-TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, const json& problem, TuningDb& db,
-                        const TuneOptions& o) {
+namespace {
+
+// The subject's functions refer to `family` and `problem`, which outlive it at every call site.
+TuneSubject family_subject(const KernelFamily& family, const std::string& pattern, const json& problem) {
   TuneSubject s;
   s.key = family.workload_key(pattern, problem);
   s.candidates = [&](int top_n, std::string& space_line) {
@@ -41,7 +43,19 @@ TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, 
   s.accuracy_shortfall = [&](const CandidateRecord& rec, const TuneOutcome& so_far) {
     return family.accuracy_shortfall(problem, rec, so_far);
   };
-  return tune_candidates(s, db, o);
+  return s;
+}
+
+}  // namespace
+
+TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, const json& problem, TuningDb& db,
+                        const TuneOptions& o) {
+  return tune_candidates(family_subject(family, pattern, problem), db, o);
+}
+
+std::optional<BuildJob> recorded_winner_job(const KernelFamily& family, const std::string& pattern,
+                                            const json& problem, TuningDb& db, const TuneOptions& o) {
+  return recorded_winner_job(family_subject(family, pattern, problem), db, o);
 }
 
 }  // namespace fact::realize

@@ -1,6 +1,7 @@
 #pragma once
 // The auto-tuner of every kernel family: the family's config space and rendered kernels fed to the shared
 // tuning pipeline (candidate_tuner.h): options, outcome and winning rule are the same for all.
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,5 +18,9 @@ nlohmann::json family_measure_request(const KernelFamily& family, const nlohmann
 
 TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, const nlohmann::json& problem,
                         TuningDb& db, const TuneOptions& options);
+
+// recorded_winner_job for a family's problem.
+std::optional<BuildJob> recorded_winner_job(const KernelFamily& family, const std::string& pattern,
+                                            const nlohmann::json& problem, TuningDb& db, const TuneOptions& options);
 
 }  // namespace fact::realize

@@ -134,6 +134,28 @@ TEST_F(CandidateTuner, FastestVerifiedCandidateWinsAndIsReusedWithoutMeasuring) 
   EXPECT_EQ(runner_calls, 3);
 }
 
+TEST_F(CandidateTuner, TheRecordedWinnersBuildJobIsTheOneTheWarmPathRebuilds) {
+  auto s = subject("norm");
+  EXPECT_FALSE(recorded_winner_job(s, *db, options)) << "nothing recorded yet";
+  answer = {{"device", "NVIDIA H100"},
+            {"baseline", {{"name", "torch.layer_norm"}, {"ms", 1.0}, {"rel_err", 2e-7}}},
+            {"candidates", {candidate("a", "ok", 0.80), candidate("b", "ok", 0.60), candidate("c", "ok", 0.9)}}};
+  ASSERT_EQ(tune_candidates(s, *db, options).winner, "b");
+  auto job = recorded_winner_job(s, *db, options);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->id, "b");
+  options.device = "NVIDIA H200";
+  EXPECT_FALSE(recorded_winner_job(s, *db, options)) << "a winner timed on another GPU is tuned, not rebuilt";
+  options.device = "";
+  options.force = true;
+  EXPECT_FALSE(recorded_winner_job(s, *db, options)) << "forced to tune again";
+
+  options.force = false;
+  answer["candidates"] = {candidate("a", "ok", 1.5), candidate("b", "ok", 1.4), candidate("c", "ok", 1.6)};
+  ASSERT_EQ(tune_candidates(subject("slow"), *db, options).winner, kBaselineWinner);
+  EXPECT_FALSE(recorded_winner_job(subject("slow"), *db, options)) << "PyTorch won: nothing to build";
+}
+
 TEST_F(CandidateTuner, AWinNeedsMoreThanTheMarginOtherwisePyTorchIsKept) {
   answer = {{"baseline", {{"name", "torch.matmul"}, {"ms", 1.0}}},
             {"candidates", {candidate("a", "ok", 0.98), candidate("b", "ok", 0.99), candidate("c", "ok", 1.5)}}};
