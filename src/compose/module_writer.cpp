@@ -119,7 +119,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
     return render_module(plan, verdicts, nullptr,
                          fmt::format("{}# No FACT op was accepted: the original forward runs unchanged.\n{}return None\n",
                                      kIndent, kIndent));
-  const std::set<std::string> channels_last = channels_last_anchors(plan, verdicts);
+  const ChannelsLastPlan layout = channels_last_plan(plan, verdicts);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     std::string out = "v" + std::to_string(i);
@@ -142,7 +142,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         if (auto it = covered_by.find(node.name); it != covered_by.end()) {
           const auto& m = plan.entries[it->second->entry].match;
           if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
-          body += family_call(m, *it->second, g, var, out, channels_last.count(node.name) > 0);
+          body += family_call(m, *it->second, g, var, out, layout.writes.count(node.name) > 0);
           // Values the op also returns (a residual sum read again later), defined here for their later readers.
           for (const auto& [graph_node, name] : extra_output_variables(m, out)) vars[graph_node] = name;
           break;
@@ -163,6 +163,9 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         for (const auto& [key, value] : node.kwargs.items())
           call += (call.empty() ? "" : ", ") + key + "=" + python_expr(value, var, device, where);
         body += fmt::format("{}{} = torch.ops.{}({})  # {}\n", kIndent, out, node.op, call, node.name);
+        if (layout.contiguous.count(node.name))
+          body += fmt::format("{}{} = {}.contiguous()  # channels-last from FACT's convolutions; a reader needs PyTorch's "
+                              "order\n", kIndent, out, out);
         break;
       }
     }

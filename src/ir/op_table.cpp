@@ -39,7 +39,7 @@ OpTable OpTable::load(const std::filesystem::path& path) {
   if (!doc.is_object() || doc.value("format", "") != "fact-op-table")
     throw Error(where + " is not a FACT op table (expected \"format\": \"fact-op-table\")");
   if (!doc.contains("ops") || !doc["ops"].is_object())
-    throw Error(where + " has no \"ops\" object mapping op name -> {category, commutative, reshape}");
+    throw Error(where + " has no \"ops\" object mapping op name -> {category, commutative, reshape, channels_last}");
   OpTable table;
   for (const auto& [name, entry] : doc["ops"].items()) {
     if (!entry.is_object() || !entry.contains("category") || !entry["category"].is_string())
@@ -55,6 +55,11 @@ OpTable OpTable::load(const std::filesystem::path& path) {
       if (!entry["commutative"].is_boolean())
         throw Error(where + ": op '" + name + "': \"commutative\" must be true or false");
       info.commutative = entry["commutative"].get<bool>();
+    }
+    if (entry.contains("channels_last")) {
+      if (!entry["channels_last"].is_boolean())
+        throw Error(where + ": op '" + name + "': \"channels_last\" must be true or false");
+      info.channels_last = entry["channels_last"].get<bool>();
     }
     if (entry.contains("reshape")) {
       if (!entry["reshape"].is_boolean() || info.category != OpCategory::View)

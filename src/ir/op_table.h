@@ -14,6 +14,7 @@ struct OpInfo {
   OpCategory category = OpCategory::Other;
   bool commutative = false;  // binary op whose first two args may be swapped
   bool reshape = false;      // a view that keeps the elements' row-major order (view, reshape, flatten): only the shape changes
+  bool channels_last = false;  // reads a channels-last tensor as it is and writes channels-last (cuDNN's conv2d, pooling)
 };
 
 class OpTable {

@@ -51,6 +51,8 @@ TEST(IrOpTable, KnowsCategoriesAndCommutativity) {
   EXPECT_EQ(ops.find("aten.softmax.int")->category, fact::ir::OpCategory::Softmax);
   EXPECT_EQ(ops.find("aten.xyz.default"), nullptr);
   EXPECT_THROW(fact::ir::parse_op_category("blas"), fact::Error);
+  EXPECT_TRUE(ops.find("aten.conv2d.default")->channels_last) << "cuDNN runs a channels-last x as it is";
+  EXPECT_FALSE(ops.find("aten.view.default")->channels_last);
 }
 
 TEST(IrOpTable, CoversEveryTracedOp) {

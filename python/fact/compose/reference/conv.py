@@ -2,7 +2,8 @@
 acc = conv(x, w) (cross-correlation, the op's stride / padding / dilation / groups; with transposed, PyTorch's
 conv_transpose with w [c, k, ...] and the op's output_padding), with "bias" the op's [k] bias,
 "residual" its residual slot and vec<i> its `vectors` ([k] per-channel, or one element), computed in float64 and
-rounded once to x's dtype, channels-first (the op's channels_last hint changes the memory order, not the values).
+rounded once to x's dtype, in the memory order the op writes (channels-last where the composer asked for it, so the
+PyTorch ops after it run on what they get on the GPU).
 The tree comes from the manifest entry's config ("epilogue"), read with the GEMM reference's evaluator (gemm.py
 beside this file, found by path: composed folders carry no fact package)."""
 import importlib.util
@@ -48,15 +49,18 @@ def _conv(tree, activations, key):
 
     def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, groups, vectors=(),
              w_constant=False, channels_last=False):
-        # w_constant and channels_last are the kernel op's speed hints (a kept filter copy, the result's memory
-        # order); the values are the same either way.
+        # w_constant is the kernel op's speed hint (a kept filter copy); channels_last orders the result's memory.
         if len(vectors) != len(slots):
             raise ValueError(f"{key} reads {len(slots)} vectors ({', '.join(slots) or 'none'}), got {len(vectors)}")
         acc = convolution(x.double(), w.double(), stride, padding, dilation, transposed, output_padding, groups=groups)
         f64 = lambda t: t.double() if t is not None else None  # noqa: E731
         out = evaluate_conv_epilogue(tree, activations, acc, f64(bias), f64(residual),
                                      {s: v.double() for s, v in zip(slots, vectors)}, key)
-        return out.to(x.dtype).contiguous()
+        out = out.to(x.dtype)
+        if channels_last:  # channels innermost: [n, c, *spatial] stored as [n, *spatial, c]
+            last = [0, *range(2, out.dim()), 1]
+            return out.permute(last).contiguous().permute([last.index(d) for d in range(out.dim())])
+        return out.contiguous()
 
     return conv
 
