@@ -5,7 +5,8 @@ import json
 
 import pytest
 import torch
-from composed_module import COPIED_CHECK, REPO_ROOT, fact, max_diff, needs_fact_binary, run_copied
+from composed_module import (COPIED_CHECK, REPO_ROOT, WITHOUT_FACT, fact, max_diff, needs_fact_binary,
+                             run_copied)
 
 FIXTURE = REPO_ROOT / "tests" / "python" / "data" / "compose" / "tiny_mlp.py"
 
@@ -63,6 +64,44 @@ print("STATE ok")
 def test_replay_reads_parameters_assigned_after_the_first_call(plan, tmp_path):
     r = run_copied(composed(plan, "state"), tmp_path, script=STATE_CHECK, FACT_REFERENCE_OPS="1")
     assert r.returncode == 0 and "STATE ok" in r.stdout, r.stderr
+
+
+# FACT_CUDA_GRAPHS=1: from the third call on, the replay is one captured CUDA graph; fresh inputs are copied in, an
+# in-place update of a weight captures again, and an autograd call runs the plain replay.
+GRAPH_CHECK = WITHOUT_FACT + """
+import torch
+import model_new as m
+torch.manual_seed(0)
+original = m.Model(*m.get_init_inputs()).cuda().eval()
+new = m.ModelNew(*m.get_init_inputs()).cuda().eval()
+new.load_state_dict(original.state_dict(), strict=True)
+def check():
+    x = [t.cuda() for t in m.get_inputs()]
+    with torch.no_grad():
+        got, want = new(*x), original(*x)
+    assert torch.allclose(got, want, atol=1e-4), float((got - want).abs().max())
+for _ in range(5):
+    check()
+graphed = new._fact_graphed
+assert graphed.failed is None and graphed.graph is not None, graphed.failed
+first = graphed.graph
+with torch.no_grad():
+    new.fc2.weight.add_(0.5)
+    original.fc2.weight.add_(0.5)
+for _ in range(4):
+    check()
+assert graphed.graph is not None and graphed.graph is not first, "an in-place update of a weight captures again"
+x = [t.cuda() for t in m.get_inputs()]
+assert torch.allclose(new(*x), original(*x), atol=1e-4), "with autograd on: the plain replay"
+print("GRAPHS ok")
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA GPU")
+def test_cuda_graph_replay_matches_and_captures_again_after_an_update(plan, tmp_path):
+    r = run_copied(composed(plan, "graphs"), tmp_path, script=GRAPH_CHECK, FACT_REFERENCE_OPS="1",
+                   FACT_CUDA_GRAPHS="1")
+    assert r.returncode == 0 and "GRAPHS ok" in r.stdout, r.stderr[-3000:]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a CUDA GPU")

@@ -1,5 +1,5 @@
-"""Registers CPU reference implementations of a composed module's torch.ops.fact ops, so the module runs without
-its op library (CPU machines, tests). A family's reference op is reference/<family>.py next to this file, with
+"""Registers reference implementations (PyTorch ops, on CPU and CUDA tensors) of a composed module's torch.ops.fact
+ops, so the module runs without its op library (CPU machines, tests). A family's reference op is reference/<family>.py next to this file, with
 reference_op(entry) -> (schema, implementation, key), key saying what the op computes (a GEMM's epilogue, a norm's
 kind). This file and that folder ship with every composed module, where the fact package may be absent: the
 family files are found by path, not by import, and need PyTorch only."""
@@ -46,7 +46,7 @@ def family_reference(family):
 
 
 def register_reference_ops(manifest):
-    """Registers a CPU kernel for every accepted op of a composed module's manifest (a path or the loaded
+    """Registers a CPU and CUDA kernel for every accepted op of a composed module's manifest (a path or the loaded
     dict). Returns the op names. Raises ValueError naming the op when its family or its kind (epilogue, norm kind)
     has no reference, or when the same op was registered earlier computing something else."""
     if not isinstance(manifest, dict):
@@ -74,6 +74,7 @@ def register_reference_ops(manifest):
         lib = torch.library.Library("fact", "FRAGMENT")
         lib.define(name + schema)
         lib.impl(name, impl, "CPU")
+        lib.impl(name, impl, "CUDA")  # PyTorch ops on the tensors' device: a GPU runs the references too
         lib.impl(name, impl, "Meta")  # shapes alone, as the op library's Meta impls: fake tensors (torch.compile)
         _libraries.append(lib)
         _registered[name] = key
