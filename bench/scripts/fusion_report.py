@@ -100,7 +100,9 @@ def model_rows(folders: list[str]) -> tuple[dict, dict]:
                          "eager_ms": e2e.get("eager_ms"), "compile_default_ms": e2e.get("compile_default_ms"),
                          "speedup_eager": speed.get("vs_eager"), "speedup_compile": speed.get("vs_compile_default"),
                          "rel_err_composed": e2e.get("rel_err_composed"), "rel_err_original": e2e.get("rel_err_original"),
-                         "fact_patterns": accepted, "fact_ops": 0 if fallback.get("applied") else None,
+                         "fact_patterns": accepted,
+                         "fact_ops": 0 if fallback.get("applied") else sum(r.get("ops") or 0 for r in patterns
+                                                                          if r.get("accepted")),
                          "graph_ops": report.get("graph_ops"),
                          "reason": reason})
         kernels[pid] = [{k: r.get(k) for k in ("rule", "family", "accepted", "fact_ms", "pytorch_ms", "numerics", "why")}

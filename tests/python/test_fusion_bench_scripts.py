@@ -143,3 +143,15 @@ def test_report_takes_whole_models_from_their_optimize_folders(tmp_path):
     assert "took 7.6 ms" in row["default"]["reason"] and "1 of 2 patterns tuned" in row["default"]["reason"]
     assert len(row["kernels"]) == 2 and doc["summary"]["models_vs_compile_default"]["count"] == 1
     assert "| models/tv_resnet50 | default | correct | 0/174 |" in out.with_suffix(".md").read_text()
+
+    # Kept: the accepted patterns' ops are FACT's.
+    patterns[0].update(accepted=True, ops=4)
+    patterns[1].update(accepted=False, ops=3)
+    e2e["fallback"] = {"applied": False}
+    (folder / "report.json").write_text(json.dumps({"model": "bench/models/tv_resnet50.py", "graph_ops": 174,
+                                                    "patterns": patterns, "e2e": e2e}))
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--benchmark", "conv",
+                        "--only-listed", "--models", str(folder), "--device", "test GPU", "--commit", "abc",
+                        "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "| models/tv_resnet50 | default | correct | 4/174 |" in out.with_suffix(".md").read_text()
