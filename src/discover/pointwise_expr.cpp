@@ -103,7 +103,9 @@ json clamp_node(const json& form, const ir::Node& node, json x, const OperandTre
   return bound("max", "min", bound("min", "max", std::move(x)));
 }
 
-// ((x - running_mean) / sqrt(running_var + eps)) * weight + bias, in eval mode over dim 1 of x. Its [C] vectors
+// (x - running_mean) * rsqrt(running_var + eps) * weight + bias, in eval mode over dim 1 of x (rsqrt, not a division by
+// a square root: a kernel evaluates the tree per element, and an IEEE root and division cost a BN conv's epilogue 15% on
+// the H100, docs/perf-notes.md item 25). Its [C] vectors
 // broadcast along dim 1, which for an x of more than 2 dims is not where PyTorch's broadcasting puts a [C] tensor:
 // their refs then carry "channel_dim": 1 for the operand reader to honour (or refuse).
 json batch_norm_node(const json& form, const ir::Node& node, json x, const OperandTree& operand) {
@@ -124,8 +126,8 @@ json batch_norm_node(const json& form, const ir::Node& node, json x, const Opera
   if (mean.is_null() || var.is_null()) throw NotPointwise("BatchNorm without running statistics");
   std::optional<json> eps_arg = argument(node, form.value("eps", json()), "eps");
   double eps = eps_arg ? number(*eps_arg, "eps") : 1e-5;
-  json t = json::array({"div", json::array({"sub", std::move(x), std::move(mean)}),
-                        json::array({"sqrt", json::array({"add", std::move(var), eps})})});
+  json t = json::array({"mul", json::array({"sub", std::move(x), std::move(mean)}),
+                        activation_tree("rsqrt", json::array({"add", std::move(var), eps}))});
   if (json w = vec("weight"); !w.is_null()) t = json::array({"mul", std::move(t), std::move(w)});
   if (json b = vec("bias"); !b.is_null()) t = json::array({"add", std::move(t), std::move(b)});
   return t;

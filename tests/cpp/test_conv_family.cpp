@@ -177,7 +177,7 @@ TEST(ConvFamily, BatchNormInEvalJoinsTheEpilogueAsChannelVectors) {
   EXPECT_EQ(m.anchor, "relu");
   ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90);
   EXPECT_EQ(p.epilogue.tree.text(),
-            "relu(add(mul(div(sub(mul(alpha,acc),row(vec0)),sqrt(add(row(vec1),1e-05))),row(vec2)),row(vec3)))");
+            "relu(add(mul(mul(sub(mul(alpha,acc),row(vec0)),rsqrt(add(row(vec1),1e-05))),row(vec2)),row(vec3)))");
   EXPECT_EQ(m.inputs.at("$vec0"), "bn_rm");
   EXPECT_EQ(m.inputs.at("$vec3"), "bn_b");
 }
@@ -618,14 +618,18 @@ TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
 // A residual (a same-shaped tensor added after the conv) rides in as the collective's C, read channels-last from the
 // workspace, while the output still leaves through the channels-first store node: both paths of the template, in the
 // persistent loop, whose producer warp also issues the residual's loads tile after tile.
-// The config is the one ResNet-50's residual blocks built on the H100 (64x128, two CTAs a SM): its C stages beside the
-// D stages once left the mainloop under two stages, which nvcc refused.
+// The config and epilogue are those of ResNet-50's residual blocks on the H100 (64x128, two CTAs a SM; BatchNorm, the
+// residual, ReLU): its C stages beside the D stages once left the mainloop under two stages, which nvcc refused.
 TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   GraphDoc d;
   d.input("w", {128, 64, 1, 1}, "float32", "parameter").input("x", {4, 64, 16, 16}).input("r", {4, 128, 16, 16});
+  for (const char* v : {"bn_w", "bn_b", "bn_rm", "bn_rv"}) d.input(v, {128}, "float32", "buffer");
   d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 128, 16, 16});
-  d.op("add", "aten.add.Tensor", {ref_to("conv2d"), ref_to("r")}, {4, 128, 16, 16});
-  d.output("add");
+  d.op("bn", "aten.batch_norm.default", {ref_to("conv2d"), ref_to("bn_w"), ref_to("bn_b"), ref_to("bn_rm"),
+                                         ref_to("bn_rv"), false, 0.1, 1e-05, false}, {4, 128, 16, 16});
+  d.op("add", "aten.add.Tensor", {ref_to("bn"), ref_to("r")}, {4, 128, 16, 16});
+  d.op("relu", "aten.relu.default", {ref_to("add")}, {4, 128, 16, 16});
+  d.output("relu");
   auto space = enumerate_conv_configs(problem_of(d), 100).ranked;
   auto single = std::find_if(space.begin(), space.end(), [](const ConvConfig& k) {
     return k.cluster_m * k.cluster_n == 1 && k.tile_m == 64 && k.tile_n == 128 && k.ctas_per_sm == 2;
@@ -635,6 +639,7 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   ASSERT_TRUE(c.epilogue.tree.reads_source("residual")) << c.epilogue.tree.text();
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));
+  EXPECT_TRUE(has(kernel, "fact_act::rsqrt_f32(x)")) << "BatchNorm's rsqrt, a generated functor";
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_residual", c.summary());
 }
 

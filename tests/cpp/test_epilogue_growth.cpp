@@ -235,8 +235,8 @@ TEST(EpilogueGrowth, BatchNormInEvalIsFourRowVectors) {
   d.output("bn");
   Plan p = plan_of(d);
   const Match& m = gemm_entry(p);
-  Json t = Json::array({"div", Json::array({"sub", kBias, {{"row", "vec0"}}}),
-                        Json::array({"sqrt", Json::array({"add", {{"row", "vec1"}}, 1e-05})})});
+  Json t = Json::array({"mul", Json::array({"sub", kBias, {{"row", "vec0"}}}),
+                        Json::array({"rsqrt", Json::array({"add", {{"row", "vec1"}}, 1e-05})})});
   t = Json::array({"add", Json::array({"mul", t, {{"row", "vec2"}}}), {{"row", "vec3"}}});
   EXPECT_EQ(m.kernel["epilogue_tree"], t);
   EXPECT_EQ(m.inputs.at("$vec0"), "bn_rm");

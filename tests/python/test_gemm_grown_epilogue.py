@@ -14,7 +14,7 @@ from fact.realize.problem_fields import ProblemError
 
 LINEAR = ["add", ["mul", "alpha", "acc"], {"row": "bias"}]
 LEAKY = ["leaky_relu", ["mul", LINEAR, 2.0], {"negative_slope": 0.1}]
-BATCHNORM = ["relu", ["add", ["mul", ["div", ["sub", LINEAR, {"row": "vec0"}], ["sqrt", ["add", {"row": "vec1"}, 1e-05]]],
+BATCHNORM = ["relu", ["add", ["mul", ["mul", ["sub", LINEAR, {"row": "vec0"}], ["rsqrt", ["add", {"row": "vec1"}, 1e-05]]],
                              {"row": "vec2"}], {"row": "vec3"}]]
 MIXED = ["add", ["softplus", ["mul", ["mul", {"scalar": "vec4"}, "acc"], {"col": "vec1"}], {"beta": 2.0, "threshold": 10.0}],
          ["hardtanh", "residual", {"min_val": -0.5, "max_val": 0.5}]]
