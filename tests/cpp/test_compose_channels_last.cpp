@@ -121,16 +121,10 @@ TEST(ComposeChannelsLast, TheOrderFlowsThroughPyTorchsConvolutionsToTheNextFactC
 // FACT conv -> (FACT conv, returned) and (max_pool2d -> view, returned): the FACT reader gains the conv's whole value,
 // the pooled quarter is made contiguous for its view.
 TEST(ComposeChannelsLast, APyTorchValueAViewReadsIsMadeContiguousWhereItIsDefined) {
-  GraphDoc d;
-  d.input("w1", {32, 16, 3, 3}, "float32", "parameter").input("w2", {32, 32, 3, 3}, "float32", "parameter");
-  d.input("x", {4, 16, 18, 18});
-  d.op("conv1", "aten.conv2d.default", {ref_to("x"), ref_to("w1")}, {4, 32, 16, 16});
-  d.op("relu1", "aten.relu.default", {ref_to("conv1")}, {4, 32, 16, 16});
-  d.op("conv2", "aten.conv2d.default", {ref_to("relu1"), ref_to("w2")}, {4, 32, 14, 14});
-  d.op("relu2", "aten.relu.default", {ref_to("conv2")}, {4, 32, 14, 14});
+  GraphDoc d = two_convs(false);
   d.op("pool", "aten.max_pool2d.default", {ref_to("relu1"), fact::ir::Json::array({2, 2})}, {4, 32, 8, 8});
   d.op("flat", "aten.view.default", {ref_to("pool"), fact::ir::Json::array({4, -1})}, {4, 2048});
-  d.output("relu2").output("flat");
+  d.output("flat");
   discover::Plan plan = plan_of(d);
   auto verdicts = accept_convs(plan);
   auto layout = compose::channels_last_plan(plan, verdicts);
