@@ -100,6 +100,62 @@ TEST(AttentionProblem, LlamaSdpaIsGroupedQueryCausalWithDefaultScale) {
   EXPECT_EQ(p.v, bthd);
 }
 
+// bench/models/hf_bert.py with one layer: transformers' SDPA attention with the padding mask it builds, bool
+// [batch, 1, seq, seq].
+TEST(AttentionProblem, BertSdpaReadsItsPaddingMaskBroadcastOverHeads) {
+  auto t = traced("hf_bert_layer.json");
+  const Match& m = t.rule("sdpa_attention");
+  AttentionProblem p = attention_problem_from_match(m, t.graph, Numerics::fp32, Arch::sm90);
+  EXPECT_EQ(p.batch, 32);
+  EXPECT_EQ(p.heads, 12);
+  EXPECT_EQ(p.seq_q, 256);
+  EXPECT_EQ(p.head_dim, 64);
+  EXPECT_FALSE(p.causal);
+  EXPECT_DOUBLE_EQ(p.scale, 0.125);
+  EXPECT_EQ(p.mask, AttentionMask::boolean);
+  EXPECT_EQ(p.mask_strides, (HeadStrides{256 * 256, 0, 256}));  // one mask for every head
+  auto j = p.to_json();
+  EXPECT_EQ(j.at("mask"), "bool");
+  EXPECT_EQ(AttentionProblem::from_json(j).to_json(), j);
+  // Records written before masks have no mask fields, and a problem without a mask writes none.
+  j.erase("mask");
+  j.erase("mask_strides");
+  EXPECT_EQ(AttentionProblem::from_json(j).mask, AttentionMask::none);
+  EXPECT_EQ(AttentionProblem::from_json(j).to_json(), j);
+  // The op call hands the mask to the op; every kernel of the space takes it.
+  EXPECT_FALSE(enumerate_attention_configs(p, 100).ranked.empty());
+}
+
+TEST(AttentionProblem, AMaskThatCannotBroadcastOrIsNotBoolOrFloatingStaysPyTorchs) {
+  auto doc = nlohmann::json::parse(fact::read_text_file(std::string(FACT_TEST_DATA) + "/ir/hf_bert_layer.json", "ir"));
+  auto with_mask = [&](const std::string& dtype, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    auto d = doc;
+    for (auto& n : d["nodes"])
+      if (n["name"] == "expand_2") n["outputs"][0] = {{"shape", shape}, {"strides", strides}, {"dtype", dtype}};
+    auto g = fact::ir::parse_graph(d, "bert with another mask", fact::ir::OpTable::builtin());
+    auto ms = fact::discover::find_all_matches(g, fact::discover::PatternRegistry::builtin(),
+                                               fact::ir::OpTable::builtin(), fact::ArchSpec::builtin("sm90"));
+    for (const auto& m : ms)
+      if (m.rule == "sdpa_attention") return attention_problem_from_match(m, g, Numerics::tf32, Arch::sm90);
+    throw fact::Error("no sdpa_attention match");
+  };
+  // An additive [seq, seq] mask (ALiBi-like) broadcasts over batch and heads.
+  AttentionProblem alibi = with_mask("float32", {256, 256}, {256, 1});
+  EXPECT_EQ(alibi.mask, AttentionMask::additive);
+  EXPECT_EQ(alibi.mask_strides, (HeadStrides{0, 0, 256}));
+  auto error = [&](const std::string& dtype, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    try {
+      with_mask(dtype, shape, strides);
+    } catch (const fact::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_TRUE(contains(error("int64", {32, 1, 256, 256}, {65536, 65536, 256, 1}), "bool or floating mask"));
+  EXPECT_TRUE(contains(error("bool", {32, 2, 256, 256}, {131072, 65536, 256, 1}), "does not broadcast to 12"));
+  EXPECT_TRUE(contains(error("bool", {32, 1, 256, 256}, {65536, 65536, 1, 256}), "keys have stride 256"));
+}
+
 TEST(AttentionConfigSpace, FilteredBySharedMemoryAndWarpRows) {
   auto t = traced("minigpt_block.json");
   AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::tf32, Arch::sm90);
@@ -215,7 +271,8 @@ TEST(AttentionCodegen, StandInWithTheRealSlotSetRendersAndExportsTheAbi) {
 TEST(AttentionCodegen, OpWrapperAllocatesBthdAndReturnsTheTransposedView) {
   AttentionConfig c;
   auto w = generate_attention_op_wrapper(c);
-  EXPECT_EQ(attention_op_schema(c), c.id() + "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor");
+  EXPECT_EQ(attention_op_schema(c),
+            c.id() + "(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool causal) -> Tensor");
   EXPECT_FALSE(contains(w.text, "{{"));
   EXPECT_TRUE(contains(w.text, "q.size(0), q.size(2), q.size(1), q.size(3)}, q.options()).transpose(1, 2)"));
   EXPECT_TRUE(contains(w.text, "TORCH_LIBRARY_IMPL(fact, Meta, m)"));

@@ -108,9 +108,10 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
 // tests/python/test_measure.py): a change of layout must bump the version. Version 2 added FactGemmArgs::vectors
 // (the epilogue's vec<i> slots) after residual, version 3 FactGemmArgs::prepared_b (a kept copy of B) after them,
 // version 4 FactConvArgs::transposed after dilation, version 5 FactConvArgs::groups after transposed, version 6
-// FactConvArgs::channels_last (which tensors are in channels-last order) after groups.
-TEST(KernelAbiHeader, VersionSixLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 6);
+// FactConvArgs::channels_last (which tensors are in channels-last order) after groups, version 7 FactAttentionArgs's
+// mask (pointer, strides, kind) after causal.
+TEST(KernelAbiHeader, VersionSevenLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 7);
   EXPECT_EQ(offsetof(FactConvArgs, transposed), 168u);
   EXPECT_EQ(offsetof(FactConvArgs, groups), 176u);
   EXPECT_EQ(offsetof(FactConvArgs, channels_last), 184u);
@@ -120,8 +121,10 @@ TEST(KernelAbiHeader, VersionSixLayoutIsKept) {
   EXPECT_EQ(offsetof(FactGemmArgs, prepared_b), 208u);
   EXPECT_EQ(offsetof(FactGemmArgs, alpha), 216u);
   EXPECT_EQ(FACT_GEMM_MAX_VECTORS, fact::realize::kMaxEpilogueVectors);
-  EXPECT_EQ(sizeof(FactAttentionArgs), 192u);
+  EXPECT_EQ(sizeof(FactAttentionArgs), 232u);
   EXPECT_EQ(offsetof(FactAttentionArgs, causal), 180u);
+  EXPECT_EQ(offsetof(FactAttentionArgs, mask), 184u);
+  EXPECT_EQ(offsetof(FactAttentionArgs, mask_kind), 216u);
   EXPECT_EQ(sizeof(FactNormArgs), 112u);
   EXPECT_EQ(offsetof(FactNormArgs, eps), 96u);
   EXPECT_EQ(sizeof(FactRopeArgs), 168u);

@@ -153,7 +153,7 @@ TEST(OpLibrary, FamilyWinnersJoinTheLibraryThroughTheFamilySeam) {
     } else {
       EXPECT_EQ(op["family"], "attention");
       EXPECT_TRUE(contains(id, "attn_"));
-      EXPECT_EQ(op["schema"], id + "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor");
+      EXPECT_EQ(op["schema"], id + "(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool causal) -> Tensor");
       EXPECT_EQ(op["numerics"], "tf32");
       EXPECT_EQ(op["config"]["head_dim"], 96);
       EXPECT_EQ(op["template"], "cute/attention_fwd.cu.in");

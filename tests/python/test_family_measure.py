@@ -103,6 +103,44 @@ def test_attention_reference_matches_sdpa_and_the_layout_is_the_modules():
     assert (args.heads, args.heads_kv, args.causal) == (4, 2, 1) and math.isclose(args.scale, 0.25)
 
 
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_attention_with_a_padding_mask_matches_sdpa_and_rows_with_no_key_give_zero(kind):
+    # BERT's padding mask: one [seq_q, seq_k] mask per sample, shared by the heads (stride 0).
+    p = parse_attention({**ATTN, "causal": False, "mask": kind, "mask_strides": [45 * 45, 0, 45]})
+    case = AttentionCase(p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(3))
+    assert inp.mask.shape == (2, 1, 45, 45) and inp.mask.stride() == (45 * 45, 0, 45, 1)  # as the module's
+    assert inp.mask.dtype == (torch.bool if kind == "bool" else torch.float32)
+    live = inp.mask if kind == "bool" else inp.mask > float("-inf")
+    assert 0.4 < live.float().mean() < 0.75  # keys masked anywhere, and each sample's padded tail
+    assert (~live[..., -1]).all(dim=-1).any()  # a sample whose last key no row sees: a tail the kernels skip
+    ref = case.reference(inp)["o"]
+    mask = inp.mask if kind == "bool" else inp.mask.double()
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        inp.q.double(), inp.k.double().repeat_interleave(2, 1), inp.v.double().repeat_interleave(2, 1),
+        attn_mask=mask, scale=0.25)
+    assert torch.allclose(ref, expected, atol=1e-12)
+    ways = dict(case.baselines())
+    for name in ("eager matmul-softmax-matmul", "sdpa math"):
+        assert verify.compare(ways[name](inp)["o"], ref, case.tolerance()).passed, name
+    unmasked = case.reference(type(inp)(inp.q, inp.k, inp.v, inp.outputs))["o"]
+    assert not verify.compare(unmasked, ref, case.tolerance()).passed  # the mask matters
+    args = case.kernel_args(inp, 0)
+    assert (args.mask_kind, args.mask_batch_stride, args.mask_head_stride, args.mask_row_stride) == (
+        {"bool": 1, "additive": 2}[kind], 45 * 45, 0, 45)
+    assert args.mask == inp.mask.data_ptr()
+    assert p.to_json()["mask"] == kind and p.to_json()["mask_strides"] == [45 * 45, 0, 45]
+    assert "mask" not in parse_attention(ATTN).to_json()  # as FACT's C++ writes a problem without a mask
+    # A query whose every key is masked gets 0 (PyTorch's math back-end's safe softmax), not NaN.
+    full = torch.zeros_like(inp.mask) if kind == "bool" else torch.full_like(inp.mask, float("-inf"))
+    full = full.expand(2, 4, 45, 45)
+    none_left = AttentionCase(p).reference(type(inp)(inp.q, inp.k, inp.v, inp.outputs, full))["o"]
+    assert torch.equal(none_left, torch.zeros_like(none_left))
+    # The odd-length variants keep the mask, dense at their extents, still shared by the heads.
+    v = case.verify_variants()[0]
+    assert v.mask == kind and v.mask_strides == (333 * 333, 0, 333)
+
+
 def test_attention_odd_length_variants_keep_the_view_construction():
     p = parse_attention({**ATTN, "seq_q": 512, "seq_k": 512, "q_strides": [512 * 2304, 96, 2304],
                          "k_strides": [512 * 2304, 96, 2304], "v_strides": [512 * 2304, 96, 2304],

@@ -81,7 +81,11 @@ y, s = f.norm_alone(x, r, w, bn, 1e-5)
 diffs += [(y - torch.nn.functional.layer_norm(x + r, (16,), w, bn, 1e-5)).abs().max(), (s - (x + r)).abs().max()]
 q, k, v = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
 want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-diffs.append((f.attn_alone(q, k, v, 8 ** -0.5, True) - want).abs().max())
+diffs.append((f.attn_alone(q, k, v, None, 8 ** -0.5, True) - want).abs().max())
+pad = torch.arange(5)[None, None, None, :] < torch.tensor([3, 5])[:, None, None, None]  # [2, 1, 1, 5] padding
+q2, k2, v2 = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8)
+want = torch.nn.functional.scaled_dot_product_attention(q2, k2, v2, attn_mask=pad)
+diffs.append((f.attn_alone(q2, k2, v2, pad, 8 ** -0.5, False) - want).abs().max())
 cos, sin = torch.randn(5, 8), torch.randn(5, 8)
 diffs.append((f.rope_alone(q, cos, sin) - (q * cos + torch.cat((-q[..., 4:], q[..., :4]), -1) * sin)).abs().max())
 print("MAXDIFF", max(float(d) for d in diffs))

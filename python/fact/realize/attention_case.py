@@ -1,6 +1,10 @@
-"""The attention family's measurement case: O = softmax(scale * Q K^T [causal]) V, forward, with Q/K/V
+"""The attention family's measurement case: O = softmax(scale * Q K^T [causal] [+ mask]) V, forward, with Q/K/V
 read in place through the strides of the module's views and O written as [batch, seq, heads, head_dim]
-(returned as its transpose(1, 2) view, so the module's following transpose(1, 2).contiguous() is free).
+(returned as its transpose(1, 2) view, so the module's following transpose(1, 2).contiguous() is free). A mask
+(SDPA's attn_mask: bool, or additive in q's dtype) is read through its strides, with size 1 where the module's
+repeats (SDPA broadcasts it). Verification and timing draw it at random: a quarter of the keys masked anywhere, and
+each sample's keys past a random length in [seq_k / 2, seq_k] (a padding mask's tail, which the kernels skip);
+additive: normal values, -inf where masked.
 
 Verified against the module's own attention math in float64 (grouped-query heads repeated as the
 module repeats them), at the problem's shape and at odd sequence lengths that are no multiple of any
@@ -17,12 +21,13 @@ from dataclasses import dataclass, replace
 from . import verify
 from .kernel_abi import FactAttentionArgs
 from .measure_case import MeasureCase
-from .problem_fields import (JsonProblem, ProblemError, bhr_strides, check_keys, flag, integer, paired_choice,
-                             positive_number)
+from .problem_fields import (JsonProblem, ProblemError, bhr_strides, check_keys, choice, flag, integer,
+                             paired_choice, positive_number)
 
 DTYPE_FOR_NUMERICS = {"tf32": "float32", "3xtf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 PROBLEM_KEYS = ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim", "causal", "scale", "q_strides",
-                "k_strides", "v_strides", "dtype", "numerics")
+                "k_strides", "v_strides", "dtype", "numerics", "mask", "mask_strides")
+MASK_KIND = {"none": 0, "bool": 1, "additive": 2}  # the ABI's mask_kind
 # Relative Frobenius error and max|err|/max|ref| vs float64. tf32: Q, K and P rounded to 10-bit mantissas
 # (about 1e-3 expected); bf16: P and O rounded to 8 bits (about 3e-3); fp16: 11 bits (about 1e-3). Each
 # bound leaves 5-10x margin and still catches a wrong mask, scale or a missing softmax rescale (O(1e-1)).
@@ -46,6 +51,14 @@ class AttentionProblem(JsonProblem):
     v_strides: tuple
     dtype: str
     numerics: str
+    mask: str = "none"
+    mask_strides: tuple = (0, 0, 0)  # [batch, head, row] of the mask broadcast to [B, H, Tq, Tk]; keys contiguous
+
+    def to_json(self) -> dict:  # as FACT's C++ writes it: no mask fields without a mask
+        j = super().to_json()
+        if self.mask == "none":
+            del j["mask"], j["mask_strides"]
+        return j
 
 
 def parse_problem(obj, where: str = "request.problem") -> AttentionProblem:
@@ -55,7 +68,10 @@ def parse_problem(obj, where: str = "request.problem") -> AttentionProblem:
     scale = positive_number(obj, "scale", where)
     ints = {k: integer(obj, k, where) for k in ("batch", "heads", "heads_kv", "seq_q", "seq_k", "head_dim")}
     views = {k: bhr_strides(obj, k, where) for k in ("q_strides", "k_strides", "v_strides")}
-    p = AttentionProblem(**ints, **views, causal=causal, scale=scale, dtype=dtype, numerics=numerics)
+    mask = choice(obj, "mask", where, tuple(MASK_KIND), default="none")
+    if mask != "none":
+        views["mask_strides"] = bhr_strides(obj, "mask_strides", where)
+    p = AttentionProblem(**ints, **views, causal=causal, scale=scale, dtype=dtype, numerics=numerics, mask=mask)
     if p.heads % p.heads_kv:
         raise ProblemError(f"{where}.heads_kv: {p.heads_kv} does not divide heads {p.heads}")
     if p.causal and p.seq_q != p.seq_k:
@@ -91,6 +107,7 @@ class AttentionInputs:
     k: object        # [B, Hkv, Tk, D]
     v: object
     outputs: dict    # {"o": ([B, H, Tq, D] view of a [B, Tq, H, D] buffer, guarded flat buffer)}
+    mask: object = None  # [B, H, Tq, Tk] strided view, or None
 
 
 class AttentionCase(MeasureCase):
@@ -105,14 +122,20 @@ class AttentionCase(MeasureCase):
         return (p.batch, p.heads, p.seq_q) if which == "q" else (p.batch, p.heads_kv, p.seq_k)
 
     def _storage_elems(self, which: str) -> int:
-        s = getattr(self.problem, f"{which}_strides")
-        return 1 + sum((e - 1) * st for e, st in zip(self._extents(which), s)) + self.problem.head_dim - 1
+        p = self.problem
+        if which == "mask":
+            extents, inner = (p.batch, p.heads, p.seq_q), p.seq_k
+        else:
+            extents, inner = self._extents(which), p.head_dim
+        s = getattr(p, f"{which}_strides")
+        return 1 + sum((e - 1) * st for e, st in zip(extents, s)) + inner - 1
 
     def bytes_per_set(self) -> int:
         p = self.problem
         elem = {"float32": 4, "bfloat16": 2, "float16": 2}[p.dtype]
         n = sum(self._storage_elems(w) for w in "qkv") + p.batch * p.heads * p.seq_q * p.head_dim
-        return n * elem
+        mask = 0 if p.mask == "none" else self._storage_elems("mask") * (1 if p.mask == "bool" else elem)
+        return n * elem + mask
 
     def make_inputs(self, device, generator=None) -> AttentionInputs:
         import torch
@@ -124,20 +147,38 @@ class AttentionCase(MeasureCase):
             s = getattr(p, f"{which}_strides")
             return torch.as_strided(storage, self._extents(which) + (p.head_dim,), s + (1,))
 
+        def mask():
+            # The module's shape: 1 where the problem's stride is 0, so SDPA (the baselines) broadcasts it as there.
+            shape = tuple(e if st else 1 for e, st in zip((p.batch, p.heads, p.seq_q), p.mask_strides)) + (p.seq_k,)
+            lengths = torch.randint(max(1, p.seq_k // 2), p.seq_k + 1, (shape[0], 1, 1, 1), device=device,
+                                    generator=generator)
+            dead = ((torch.rand(shape, device=device, generator=generator) < 0.25)
+                    | (torch.arange(p.seq_k, device=device) >= lengths))
+            values = ~dead if p.mask == "bool" else \
+                torch.randn(shape, device=device, generator=generator).masked_fill(dead, float("-inf")).to(dt)
+            storage = torch.zeros(self._storage_elems("mask"), device=device, dtype=values.dtype)
+            own = torch.as_strided(storage, shape, p.mask_strides + (1,))
+            own.copy_(values)
+            return own
+
         g, n = verify.GUARD_ELEMENTS, p.batch * p.heads * p.seq_q * p.head_dim
         buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
         o = buf[g:g + n].view(p.batch, p.seq_q, p.heads, p.head_dim).transpose(1, 2)
-        return AttentionInputs(view("q"), view("k"), view("v"), {"o": (o, buf)})
+        return AttentionInputs(view("q"), view("k"), view("v"), {"o": (o, buf)},
+                               None if p.mask == "none" else mask())
 
     def input_tensors(self, inp: AttentionInputs) -> list:
-        return [inp.q, inp.k, inp.v]
+        return [inp.q, inp.k, inp.v] + ([] if inp.mask is None else [inp.mask])
 
     def kernel_args(self, inp: AttentionInputs, stream_ptr: int) -> FactAttentionArgs:
         p = self.problem
         o = inp.outputs["o"][0]
         (qb, qh, qt), (kb, kh, kt), (vb, vh, vt) = p.q_strides, p.k_strides, p.v_strides
+        (mb, mh, mt) = p.mask_strides
         ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
         return FactAttentionArgs(
+            mask=None if inp.mask is None else ptr(inp.mask), mask_batch_stride=mb, mask_head_stride=mh,
+            mask_row_stride=mt, mask_kind=MASK_KIND[p.mask],
             batch=p.batch, heads=p.heads, heads_kv=p.heads_kv, seq_q=p.seq_q, seq_k=p.seq_k, head_dim=p.head_dim,
             q=ptr(inp.q), q_batch_stride=qb, q_head_stride=qh, q_row_stride=qt,
             k=ptr(inp.k), k_batch_stride=kb, k_head_stride=kh, k_row_stride=kt,
@@ -161,16 +202,29 @@ class AttentionCase(MeasureCase):
         j = torch.arange(p.seq_k, device=device)[None, :]
         return j > i + (p.seq_k - p.seq_q)  # True = masked (bottom-right aligned; seq_q == seq_k here)
 
-    def _chain(self, q, k, v):
-        """The module's attention math: matmul, scale, causal masked_fill, softmax, matmul."""
+    def _chain(self, q, k, v, mask=None, safe=False):
+        """The module's attention math: matmul, scale, causal masked_fill, the mask, softmax, matmul (safe: rows with
+        every key masked give 0, as PyTorch's math back-end)."""
         import torch
+
+        from ..compose.reference.attention import masked_scores, safe_softmax
         s = (q @ self._repeat_kv(k).transpose(-2, -1)) * self.problem.scale
         if self.problem.causal:
             s = s.masked_fill(self._causal_mask(q.device), float("-inf"))
-        return torch.softmax(s, dim=-1) @ self._repeat_kv(v)
+        s = masked_scores(s, mask)
+        return (safe_softmax(s) if safe else torch.softmax(s, dim=-1)) @ self._repeat_kv(v)
 
     def reference(self, inp: AttentionInputs) -> dict:
-        return {"o": self._chain(inp.q.double(), inp.k.double(), inp.v.double())}
+        mask = inp.mask.double() if inp.mask is not None and inp.mask.is_floating_point() else inp.mask
+        return {"o": self._chain(inp.q.double(), inp.k.double(), inp.v.double(), mask, safe=True)}
+
+    def _sdpa_mask(self, inp: AttentionInputs):
+        """(attn_mask, is_causal) for SDPA, which takes one or the other: the causal mask joins an explicit one."""
+        if inp.mask is None:
+            return None, self.problem.causal
+        if not self.problem.causal:
+            return inp.mask, False
+        return joined_causal_mask(inp.mask, self._causal_mask(inp.mask.device)), False
 
     def baselines(self) -> list:
         import torch.nn.functional as F
@@ -179,14 +233,15 @@ class AttentionCase(MeasureCase):
 
         def sdpa(backend):
             def run(inp):
+                mask, causal = self._sdpa_mask(inp)
                 with sdpa_kernel(backend):
                     return {"o": F.scaled_dot_product_attention(inp.q, self._repeat_kv(inp.k), self._repeat_kv(inp.v),
-                                                                is_causal=p.causal, scale=p.scale)}
+                                                                attn_mask=mask, is_causal=causal, scale=p.scale)}
             return run
 
         ways = [(f"sdpa {b.name.lower()}", sdpa(b)) for b in
                 (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH)]
-        ways.append(("eager matmul-softmax-matmul", lambda inp: {"o": self._chain(inp.q, inp.k, inp.v)}))
+        ways.append(("eager matmul-softmax-matmul", lambda inp: {"o": self._chain(inp.q, inp.k, inp.v, inp.mask)}))
         return ways
 
     def verify_variants(self) -> list:
@@ -201,8 +256,25 @@ class AttentionCase(MeasureCase):
             out.append(replace(p, batch=b, seq_q=sq, seq_k=sk,
                                q_strides=restride(p.q_strides, old_q, new_q),
                                k_strides=restride(p.k_strides, old_k, new_k),
-                               v_strides=restride(p.v_strides, old_k, new_k)))
+                               v_strides=restride(p.v_strides, old_k, new_k),
+                               mask_strides=dense_mask_strides(p.mask_strides, b, p.heads, sq, sk)))
         return out
+
+
+def dense_mask_strides(strides: tuple, batch: int, heads: int, seq_q: int, seq_k: int) -> tuple:
+    """[batch, head, row] strides of a dense mask at other extents that repeats along the same dims as `strides`."""
+    out, span = [0, 0, 0], seq_k
+    for i, extent in ((2, seq_q), (1, heads), (0, batch)):
+        if strides[i]:
+            out[i], span = span, span * extent
+    return tuple(out)
+
+
+def joined_causal_mask(mask, causal):
+    """The explicit mask with the causal mask (True = masked) joined: as bool (keep) or additive (-inf)."""
+    if not mask.is_floating_point():
+        return mask & ~causal
+    return mask.masked_fill(causal, float("-inf"))
 
 
 def default_scale(head_dim: int) -> float:

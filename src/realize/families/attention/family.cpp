@@ -18,6 +18,7 @@ namespace {
 TemplateValues attention_kernel_values(const AttentionConfig& c) {
   TemplateValues v = kernel_slots(c, {"numerics", "head_dim", "block_m", "block_n", "warps"});
   v["element"] = cutlass_type(c.element);
+  v["attention_mask"] = render_template_file("cute/attention_mask.cuh.in", {});
   return v;
 }
 
@@ -36,7 +37,7 @@ GeneratedSource generate_attention_kernel(const AttentionConfig& c) {
 }
 
 std::string attention_op_schema(const AttentionConfig& c) {
-  return c.id() + "(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor";
+  return c.id() + "(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool causal) -> Tensor";
 }
 
 GeneratedSource generate_attention_op_wrapper(const AttentionConfig& c) {
@@ -47,11 +48,12 @@ GeneratedSource generate_attention_op_wrapper(const AttentionConfig& c) {
 namespace {
 
 // q, k, v as the module's views (read in place through their strides; for grouped-query attention the rule
-// binds K/V before their expand, so heads_kv < heads). O is the [B, H, T, D] view of a [B, T, H, D] tensor,
-// so the module's following transpose(1, 2).contiguous() copies nothing.
+// binds K/V before their expand, so heads_kv < heads), the module's mask or None. O is the [B, H, T, D] view of a
+// [B, T, H, D] tensor, so the module's following transpose(1, 2).contiguous() copies nothing.
 OpCall attention_op_call(const OpCallSite& s) {
-  return {"", fmt::format("{}({}, {}, {}, {}, {})", s.op, s.tensor("q", true), s.tensor("k", true),
-                          s.tensor("v", true), compose::python_float(s.scalar("scale", false).get<double>()),
+  return {"", fmt::format("{}({}, {}, {}, {}, {}, {})", s.op, s.tensor("q", true), s.tensor("k", true),
+                          s.tensor("v", true), s.tensor("mask", false),
+                          compose::python_float(s.scalar("scale", false).get<double>()),
                           s.scalar("causal", true).get<bool>() ? "True" : "False")};
 }
 

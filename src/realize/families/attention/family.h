@@ -17,14 +17,20 @@
 
 namespace fact::realize {
 
+// SDPA's attn_mask: none, boolean (false masks the key) or additive (added to the scaled scores, in q's dtype).
+enum class AttentionMask { none, boolean, additive };
+std::string to_string(AttentionMask m);  // "none", "bool", "additive"
+
 // One forward-attention workload: batch, heads (and K/V heads for grouped-query attention), sequence lengths,
-// head dim, causal, scale, and Q/K/V element strides exactly as the module's views give them (read in place,
-// no copy). O is FACT's: [batch, seq_q, heads, head_dim].
+// head dim, causal, scale, the mask, and Q/K/V element strides exactly as the module's views give them (read in
+// place, no copy). O is FACT's: [batch, seq_q, heads, head_dim].
 struct AttentionProblem {
   int64_t batch = 0, heads = 0, heads_kv = 0, seq_q = 0, seq_k = 0, head_dim = 0;
   bool causal = false;
   double scale = 0;
   HeadStrides q, k, v;
+  AttentionMask mask = AttentionMask::none;
+  HeadStrides mask_strides;  // the mask broadcast to [batch, heads, seq_q, seq_k] (0 broadcasts; keys contiguous)
   Element element = Element::f32;
   Numerics numerics = Numerics::tf32;  // tf32 (float32 tensors), bf16 or fp16
   Arch arch = Arch::sm90;
@@ -32,14 +38,15 @@ struct AttentionProblem {
   // O's strides as FACT allocates it: [batch, seq_q, heads, head_dim] seen as [batch, heads, seq_q, head_dim].
   HeadStrides o() const { return {seq_q * heads * head_dim, head_dim, heads * head_dim}; }
   void validate() const;  // throws Error naming the field and the fix
-  nlohmann::json to_json() const;
+  nlohmann::json to_json() const;  // mask and mask_strides only when there is a mask (records before masks match)
   static AttentionProblem from_json(const nlohmann::json& j);
 };
 
 // From an sdpa_attention / sdpa_attention_manual match: strides from the IR's q/k/v views, scale from the
-// rule (1/sqrt(head_dim) when the call leaves it out). Throws Error naming the match when the kernel cannot
-// take it: fp32/3xtf32 numerics (no fp32-accurate attention kernel), a non-contiguous head dim, a causal
-// mask between different sequence lengths, or a V head dim unlike Q's.
+// rule (1/sqrt(head_dim) when the call leaves it out), the mask's kind and broadcast strides from the bound
+// $mask. Throws Error naming the match when the kernel cannot take it: a non-contiguous head dim, a causal
+// mask between different sequence lengths, a V head dim unlike Q's, or a mask that does not broadcast to
+// [batch, heads, seq_q, seq_k] with contiguous keys or is neither bool nor floating.
 AttentionProblem attention_problem_from_match(const discover::Match& match, const ir::Graph& graph,
                                               Numerics numerics, Arch arch);
 
@@ -90,8 +97,8 @@ GeneratedSource generate_attention_kernel(const AttentionConfig& config);
 // The same from a template text (tests render a stand-in with the real slot set).
 GeneratedSource render_attention_kernel(const AttentionConfig& config, const std::string& template_text,
                                         const std::string& what);
-// "attn_<id>(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor": O as the transpose(1, 2)
-// view of a [batch, seq_q, heads, head_dim] tensor.
+// "attn_<id>(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale, bool causal) -> Tensor": O as the
+// transpose(1, 2) view of a [batch, seq_q, heads, head_dim] tensor.
 std::string attention_op_schema(const AttentionConfig& config);
 GeneratedSource generate_attention_op_wrapper(const AttentionConfig& config);
 

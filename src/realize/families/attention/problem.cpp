@@ -1,11 +1,13 @@
-// The attention problem: from a rule match (dims and scale from the rule, q/k/v strides from the IR's views) and
+// The attention problem: from a rule match (dims and scale from the rule, q/k/v and mask strides from the IR's views) and
 // its JSON.
 #include <array>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "realize/families/attention/family.h"
 #include "realize/family_json.h"
@@ -18,7 +20,40 @@ namespace {
 constexpr std::array<std::pair<const char*, HeadStrides AttentionProblem::*>, 3> kTensors{
     {{"q", &AttentionProblem::q}, {"k", &AttentionProblem::k}, {"v", &AttentionProblem::v}}};
 
+constexpr EnumNames<AttentionMask, 3> kMasks{{{AttentionMask::none, "none"},
+                                              {AttentionMask::boolean, "bool"},
+                                              {AttentionMask::additive, "additive"}}};
+
+// The mask's kind and [batch, head, row] strides once broadcast to [batch, heads, seq_q, seq_k], as SDPA
+// broadcasts attn_mask (right-aligned; a dim of 1 repeats with stride 0). The op wrapper expands the runtime
+// tensor the same way, so these are the strides the kernel reads with.
+std::pair<AttentionMask, HeadStrides> mask_of(const ir::Node& n, const AttentionProblem& p, const std::string& what) {
+  const auto& t = n.out();
+  // An additive mask is q's dtype in the module; the op casts it to the dtype its kernel computes in.
+  AttentionMask kind = t.dtype == "bool" ? AttentionMask::boolean : AttentionMask::additive;
+  if (kind == AttentionMask::additive && t.dtype != "float32" && t.dtype != "bfloat16" && t.dtype != "float16")
+    throw Error(fmt::format("{}: the attention mask is {}; SDPA takes a bool or floating mask", what, t.dtype));
+  if (t.rank() < 1 || t.rank() > 4)
+    throw Error(fmt::format("{}: the attention mask is {}-D; it must broadcast to [batch, heads, seq_q, seq_k]", what,
+                            t.rank()));
+  const std::array<int64_t, 4> full{p.batch, p.heads, p.seq_q, p.seq_k};
+  std::array<int64_t, 4> strides{};
+  for (int d = 0; d < 4; ++d) {
+    int src = d - (4 - int(t.rank()));
+    if (src < 0) continue;
+    if (t.shape[src] == full[d]) strides[d] = full[d] == 1 ? 0 : t.strides[src];
+    else if (t.shape[src] != 1)
+      throw Error(fmt::format("{}: the attention mask's dim {} is {}, which does not broadcast to {}", what, src,
+                              t.shape[src], full[d]));
+  }
+  if (strides[3] != 1 && p.seq_k > 1)
+    throw Error(fmt::format("{}: the attention mask's keys have stride {}, not 1; PyTorch keeps it", what, strides[3]));
+  return {kind, HeadStrides{strides[0], strides[1], strides[2]}};
+}
+
 }  // namespace
+
+std::string to_string(AttentionMask m) { return enum_name(kMasks, m); }
 
 void AttentionProblem::validate() const {
   if (batch <= 0 || heads <= 0 || heads_kv <= 0 || seq_q <= 0 || seq_k <= 0 || head_dim <= 0)
@@ -36,6 +71,8 @@ void AttentionProblem::validate() const {
                 " has no attention kernel (tf32, 3xtf32, bf16 or fp16)");
   if (element != input_element(numerics))
     throw Error("attention problem: element " + to_string(element) + " does not go with numerics " + to_string(numerics));
+  if (mask != AttentionMask::none && (mask_strides.batch < 0 || mask_strides.head < 0 || mask_strides.row < 0))
+    throw Error("attention problem: mask_strides must be >= 0 (0 broadcasts)");
   for (auto [name, tensor] : kTensors)
     if ((this->*tensor).row < head_dim && seq_q > 1)
       throw Error(fmt::format("attention problem: {} row stride {} is below head_dim {}", name, (this->*tensor).row,
@@ -47,6 +84,7 @@ nlohmann::json AttentionProblem::to_json() const {
                       {"head_dim", head_dim}, {"causal", causal}, {"scale", scale}, {"element", to_string(element)},
                       {"numerics", to_string(numerics)}, {"arch", to_string(arch)}};
   for (auto [name, tensor] : kTensors) j[std::string(name) + "_strides"] = strides_json(this->*tensor);
+  if (mask != AttentionMask::none) j["mask"] = to_string(mask), j["mask_strides"] = strides_json(mask_strides);
   return j;
 }
 
@@ -60,6 +98,10 @@ AttentionProblem AttentionProblem::from_json(const nlohmann::json& j) {
     p.element = element_from_string(j.at("element"));
     p.numerics = numerics_from_string(j.at("numerics"));
     p.arch = arch_from_string(j.at("arch"));
+    if (j.contains("mask")) {
+      p.mask = parse_enum(kMasks, j.at("mask").get<std::string>(), "attention mask");
+      if (p.mask != AttentionMask::none) p.mask_strides = strides_from_json(j.at("mask_strides"));
+    }
     return p;
   });
 }
@@ -97,6 +139,8 @@ AttentionProblem attention_problem_from_match(const discover::Match& m, const ir
   // fp32 asks for fp32 accuracy: the kernel's 3xTF32 mode gives it (it is verified to fp32's error).
   p.numerics = numerics == Numerics::fp32 ? Numerics::x3tf32 : numerics;
   p.element = input_element(p.numerics);
+  if (const ir::Node* mask = bound_node(m, g, ops.value("mask", nlohmann::json())))
+    std::tie(p.mask, p.mask_strides) = mask_of(*mask, p, what);
   p.validate();
   return p;
 }
