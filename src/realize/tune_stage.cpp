@@ -30,22 +30,38 @@ void progress_bar(std::ostream& log, const BuildProgress& p) {
 
 std::string ms(const std::optional<double>& v) { return v ? fmt::format("{:.4f}", *v) : "-"; }
 
+// A plan entry's kernel family and problem, read once for the rebuild of recorded winners and the tuning loop:
+// no family (PyTorch keeps the pattern), or the problem, or why the family cannot take the match.
+struct EntryProblem {
+  const KernelFamily* family = nullptr;
+  json problem;
+  std::string error;
+};
+
+EntryProblem entry_problem(const discover::Match& m, const discover::Plan& plan, Numerics numerics) {
+  EntryProblem e;
+  e.family = kernel_family_for(m);
+  if (!e.family) return e;
+  try {
+    e.problem = e.family->problem_from_match(m, plan.graph, numerics, plan.arch);
+  } catch (const Error& err) {
+    e.error = err.what();
+  }
+  return e;
+}
+
 // The plan's winners the database holds, rebuilt all at once before the patterns are tuned one by one (each then a
 // cache hit): on a machine whose kernel cache is gone they are nvcc compiles, and one at a time they took a resumed
-// ResNet-50 run (13 winners) over five minutes on the H100. A pattern whose problem cannot be read is left to the
-// tuning loop, which says why.
-template <class Wanted>
-void prebuild_recorded_winners(const discover::Plan& plan, Numerics numerics, Wanted&& wanted, TuningDb& db,
-                               const TuneOptions& to, std::ostream& log) {
+// ResNet-50 run (13 winners) over five minutes on the H100. A pattern without a problem is left to the tuning loop,
+// which says why.
+void prebuild_recorded_winners(const discover::Plan& plan, const std::vector<std::optional<EntryProblem>>& problems,
+                               TuningDb& db, const TuneOptions& to, std::ostream& log) {
   std::vector<BuildJob> jobs;
-  for (const auto& entry : plan.entries) {
-    const KernelFamily* family = wanted(entry.match) ? kernel_family_for(entry.match) : nullptr;
-    if (!family) continue;
-    try {
-      auto problem = family->problem_from_match(entry.match, plan.graph, numerics, plan.arch);
-      if (auto job = recorded_winner_job(*family, entry.match.rule, problem, db, to)) jobs.push_back(std::move(*job));
-    } catch (const Error&) {
-    }
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const auto& e = problems[i];
+    if (!e || !e->family || !e->error.empty()) continue;
+    if (auto job = recorded_winner_job(*e->family, plan.entries[i].match.rule, e->problem, db, to))
+      jobs.push_back(std::move(*job));
   }
   if (jobs.empty()) return;
   log << fmt::format("rebuilding the {} recorded winners of this plan in parallel\n", jobs.size());
@@ -58,7 +74,6 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
   const ir::OpTable& ops = ir::OpTable::builtin();
   auto plan = discover::plan_from_json(read_json_file(o.plan, "plan file"), o.plan.string(), ops);
   Numerics numerics = o.numerics.empty() ? plan.numerics : numerics_from_string(o.numerics);
-  Arch arch = plan.arch;
   auto db = TuningDb::open(o.db.empty() ? default_tuning_db_path() : fs::path(o.db));
 
   realize::TuneOptions to;
@@ -75,7 +90,10 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
     return o.families.empty() ||
            std::find(o.families.begin(), o.families.end(), m.kernel.value("family", m.family)) != o.families.end();
   };
-  prebuild_recorded_winners(plan, numerics, wanted, db, to, log);
+  std::vector<std::optional<EntryProblem>> problems;  // none for a pattern not asked for
+  for (const auto& entry : plan.entries)
+    problems.push_back(wanted(entry.match) ? std::optional(entry_problem(entry.match, plan, numerics)) : std::nullopt);
+  prebuild_recorded_winners(plan, problems, db, to, log);
 
   json rows = json::array();
   int i = 0;
@@ -85,11 +103,12 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
   std::chrono::steady_clock::duration spent{0};
   for (auto& entry : plan.entries) {
     const auto& m = entry.match;
+    const auto& read = problems[i];
     ++i;
     to.cached_only = o.budget.count() > 0 && spent >= o.budget;
-    if (!wanted(m)) continue;
+    if (!read) continue;
     json row = {{"pattern", m.rule}, {"anchor", m.anchor}, {"numerics", numerics}, {"arch", plan.arch}};
-    const realize::KernelFamily* family = realize::kernel_family_for(m);
+    const realize::KernelFamily* family = read->family;
     if (!family) {
       row["status"] = "not_realized";
       row["message"] = fmt::format("family '{}' has no realizer in stage 2 yet; PyTorch's ops stay", m.family);
@@ -97,8 +116,18 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
       rows.push_back(row);
       continue;
     }
+    auto unsupported = [&](const std::string& why) {
+      row["status"] = "unsupported";
+      row["message"] = why;
+      log << fmt::format("  -> left to PyTorch: {}\n", why);
+    };
+    if (!read->error.empty()) {
+      unsupported(read->error);
+      rows.push_back(row);
+      continue;
+    }
     try {
-      auto problem = family->problem_from_match(m, plan.graph, numerics, arch);
+      const json& problem = read->problem;
       row["family"] = family->name();
       row["problem"] = problem;
       // What the kernel computes in: a family's own (a conv of fp32 tensors is TF32, as cuDNN's) where it says.
@@ -116,9 +145,7 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
                                outcome.baseline_name.empty() ? "baseline" : outcome.baseline_name,
                                ms(outcome.baseline_ms), outcome.message.empty() ? "" : " (" + outcome.message + ")");
     } catch (const Error& e) {
-      row["status"] = "unsupported";
-      row["message"] = e.what();
-      log << fmt::format("  -> left to PyTorch: {}\n", e.what());
+      unsupported(e.what());
     }
     rows.push_back(row);
   }
