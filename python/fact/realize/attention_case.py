@@ -107,7 +107,7 @@ class AttentionInputs:
     k: object        # [B, Hkv, Tk, D]
     v: object
     outputs: dict    # {"o": ([B, H, Tq, D] view of a [B, Tq, H, D] buffer, guarded flat buffer)}
-    mask: object = None  # [B, H, Tq, Tk] strided view, or None
+    mask: object = None  # [B or 1, H or 1, Tq or 1, Tk] (1 where it broadcasts, as the module gives it), or None
 
 
 class AttentionCase(MeasureCase):
