@@ -81,6 +81,19 @@ def test_norm_variant_checks_a_ragged_last_cta_with_both_outputs():
     assert NormCase(v).verify_variants() == []  # the variant is not varied again
 
 
+def sdpa_float64(inp, **kwargs):
+    """PyTorch's SDPA in float64 on ATTN's inputs (2 query heads per K/V head, repeated as the module does)."""
+    return torch.nn.functional.scaled_dot_product_attention(
+        inp.q.double(), inp.k.double().repeat_interleave(2, 1), inp.v.double().repeat_interleave(2, 1), scale=0.25,
+        **kwargs)
+
+
+def assert_baselines_match(case, inp, ref):
+    ways = dict(case.baselines())
+    for name in ("eager matmul-softmax-matmul", "sdpa math"):
+        assert verify.compare(ways[name](inp)["o"], ref, case.tolerance()).passed, name
+
+
 def test_attention_reference_matches_sdpa_and_the_layout_is_the_modules():
     p = parse_attention(ATTN)
     case = AttentionCase(p)
@@ -89,13 +102,8 @@ def test_attention_reference_matches_sdpa_and_the_layout_is_the_modules():
     o, buf = inp.outputs["o"]
     assert o.shape == (2, 4, 45, 16) and o.transpose(1, 2).is_contiguous()  # [B, T, H, D] storage
     ref = case.reference(inp)["o"]
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        inp.q.double(), inp.k.double().repeat_interleave(2, 1), inp.v.double().repeat_interleave(2, 1),
-        is_causal=True, scale=0.25)
-    assert torch.allclose(ref, expected, atol=1e-12)
-    ways = dict(case.baselines())
-    for name in ("eager matmul-softmax-matmul", "sdpa math"):
-        assert verify.compare(ways[name](inp)["o"], ref, case.tolerance()).passed, name
+    assert torch.allclose(ref, sdpa_float64(inp, is_causal=True), atol=1e-12)
+    assert_baselines_match(case, inp, ref)
     non_causal = AttentionCase(parse_attention({**ATTN, "causal": False})).reference(inp)["o"]
     assert not verify.compare(non_causal, ref, case.tolerance()).passed  # the mask matters
     args = case.kernel_args(inp, 0)
@@ -116,13 +124,8 @@ def test_attention_with_a_padding_mask_matches_sdpa_and_rows_with_no_key_give_ze
     assert (~live[..., -1]).all(dim=-1).any()  # a sample whose last key no row sees: a tail the kernels skip
     ref = case.reference(inp)["o"]
     mask = inp.mask if kind == "bool" else inp.mask.double()
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        inp.q.double(), inp.k.double().repeat_interleave(2, 1), inp.v.double().repeat_interleave(2, 1),
-        attn_mask=mask, scale=0.25)
-    assert torch.allclose(ref, expected, atol=1e-12)
-    ways = dict(case.baselines())
-    for name in ("eager matmul-softmax-matmul", "sdpa math"):
-        assert verify.compare(ways[name](inp)["o"], ref, case.tolerance()).passed, name
+    assert torch.allclose(ref, sdpa_float64(inp, attn_mask=mask), atol=1e-12)
+    assert_baselines_match(case, inp, ref)
     unmasked = case.reference(type(inp)(inp.q, inp.k, inp.v, inp.outputs))["o"]
     assert not verify.compare(unmasked, ref, case.tolerance()).passed  # the mask matters
     args = case.kernel_args(inp, 0)
