@@ -177,14 +177,15 @@ TEST(GemmCodegen, RejectsConfigsCutlassCannotTake) {
   auto c = sm90_bf16_cooperative();
   c.numerics = Numerics::tf32;
   c.element_in = c.element_out = Element::f32;
-  c.alignment_a = c.alignment_b = c.alignment_d = 4;
+  c.alignment_a = c.alignment_d = 4;
+  c.alignment_b = 2;               // 8-byte rows: TMA cannot read them, and no pre-pass copies them
   c.threadblock.k = 32;
-  c.layout_b = MatrixLayout::row;  // N-major B: wgmma tf32 needs K-major
+  c.layout_b = MatrixLayout::row;
   try {
     generate_gemm_kernel(c);
     FAIL() << "expected an error";
   } catch (const fact::Error& e) {
-    EXPECT_TRUE(contains(e.what(), "K-major")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "16-byte aligned")) << e.what();
   }
   // The 2.x broadcast epilogue (residual-slot tensors) applies its activation per partial sum: no split-K.
   auto r = sm80_3xtf32(Epilogue::named("bias_silu_mul"));
@@ -350,7 +351,7 @@ TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
   // tf32 with row-major B: the same pre-pass as a K-major copy, one segment, no split.
   auto t = top_config(GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, false),
                       KernelApi::cutlass3_collective);
-  ASSERT_EQ(t.mainloop_transform, MainloopTransform::kmajor_tf32);
+  t.mainloop_transform = MainloopTransform::kmajor_tf32;
   auto tsrc = generate_gemm_kernel(t).text;
   EXPECT_TRUE(contains(tsrc, "constexpr bool kSplit3 = false;"));
   EXPECT_TRUE(contains(tsrc, "prepare_outer_contiguous"));
@@ -401,6 +402,24 @@ TEST(GemmCodegen, NvccCommandNamesArchIncludesAndOutput) {
 }
 
 TEST(GemmCodegenNvcc, Sm90Bf16CooperativeTmaCompiles) { expect_compiles(sm90_bf16_cooperative(), "sm90_bf16_coop"); }
+// tf32 with row-major B and no pre-pass: CUTLASS's builder picks its register-sourced mainloop (B transposed on
+// its way through registers), in both schedules.
+TEST(GemmCodegenNvcc, Sm90Tf32RowMajorBRegisterSourcedCompiles) {
+  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+  for (auto schedule : {KernelSchedule::KernelTmaWarpSpecializedCooperative, KernelSchedule::KernelTmaWarpSpecializedPingpong}) {
+    const GemmConfig* found = nullptr;
+    auto space = enumerate_gemm_configs(p, {.top_n = 100000});
+    for (const auto& r : space.ranked)
+      if (r.config.kernel_schedule == schedule && r.config.mainloop_transform == MainloopTransform::none &&
+          r.config.cluster.m * r.config.cluster.n == 1 && r.config.tile_scheduler == TileScheduler::persistent) {
+        found = &r.config;
+        break;
+      }
+    ASSERT_NE(found, nullptr) << to_string(schedule);
+    EXPECT_EQ(generate_gemm_kernel(*found).template_name, "cutlass/gemm_sm90_collective.cu.in");
+    expect_compiles(*found, "sm90_tf32_rs_" + to_string(schedule));
+  }
+}
 // The 2.x 3xTF32 kernel with FACT's accurate tanh-GELU as its LinearCombinationGeneric activation.
 TEST(GemmCodegenNvcc, Sm80ThreeTf32BiasGeluTanhCompiles) {
   expect_compiles(sm80_3xtf32(Epilogue::named("bias_gelu_tanh")), "sm80_3xtf32_gelu_tanh");

@@ -60,6 +60,9 @@ constexpr double kStreamKWaveEfficiency = 0.92;
 constexpr double kHbmBytesPerSecond = 3.0e12;
 constexpr double kTf32FlopsPerSecond = 3.6e14;
 constexpr double kKernelLaunchSeconds = 3e-6;  // launch and ramp of one kernel: what tiny problems pay
+// What the register-sourced TF32 mainloop is assumed to keep of a K-major kernel's rate (its operand goes through
+// registers and is transposed there); a guess the measurements replace.
+constexpr double kInKernelTransposeEfficiency = 0.9;
 
 int mma_k(Numerics n) { return n == Numerics::bf16 || n == Numerics::fp16 ? 16 : 8; }
 
@@ -171,16 +174,17 @@ void enumerate_cutlass2(const GemmProblem& p, int sm_count, std::vector<GemmConf
 
 bool k_major(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && b == MatrixLayout::column; }
 
-// wgmma has no 3xTF32 mode and reads TF32 only K-major: such problems get a FACT operand pre-pass.
-MainloopTransform sm90_mainloop_transform(const GemmProblem& p) {
-  if (p.numerics == Numerics::x3tf32) return MainloopTransform::split3_tf32;
-  if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) return MainloopTransform::kmajor_tf32;
-  return MainloopTransform::none;
+// wgmma has no 3xTF32 mode and reads TF32 only K-major from shared memory. A TF32 operand that is not K-major
+// either gets a FACT pre-pass (a K-major copy) or stays as it is: CUTLASS's builder then picks its
+// register-sourced mainloop, which transposes that operand on its way from shared memory to the MMA.
+std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
+  if (p.numerics == Numerics::x3tf32) return {MainloopTransform::split3_tf32};
+  if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout))
+    return {MainloopTransform::none, MainloopTransform::kmajor_tf32};
+  return {MainloopTransform::none};
 }
 
-void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConfig>& out) {
-  GemmConfig c = base_config(p, KernelApi::cutlass3_collective);
-  c.mainloop_transform = sm90_mainloop_transform(p);
+void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, std::vector<GemmConfig>& out) {
   int tile_k = is_16bit(p.numerics) ? 64 : 32;  // 128 bytes of K per row: one 128B-swizzle atom
   c.stages = 0;                                 // StageCountAutoCarveout: the builder fills smem
   for (const auto& t : kSm90Tiles)
@@ -204,6 +208,20 @@ void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConf
       }
       c.promotion_interval = 0;
     }
+}
+
+void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConfig>& out) {
+  for (MainloopTransform transform : sm90_mainloop_transforms(p)) {
+    GemmConfig c = base_config(p, KernelApi::cutlass3_collective);
+    c.mainloop_transform = transform;
+    enumerate_cutlass3_tiles(p, c, sm_count, out);
+  }
+}
+
+// A TF32 operand that is not K-major read through CUTLASS's register-sourced mainloop (no pre-pass).
+bool in_kernel_tf32_transpose(const GemmConfig& c) {
+  return c.api == KernelApi::cutlass3_collective && c.numerics == Numerics::tf32 &&
+         c.mainloop_transform == MainloopTransform::none && !k_major(c.layout_a, c.layout_b);
 }
 
 // GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams A and B once and
@@ -271,9 +289,6 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     // The pre-pass reads A and B at any alignment and writes 16-byte aligned K-major copies for TMA.
     if ((!prepass && (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16)) || c.alignment_d * out_bytes < 16)
       return "TMA needs 16-byte aligned rows: pad the leading dimensions and contiguous extents to 16 bytes";
-    if (p.numerics == Numerics::tf32 && !prepass && !k_major(c.layout_a, c.layout_b))
-      return "wgmma tf32 reads only K-major shared memory (A row-major, B column-major): use mainloop_transform "
-             "kmajor_tf32 (a K-major copy pre-pass), transpose the operand, or use cutlass2";
     bool coop = c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative;
     if (c.kernel_schedule == KernelSchedule::none) return "cutlass3 configs need a kernel schedule";
     if (coop && c.threadblock.m % 128 != 0) return "the cooperative schedule splits tile M over 2 warpgroups: M % 128 == 0";
@@ -344,6 +359,7 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op)
     factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
   factor *= prepass_factor(p, c);
+  if (in_kernel_tf32_transpose(c)) factor *= kInKernelTransposeEfficiency;
   if (c.api == KernelApi::cutlass2_universal && c.stages < 4) factor *= 0.97;  // shallower latency hiding
   // Split-K pays for its reduction: 2.x serial slices take turns on D behind a semaphore, 3.x splits and
   // 2.x parallel slices write fp32 partials that are read back (the latter by a second kernel).
