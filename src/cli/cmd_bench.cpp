@@ -129,7 +129,7 @@ const bool registered = cli::register_command("bench", [](CLI::App& app) {
   cmd->add_option("--numerics", o->numerics, "numerics mode for every problem (default: each problem's own)")
       ->check(CLI::IsMember(numerics_names()));
   cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU); more than the GPUs overlap builds, GPU work takes turns")->check(CLI::Range(1, 64));
-  cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
+  cmd->add_option("--top", o->top, "kernels built and measured per pattern (a GEMM kernel with its run-time variants)")->check(CLI::Range(1, 64));
   cmd->add_flag("--resume", o->resume, "skip problems whose finished result (same file, same settings) is in --out");
   cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") per problem");
   cmd->add_flag("--report-only", o->report_only, "run nothing: report the finished results already in --out");

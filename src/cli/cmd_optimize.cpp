@@ -22,7 +22,7 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
   cmd->add_option("--numerics", o->numerics, "numerics mode (default: from the graph's dtype)")
       ->check(CLI::IsMember(numerics_names()));
   cmd->add_option("--out", o->out, "output folder (plan, tune report, op library, composed module, report)");
-  cmd->add_option("--top", o->top, "candidates tuned per pattern")->check(CLI::Range(1, 64));
+  cmd->add_option("--top", o->top, "kernels built and measured per pattern (a GEMM kernel with its run-time variants)")->check(CLI::Range(1, 64));
   cmd->add_option("--tune-report", o->tune_report, "reuse a report of `fact tune` for this plan instead of tuning")
       ->check(CLI::ExistingFile);
   cmd->add_option("--db", o->db, "tuning database (default $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite)");

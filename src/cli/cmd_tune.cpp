@@ -21,7 +21,7 @@ const bool registered = cli::register_command("tune", [](CLI::App& app) {
   cmd->add_option("--db", o->db, "tuning database (default $FACT_TUNING_DB or ~/.cache/fact/tuning.sqlite)");
   cmd->add_option("--numerics", o->numerics, "override the plan's numerics mode")
       ->check(CLI::IsMember(numerics_names()));
-  cmd->add_option("--top", o->top, "candidates to build and measure per pattern")->check(CLI::Range(1, 256));
+  cmd->add_option("--top", o->top, "kernels to build and measure per pattern (a GEMM kernel with its run-time variants)")->check(CLI::Range(1, 256));
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: all cores)");
   cmd->add_flag("--force", o->force, "tune again even if the database has a winner");
   cmd->add_flag("--build-only", o->build_only, "generate and compile, do not measure (no GPU needed)");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -50,7 +51,7 @@ std::optional<BuildJob> recorded_winner_job(const TuneSubject& subject, TuningDb
   auto w = o.force ? std::nullopt : db.get_winner(subject.key);
   if (!w || measured_elsewhere(*w, o) || w->config_id == kBaselineWinner) return std::nullopt;
   try {
-    return subject.rebuild(w->config);
+    return subject.rebuild(w->config).job;
   } catch (const Error&) {
     return std::nullopt;  // tune_candidates says why when it gets there
   }
@@ -102,7 +103,7 @@ WorkloadKey make_workload_key(const std::string& pattern, nlohmann::json shape, 
 namespace {
 
 // The recorded winners of the same pattern at neighbouring shapes go first (their builds are cache hits, their
-// configs won a measurement of this kernel's near twin); the ranking's last picks make room, so top_n holds.
+// configs won a measurement of this kernel's near twin); the ranking's last kernels make room, so top_n holds.
 template <class Say>
 void seed_with_neighbours(const TuneSubject& subject, TuningDb& db, int top_n, std::vector<TuneCandidate>& ranked,
                           Say&& say) {
@@ -113,10 +114,11 @@ void seed_with_neighbours(const TuneSubject& subject, TuningDb& db, int top_n, s
     auto same = [&](const TuneCandidate& c) { return c.config_id == w.config_id; };
     if (std::any_of(seeds.begin(), seeds.end(), same)) continue;
     TuneCandidate c;
-    c.config_id = w.config_id;
-    c.config = w.config;
     try {
-      c.job = subject.rebuild(w.config);
+      c = subject.rebuild(w.config);
+      c.config_id = w.config_id;
+      c.config = w.config;
+      if (!c.job) throw Error(c.rejected);
     } catch (const Error& e) {
       say(fmt::format("the winner {} of workload {} cannot seed this tune: {}", w.config_id, w.workload_id, e.what()));
       continue;
@@ -125,10 +127,18 @@ void seed_with_neighbours(const TuneSubject& subject, TuningDb& db, int top_n, s
     seeds.push_back(std::move(c));
   }
   if (seeds.empty()) return;
+  // top_n counts kernels: the ranking's variants of a kept kernel stay (they share its build).
+  auto kernel = [](const TuneCandidate& c) { return c.kernel_id.empty() ? c.config_id : c.kernel_id; };
+  std::set<std::string> kernels;
+  for (const auto& c : seeds) kernels.insert(kernel(c));
   for (auto& c : ranked) {
     auto same = [&](const TuneCandidate& s) { return s.config_id == c.config_id; };
-    if (!std::any_of(seeds.begin(), seeds.end(), same) && static_cast<int>(seeds.size()) < top_n)
-      seeds.push_back(std::move(c));
+    if (std::any_of(seeds.begin(), seeds.end(), same)) continue;
+    if (!kernels.count(kernel(c))) {
+      if (static_cast<int>(kernels.size()) >= top_n) continue;
+      kernels.insert(kernel(c));
+    }
+    seeds.push_back(std::move(c));
   }
   ranked = std::move(seeds);
 }
@@ -158,7 +168,9 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     out.baseline_ms = w->baseline_ms;
     if (w->config_id != kBaselineWinner) {
       out.winner_config = w->config;
-      auto res = build_kernels({subject.rebuild(w->config)}, build_options(o));
+      TuneCandidate recorded = subject.rebuild(w->config);
+      if (!recorded.job) throw Error("the recorded winner " + w->config_id + " can no longer be generated: " + recorded.rejected);
+      auto res = build_kernels({*recorded.job}, build_options(o));
       if (!res[0].ok()) throw Error("the recorded winner " + w->config_id + " no longer builds: " + res[0].diagnostics);
       out.library = res[0].library;
     }
@@ -191,8 +203,10 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
 
   out.workload_id = db.upsert_workload(out.key, "");
   std::map<std::string, CandidateRecord> records;
+  std::map<std::string, const TuneCandidate*> by_id;
   std::vector<BuildJob> jobs;
   for (auto& c : ranked) {
+    by_id[c.config_id] = &c;
     CandidateRecord rec;
     rec.config_id = c.config_id;
     rec.config = c.config;
@@ -202,14 +216,17 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     records[rec.config_id] = rec;
   }
   out.candidates = static_cast<int>(records.size());
-  say(fmt::format("building {} candidates with nvcc", jobs.size()));
+  std::set<std::string> kernels;
+  for (const auto& j : jobs) kernels.insert(j.source);
+  say(fmt::format("building {} candidates ({} kernels) with nvcc", jobs.size(), kernels.size()));
   auto results = build_kernels(jobs, build_options(o));
   BuiltLibraries libraries;
   for (auto& r : results) {
     auto& rec = records[r.id];
     rec.status = r.ok() ? "built" : to_string(r.status);
     rec.message = r.ok() ? "" : r.diagnostics;
-    if (r.ok()) libraries.emplace_back(r.id, r.library);
+    const TuneCandidate& c = *by_id.at(r.id);
+    if (r.ok()) libraries.push_back({r.id, r.library, c.kernel_id, c.arguments});
   }
   out.built = static_cast<int>(libraries.size());
   auto save = [&] {
@@ -293,8 +310,8 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     out.winner_config = records[best].config;
     out.fact_ms = best_ms;
     out.rel_err = records[best].rel_err;
-    for (auto& [id, lib] : libraries)
-      if (id == best) out.library = lib;
+    for (auto& b : libraries)
+      if (b.config_id == best) out.library = b.library;
   } else {
     out.status = "baseline_kept";
     out.winner = kBaselineWinner;

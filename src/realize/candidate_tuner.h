@@ -24,7 +24,7 @@ namespace fact::realize {
 using MeasureRunner = std::function<ProcessResult(const std::filesystem::path& request, const std::filesystem::path& result)>;
 
 struct TuneOptions {
-  int top_n = 8;                      // candidates built and measured
+  int top_n = 8;                      // kernels built; each is measured with its run-time variants
   unsigned jobs = 0;                  // parallel compiles; 0: all cores
   bool force = false;                 // ignore a recorded winner and tune again
   bool measure = true;                // false: generate and build only (no GPU needed)
@@ -58,15 +58,26 @@ struct TuneOutcome {
   nlohmann::json to_json() const;
 };
 
-// One ranked candidate: its build job, or why it could not be generated.
+// One ranked candidate: its build job, or why it could not be generated. Run-time variants of one kernel (a
+// GEMM's swizzle, raster order, splits) share a job, so one build serves them; each calls the kernel's symbols
+// with its own argument fields.
 struct TuneCandidate {
   std::string config_id;
   nlohmann::json config;
   std::optional<BuildJob> job;
   std::string rejected;               // set when job is empty
+  std::string kernel_id;              // the library's symbols are fact_<kernel_id>_*; empty: config_id
+  nlohmann::json arguments;           // argument-struct fields this candidate sets before each call; null: none
 };
 
-using BuiltLibraries = std::vector<std::pair<std::string, std::filesystem::path>>;  // config id -> library
+// A built candidate, as the runner's request names it.
+struct BuiltCandidate {
+  std::string config_id;
+  std::filesystem::path library;
+  std::string kernel_id;              // empty: config_id
+  nlohmann::json arguments;
+};
+using BuiltLibraries = std::vector<BuiltCandidate>;
 
 // What one kind of kernel brings to the pipeline.
 struct TuneSubject {
@@ -74,8 +85,9 @@ struct TuneSubject {
   // Ranked candidates (at most top_n), with a line describing the config space for the log. Throws Error
   // when no config can take the problem (the outcome is then no_candidate with that message).
   std::function<std::vector<TuneCandidate>(int top_n, std::string& space_line)> candidates;
-  // The recorded winner's build job (a warm tune rebuilds it from the cache).
-  std::function<BuildJob(const nlohmann::json& config)> rebuild;
+  // The candidate of a recorded config, with its build job (a warm tune rebuilds it from the cache); throws Error
+  // when the config can no longer be generated.
+  std::function<TuneCandidate(const nlohmann::json& config)> rebuild;
   // The runner's request for the built candidates.
   std::function<nlohmann::json(const BuiltLibraries&)> measure_request;
   // The shape fields (JSON pointers) a recorded winner of the same pattern may differ in and still seed this tune

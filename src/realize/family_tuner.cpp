@@ -10,12 +10,28 @@ using nlohmann::json;
 
 json family_measure_request(const KernelFamily& family, const json& problem, const BuiltLibraries& libraries) {
   json cands = json::array();
-  for (auto& [id, lib] : libraries) cands.push_back({{"id", id}, {"library", fs::absolute(lib).string()}});
+  for (auto& b : libraries) {
+    json c = {{"id", b.config_id}, {"library", fs::absolute(b.library).string()}};
+    if (!b.kernel_id.empty() && b.kernel_id != b.config_id) c["kernel"] = b.kernel_id;
+    if (b.arguments.is_object() && !b.arguments.empty()) c["arguments"] = b.arguments;
+    cands.push_back(std::move(c));
+  }
   return {{"family", family.name()}, {"problem", family.measure_problem(problem)}, {"candidates", cands},
           {"trials", 3}, {"baseline", true}};
 }
 
 namespace {
+
+TuneCandidate tune_candidate(const FamilyCandidate& fc) {
+  TuneCandidate c;
+  c.config_id = fc.config_id;
+  c.config = fc.config;
+  c.kernel_id = fc.kernel.config_id;
+  c.arguments = fc.arguments;
+  if (fc.rejected.empty()) c.job = kernel_build_job(fc);
+  else c.rejected = fc.rejected;
+  return c;
+}
 
 // The subject's functions refer to `family` and `problem`, which outlive it at every call site.
 TuneSubject family_subject(const KernelFamily& family, const std::string& pattern, const json& problem) {
@@ -24,18 +40,11 @@ TuneSubject family_subject(const KernelFamily& family, const std::string& patter
   s.candidates = [&](int top_n, std::string& space_line) {
     CandidateSet set = family.candidates(problem, top_n);
     std::vector<TuneCandidate> out;
-    for (auto& fc : set.ranked) {
-      TuneCandidate c;
-      c.config_id = fc.config_id;
-      c.config = fc.config;
-      if (fc.rejected.empty()) c.job = kernel_build_job(fc);
-      else c.rejected = fc.rejected;
-      out.push_back(std::move(c));
-    }
+    for (auto& fc : set.ranked) out.push_back(tune_candidate(fc));
     space_line = set.space;
     return out;
   };
-  s.rebuild = [&](const json& config) { return kernel_build_job(family.candidate_from_config(config)); };
+  s.rebuild = [&](const json& config) { return tune_candidate(family.candidate_from_config(config)); };
   // data/families/<name>.json: the problem fields (JSON pointers) another batch changes.
   for (const auto& field : family_data(family.name()).value("neighbour_shape_fields", json::array()))
     s.free_shape_fields.push_back(field.get<std::string>());

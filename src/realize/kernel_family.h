@@ -23,12 +23,17 @@ namespace fact::realize {
 
 // One rendered candidate: what the builder compiles and the database records.
 struct FamilyCandidate {
-  std::string config_id;      // kernel symbols are fact_<config_id>_*
+  std::string config_id;      // names the candidate in the tuning database and the op (gemm_<config_id>)
   nlohmann::json config;      // the config as the family writes it (JSON round-trips through the DB)
   std::string summary;        // one line for logs and reports
   Arch arch = Arch::sm90;     // compile target
-  GeneratedSource kernel;     // the .cu text exporting the family's C ABI (kernel_abi.h)
+  // The .cu text exporting the family's C ABI (kernel_abi.h) as fact_<kernel.config_id>_*: the config's own id,
+  // or, for a run-time variant (a GEMM's swizzle or splits), the id of the kernel its variants share.
+  GeneratedSource kernel;
   std::string rejected;       // set when the generator refused the config (kernel is then empty): why
+  nlohmann::json arguments;   // fields of the family's argument struct the variant sets before each call; null: none
+  // The exported symbols' id.
+  const std::string& kernel_id() const { return kernel.config_id.empty() ? config_id : kernel.config_id; }
 };
 
 // The ranked candidates of a problem and one line describing the config space, for the log.

@@ -150,8 +150,9 @@ json manifest_op(const OpLibraryEntry& e, const KernelFamily& family, const Fami
              {"gencode", nvcc_gencode(c.arch)},
              {"template", c.kernel.template_name},  // the config's own: a family may have several kernels
              {"op_template", family_data(e.family).value("op_template", "")},
-             {"kernel_source", kernel_source(c.config_id)},
-             {"kernel_object", kernel_object(c.config_id)},
+             // Ops whose configs are run-time variants of one kernel share its source and object.
+             {"kernel_source", kernel_source(c.kernel_id())},
+             {"kernel_object", kernel_object(c.kernel_id())},
              {"nvcc_args", nvcc_args_template(c.arch)},
              {"cutlass_version", first_version(e, "cutlass_version")},
              {"nvcc_version", first_version(e, "nvcc_version")},
@@ -221,7 +222,7 @@ OpLibraryFolder write_op_library(const std::vector<OpLibraryEntry>& entries, con
     if (f.path().extension() == ".cu") fs::remove(f.path());
   fs::remove(dir / kPrebuiltObjectsFile, ec);
   for (size_t i = 0; i < kernels.size(); ++i)
-    write_file_atomic(dir / kernel_source(entries[i].config_id), kernels[i].kernel.text);
+    write_file_atomic(dir / kernel_source(kernels[i].kernel_id()), kernels[i].kernel.text);
   write_file_atomic(dir / "ops.cpp", wrapper.text);
   write_file_atomic(dir / "include" / "kernel_abi.h", abi);
   write_file_atomic(dir / "manifest.json", manifest.dump(1) + "\n");

@@ -76,10 +76,14 @@ class CandidateTuner : public ::testing::Test {
       line = "3 configs";
       return out;
     };
-    s.rebuild = [job](const json& config) { return job(config.at("tile").get<std::string>()); };
+    s.rebuild = [job](const json& config) {
+      TuneCandidate c;
+      c.job = job(config.at("tile").get<std::string>());
+      return c;
+    };
     s.measure_request = [](const BuiltLibraries& libs) {
       json ids = json::array();
-      for (auto& [id, lib] : libs) ids.push_back(id);
+      for (auto& b : libs) ids.push_back(b.config_id);
       return json{{"candidates", ids}};
     };
     return s;
@@ -311,6 +315,51 @@ TEST_F(CandidateTuner, WinnersAtNeighbouringShapesSeedAColdTune) {
   answer["candidates"] = {candidate("a", "ok", 0.80), candidate("b", "ok", 0.9)};
   tune_candidates(slow, *db, options);
   EXPECT_EQ(last_request["candidates"], json::array({"a", "b"})) << "PyTorch's win seeds nothing";
+}
+
+// Run-time variants of one kernel (a GEMM's swizzles): one build, each measured under its own id with its own
+// argument fields; top_n counts the kernel once, and the winner's library is the shared one.
+TEST_F(CandidateTuner, RunTimeVariantsShareOneBuildAndAreMeasuredEach) {
+  answer = {{"baseline", {{"name", "torch.matmul"}, {"ms", 1.0}}},
+            {"candidates", {candidate("v1", "ok", 0.80), candidate("v4", "ok", 0.60), candidate("c", "ok", 0.70)}}};
+  auto s = subject("gemm_variants");
+  auto base = s.candidates;
+  s.candidates = [base](int top_n, std::string& line) {
+    std::vector<TuneCandidate> all = base(3, line);
+    std::vector<TuneCandidate> out;
+    for (auto [id, swizzle] : {std::pair{"v1", 1}, std::pair{"v4", 4}}) {
+      TuneCandidate v = all.at(0);  // candidate a's job: one kernel, two variants
+      v.config_id = v.job->id = id;  // as kernel_build_job names a job: by its candidate
+      v.config = {{"tile", "a"}, {"swizzle", swizzle}};
+      v.kernel_id = "a";
+      v.arguments = {{"swizzle", swizzle}};
+      out.push_back(v);
+    }
+    if (top_n > 1) out.push_back(all.at(2));
+    return out;
+  };
+  std::vector<BuiltCandidate> seen;
+  s.measure_request = [&seen](const BuiltLibraries& libs) {
+    seen = libs;
+    json ids = json::array();
+    for (auto& b : libs) ids.push_back(b.config_id);
+    return json{{"candidates", ids}};
+  };
+  std::vector<std::string> log;
+  options.log = [&](const std::string& line) { log.push_back(line); };
+  options.top_n = 2;
+  auto out = tune_candidates(s, *db, options);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].library, seen[1].library) << "the variants' shared build";
+  EXPECT_NE(seen[0].library, seen[2].library);
+  EXPECT_EQ(seen[1].kernel_id, "a");
+  EXPECT_EQ(seen[1].arguments, (json{{"swizzle", 4}}));
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("building 3 candidates (2 kernels)") != std::string::npos;
+  }));
+  EXPECT_EQ(out.winner, "v4");
+  EXPECT_EQ(out.library, seen[1].library);
+  EXPECT_EQ(out.built, 3);
 }
 
 TEST(TuningDbNeighbours, ClosestBatchFirstAndNestedFieldsFree) {

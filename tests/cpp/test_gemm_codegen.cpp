@@ -147,8 +147,8 @@ TEST(GemmCodegen, EveryFamilyAndNumericsRendersItsCutlassTypes) {
     SCOPED_TRACE(c.summary());
     for (const auto& e : k.expected) EXPECT_TRUE(contains(src.text, e)) << "missing " << e;
     for (const char* sym : {"_can_implement(", "_workspace_bytes(", "_run(", "_describe(void)"})
-      EXPECT_TRUE(contains(src.text, "fact_" + c.id() + sym)) << sym;
-    EXPECT_TRUE(contains(src.text, c.to_json().dump()));
+      EXPECT_TRUE(contains(src.text, "fact_" + c.kernel_id() + sym)) << sym;
+    EXPECT_TRUE(contains(src.text, c.kernel_config().to_json().dump()));
     EXPECT_FALSE(contains(src.text, "{{"));
   }
 }
@@ -254,7 +254,7 @@ TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
           // FACT's functors are in the kernel exactly when it uses them.
           EXPECT_EQ(contains(src.text, "namespace fact_act {"), accurate && !fp32_pieces.empty());
           EXPECT_FALSE(contains(src.text, "{{"));
-          EXPECT_TRUE(contains(src.text, "fact_" + c.id() + "_run("));
+          EXPECT_TRUE(contains(src.text, "fact_" + c.kernel_id() + "_run("));
           ++rendered;
         }
       }
@@ -344,7 +344,7 @@ TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
   EXPECT_TRUE(contains(src.text, "\"mainloop_transform\":\"split3_tf32\""));
   for (const char* sym : {"_can_implement(", "_workspace_bytes(", "_prepared_b_bytes(", "_prepare_b(", "_run(",
                           "_describe(void)"})
-    EXPECT_TRUE(contains(src.text, "fact_" + c.id() + sym)) << sym;
+    EXPECT_TRUE(contains(src.text, "fact_" + c.kernel_id() + sym)) << sym;
   EXPECT_FALSE(contains(src.text, "{{"));
   EXPECT_FALSE(contains(src.text, "gemm/device/gemm_universal.h\"")) << "no 2.x mma.sync kernel";
 
@@ -371,10 +371,10 @@ TEST(GemmCodegen, OpWrapperDefinesCudaAndMetaOps) {
                                 "(Tensor a, Tensor b, Tensor? bias, Tensor? residual, *, bool b_constant=False) -> Tensor\");"));
     // A weight's pre-pass copy is kept by the op only when the caller marks b constant.
     EXPECT_TRUE(contains(w, "if (b_constant) {  // a module weight"));
-    EXPECT_TRUE(contains(w, "fact_" + c.id() + "_prepare_b(&args, out)"));
+    EXPECT_TRUE(contains(w, "fact_" + c.kernel_id() + "_prepare_b(&args, out)"));
     EXPECT_TRUE(contains(w, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_cuda)"));
     EXPECT_TRUE(contains(w, "m.impl(\"gemm_" + c.id() + "\", &fact_ops::gemm_" + c.id() + "_meta)"));
-    EXPECT_TRUE(contains(w, "fact_" + c.id() + "_run(&args)"));
+    EXPECT_TRUE(contains(w, "fact_" + c.kernel_id() + "_run(&args)"));
   }
   EXPECT_TRUE(contains(w, "TORCH_LIBRARY_FRAGMENT(fact, m)"));
   EXPECT_TRUE(contains(w, "TORCH_LIBRARY_IMPL(fact, Meta, m)"));
@@ -431,7 +431,7 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   fs::path so = expect_compiles(c, "sm90_3xtf32_split", NvccOutput::shared_library);
   void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
-  std::string prefix = "fact_" + c.id();
+  std::string prefix = "fact_" + c.kernel_id();
   auto describe = reinterpret_cast<const char* (*)()>(dlsym(lib, (prefix + "_describe").c_str()));
   auto can_implement = reinterpret_cast<int (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_can_implement").c_str()));
   auto workspace_bytes = reinterpret_cast<size_t (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_workspace_bytes").c_str()));
@@ -449,6 +449,14 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   a.d = fake(1 << 22), a.ldd = 4096;
   a.alpha = 1.0f;
   EXPECT_EQ(can_implement(&a), FACT_OK);
+  // The tile scheduler's run-time knobs: what a persistent kernel takes, and what it refuses.
+  a.swizzle = 4, a.raster = 2;
+  EXPECT_EQ(can_implement(&a), FACT_OK);
+  a.swizzle = 3;
+  EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE) << "swizzles are 1, 2, 4 or 8";
+  a.swizzle = 0, a.raster = 0, a.splits = 2;
+  EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE) << "a persistent kernel cannot split K";
+  a.splits = 0;
   auto round256 = [](size_t x) { return (x + 255) / 256 * 256; };
   auto cutlass_part = [&](size_t copies) { return workspace_bytes(&a) - copies; };
   size_t copy = size_t(4096) * 3 * 4096 * sizeof(float);  // M x 3K and N x 3K fp32

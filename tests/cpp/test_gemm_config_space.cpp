@@ -216,10 +216,86 @@ TEST(GemmConfigSpace, PrepassTakesUnalignedOperandsButNotUnalignedD) {
   for (const auto& r : odd_n.ranked) EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal) << r.config.summary();
 }
 
+TEST(GemmConfigSpace, Sm90RunTimeVariantsShareOneKernelAndKeepTheirOwnIds) {
+  // 4096 x 8192 bf16: more tiles than SMs (swizzles), more N tiles than M tiles (the explicit raster is along N).
+  auto p = GemmProblem::packed(4096, 8192, 4096, 1, Numerics::bf16, Arch::sm90, true);
+  auto s = enumerate_gemm_configs(p, {.top_n = 1, .max_variants_per_kernel = 100});
+  ASSERT_FALSE(s.ranked.empty());
+  const std::string kernel = s.ranked.front().config.kernel_id();
+  std::set<std::string> ids;
+  std::set<int> swizzles;
+  bool along_n = false;
+  for (const auto& r : s.ranked) {
+    EXPECT_EQ(r.config.kernel_id(), kernel) << r.config.summary();
+    EXPECT_EQ(r.config.kernel_config().to_json(), s.ranked.front().config.kernel_config().to_json());
+    ids.insert(r.config.id());
+    swizzles.insert(r.config.swizzle);
+    along_n |= r.config.raster_order == RasterOrder::along_n;
+    EXPECT_NE(r.config.raster_order, RasterOrder::along_m) << "the heuristic's own order is not measured twice";
+    auto args = r.config.run_time_arguments();
+    EXPECT_EQ(args.at("swizzle"), r.config.swizzle);
+    EXPECT_EQ(args.at("raster"), r.config.raster_order == RasterOrder::along_n ? 2 : 0);
+  }
+  EXPECT_EQ(ids.size(), s.ranked.size()) << "each variant keeps its own id (the tuning database's key)";
+  EXPECT_EQ(swizzles, (std::set<int>{1, 2, 4, 8}));
+  EXPECT_TRUE(along_n);
+  // The kernel config drops the knobs; an older record's id (no raster_order) is unchanged by the new field.
+  GemmConfig v = s.ranked.back().config;
+  EXPECT_EQ(v.kernel_config().swizzle, 1);
+  EXPECT_EQ(v.kernel_config().raster_order, RasterOrder::heuristic);
+  EXPECT_FALSE(s.ranked.front().config.kernel_config().to_json().contains("raster_order"));
+  EXPECT_EQ(GemmConfig::from_json(v.to_json()).id(), v.id());
+  // A large-K problem's stream-K kernel carries split-K and reduction variants at run time too.
+  auto lk = enumerate_gemm_configs(GemmProblem::packed(256, 256, 131072, 1, Numerics::bf16, Arch::sm90, true),
+                                   {.top_n = 1000, .max_variants_per_kernel = 100});
+  bool split_variant = false;
+  for (const auto& r : lk.ranked)
+    if (r.config.api == KernelApi::cutlass3_collective && r.config.split_k_mode == SplitKMode::serial) {
+      split_variant = true;
+      EXPECT_EQ(r.config.kernel_config().split_k_slices, 1);
+      EXPECT_EQ(r.config.kernel_config().tile_scheduler, TileScheduler::stream_k);
+      EXPECT_EQ(r.config.run_time_arguments().at("splits"), r.config.split_k_slices);
+      EXPECT_EQ(r.config.run_time_arguments().at("reduction"), r.config.nondeterministic_reduction ? 1 : 0);
+    }
+  EXPECT_TRUE(split_variant);
+  // 2.x kernels compile every knob in: each config is its own kernel, with no run-time arguments.
+  auto sm80 = enumerate_gemm_configs(GemmProblem::packed(4096, 4096, 4096, 1, Numerics::bf16, Arch::sm80, true));
+  for (const auto& r : sm80.ranked) {
+    EXPECT_EQ(r.config.kernel_id(), r.config.id());
+    EXPECT_TRUE(r.config.run_time_arguments().empty());
+  }
+}
+
+TEST(GemmConfigSpace, TheKindsOfKernelTakeTurnsBeforeASecondKernelOfAKind) {
+  // tf32 with row-major B: the register-sourced and the pre-pass mainloops, each in both schedules, are four kinds;
+  // four kernels are one of each, not the four best-scored tiles of one kind.
+  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+  auto s = enumerate_gemm_configs(p, {.top_n = 4});
+  std::set<std::string> kernels;
+  std::set<MainloopTransform> transforms;
+  std::set<KernelSchedule> schedules;
+  for (const auto& r : s.ranked) {
+    kernels.insert(r.config.kernel_id());
+    transforms.insert(r.config.mainloop_transform);
+    schedules.insert(r.config.kernel_schedule);
+  }
+  EXPECT_EQ(kernels.size(), 4u);
+  EXPECT_EQ(transforms, (std::set<MainloopTransform>{MainloopTransform::none, MainloopTransform::kmajor_tf32}));
+  EXPECT_EQ(schedules.size(), 2u);
+  // One kernel: the best-scored one, with its variants.
+  auto best = enumerate_gemm_configs(p, {.top_n = 100000}).ranked.front().config;
+  auto one = enumerate_gemm_configs(p, {.top_n = 1});
+  EXPECT_EQ(one.ranked.front().config.id(), best.id());
+  for (const auto& r : one.ranked) EXPECT_EQ(r.config.kernel_id(), best.kernel_id());
+}
+
 TEST(GemmConfigSpace, TopNIsRankedAndRespectsConstraints) {
   auto p = GemmProblem::packed(1024, 4096, 2048, 1, Numerics::bf16, Arch::sm90, true);
   auto s = enumerate_gemm_configs(p, {.top_n = 8});
-  ASSERT_EQ(s.ranked.size(), 8u);
+  std::set<std::string> kernels;
+  for (const auto& r : s.ranked) kernels.insert(r.config.kernel_id());
+  EXPECT_EQ(kernels.size(), 8u) << "top_n counts kernels, each with its run-time variants";
+  EXPECT_GT(s.ranked.size(), kernels.size());
   for (size_t i = 1; i < s.ranked.size(); ++i) EXPECT_GE(s.ranked[i - 1].score, s.ranked[i].score);
   for (const auto& r : s.ranked) {
     EXPECT_FALSE(gemm_config_rejection(p, r.config).has_value());

@@ -109,14 +109,17 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
 // (the epilogue's vec<i> slots) after residual, version 3 FactGemmArgs::prepared_b (a kept copy of B) after them,
 // version 4 FactConvArgs::transposed after dilation, version 5 FactConvArgs::groups after transposed, version 6
 // FactConvArgs::channels_last (which tensors are in channels-last order) after groups, version 7 FactAttentionArgs's
-// mask (pointer, strides, kind) after causal.
-TEST(KernelAbiHeader, VersionSevenLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 7);
+// mask (pointer, strides, kind) after causal, version 8 FactGemmArgs's tile scheduler knobs (swizzle, raster,
+// splits, reduction) after stream.
+TEST(KernelAbiHeader, VersionEightLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 8);
   EXPECT_EQ(offsetof(FactConvArgs, transposed), 168u);
   EXPECT_EQ(offsetof(FactConvArgs, groups), 176u);
   EXPECT_EQ(offsetof(FactConvArgs, channels_last), 184u);
   EXPECT_EQ(offsetof(FactConvArgs, x), 192u);
-  EXPECT_EQ(sizeof(FactGemmArgs), 248u);
+  EXPECT_EQ(sizeof(FactGemmArgs), 264u);
+  EXPECT_EQ(offsetof(FactGemmArgs, swizzle), 248u);  // v8: the sm90 tile scheduler's run-time knobs
+  EXPECT_EQ(offsetof(FactGemmArgs, reduction), 260u);
   EXPECT_EQ(offsetof(FactGemmArgs, vectors), 144u);
   EXPECT_EQ(offsetof(FactGemmArgs, prepared_b), 208u);
   EXPECT_EQ(offsetof(FactGemmArgs, alpha), 216u);

@@ -121,7 +121,7 @@ TEST(KernelBuildJob, TheOpLibraryLinksTheTunersCachedObjectAndCompilesOnlyWhatTh
   EXPECT_EQ(compiles(), before + 1) << log.str();
   EXPECT_EQ(listing["objects"][id]["object"], tuner.at(0).object.string());
   EXPECT_EQ(listing["objects"][id]["source_sha256"],
-            sha256_hex(read_text_file(work / "ops" / "kernels" / (id + ".cu"), "kernel")));
+            sha256_hex(read_text_file(work / "ops" / "kernels" / (folder.kernels.at(0).kernel_id() + ".cu"), "kernel")));
   EXPECT_EQ(read_json_file(work / "ops" / kPrebuiltObjectsFile, "listing"), listing);
   EXPECT_NE(log.str().find("1 from the kernel cache, 0 compiled now"), std::string::npos) << log.str();
 

@@ -283,6 +283,39 @@ TEST(OpLibrary, WritesKernelsOpsAndManifest) {
   EXPECT_NE(std::find(a_args.begin(), a_args.end(), "-gencode=arch=compute_90a,code=sm_90a"), a_args.end());
 }
 
+// Two winners that are run-time variants of one sm90 kernel (swizzle 1 and 4): two ops, one kernel source and
+// object; the variant's op sets its knobs and calls the shared kernel's symbols.
+TEST(OpLibrary, RunTimeVariantsOfOneKernelShareItsSourceAndObject) {
+  auto a = sm90_bf16();
+  a.cluster = {1, 1, 1};
+  auto b = a;
+  b.swizzle = 4;
+  b.raster_order = RasterOrder::along_n;
+  ASSERT_NE(a.id(), b.id());
+  ASSERT_EQ(a.kernel_id(), b.kernel_id());
+  std::vector<OpLibraryEntry> entries;
+  add_op_library_entries(report({row("matmul", &a, Numerics::bf16, true, Epilogue::named("none")),
+                                 row("matmul_4", &b, Numerics::bf16, true, Epilogue::named("none"))}),
+                         "r.json", entries);
+  ASSERT_EQ(entries.size(), 2u);
+  fs::path dir = fs::temp_directory_path() / "fact_test_op_library_variants";
+  fs::remove_all(dir);
+  auto folder = write_op_library(entries, dir);
+  int sources = 0;
+  for (const auto& f : fs::directory_iterator(dir / "kernels")) sources += f.path().extension() == ".cu";
+  EXPECT_EQ(sources, 1);
+  json m = fact::read_json_file(folder.manifest, "manifest");
+  EXPECT_EQ(m["ops"][0]["kernel_object"], m["ops"][1]["kernel_object"]);
+  EXPECT_EQ(m["ops"][1]["kernel_source"], "kernels/" + a.kernel_id() + ".cu");
+  std::string ops = read(dir / "ops.cpp");
+  EXPECT_TRUE(contains(ops, "\"gemm_" + b.id() + "(Tensor a"));
+  for (const char* knob : {"  args.swizzle = 4;\n", "  args.raster = 2;\n", "  args.splits = 1;\n", "  args.reduction = 0;\n"})
+    EXPECT_TRUE(contains(ops, knob)) << knob;
+  EXPECT_TRUE(contains(ops, "rc = fact_" + a.kernel_id() + "_run(&args);"));
+  EXPECT_FALSE(contains(ops, "fact_" + b.id() + "_run"));
+  fs::remove_all(dir);
+}
+
 TEST(OpLibrary, ConfigTheGeneratorRejectsLeavesTheFolderUntouched) {
   auto bad = sm90_bf16();
   bad.alignment_d = 16;  // 32-byte vectors: wider than any operand allows

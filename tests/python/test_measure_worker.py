@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from fact.realize import measure_worker, timing
-from fact.realize.measure_request import parse_request
+from fact.realize.measure_request import Candidate, parse_request
 
 KERNELS = Path(__file__).resolve().parent / "data" / "cpu_kernels"
 GEMM = {"m": 24, "n": 40, "k": 56, "batch": 2, "dtype": "float32", "epilogue": "bias"}
@@ -63,9 +63,25 @@ def worker(monkeypatch):
 
 
 def measured(w, candidate: dict) -> dict:
-    result, lost = w.candidate(candidate["id"], candidate["library"])
+    result, lost = w.candidate(Candidate(**candidate))
     assert not lost
     return result
+
+
+def test_a_run_time_variant_calls_its_kernels_symbols_with_its_own_fields(build, worker):
+    # Two variants of one built kernel (fact_kern_*): each sets its own swizzle on every call, verification and
+    # timing alike; the kernel here takes only swizzle 4.
+    kernel = build("gemm_cpu_abi.c", "kern", "-DFACT_SWIZZLE=4")
+    w = worker({"family": "gemm", "problem": GEMM, "trials": 2})
+    good = measured(w, {"id": "v4", "library": kernel["library"], "kernel": "kern", "arguments": {"swizzle": 4}})
+    assert good["status"] == "ok", good["message"]
+    assert good["arguments"] == {"swizzle": 4} and w.timed == [w.n_sets]
+    other = measured(w, {"id": "v2", "library": kernel["library"], "kernel": "kern", "arguments": {"swizzle": 2}})
+    assert other["status"] == "cannot_implement"
+    missing = measured(w, {"id": "v4", "library": kernel["library"]})  # the symbols are fact_kern_*, not fact_v4_*
+    assert missing["status"] == "load_failed" and "fact_v4_" in missing["message"]
+    unknown = measured(w, {"id": "v4", "library": kernel["library"], "kernel": "kern", "arguments": {"swizle": 4}})
+    assert unknown["status"] == "load_failed" and "swizle" in unknown["message"]
 
 
 def test_gemm_candidates_go_through_the_shared_path(build, worker):

@@ -181,11 +181,19 @@ class KernelLibrary:
     args_type is the family's argument struct (default GEMM's); families without a workspace (normalization,
     attention, rope) export no workspace_bytes, and workspace_bytes() then returns 0."""
 
-    def __init__(self, path: str | Path, kernel_id: str, args_type=None, has_workspace: bool = True):
+    def __init__(self, path: str | Path, kernel_id: str, args_type=None, has_workspace: bool = True,
+                 arguments: dict | None = None):
         if not KERNEL_ID_PATTERN.match(kernel_id):
             raise KernelLoadError(f"kernel id {kernel_id!r} is not a C identifier fragment ([A-Za-z0-9_]+)")
         self.path = Path(path)
         self.kernel_id = kernel_id
+        # A run-time variant's fields (a GEMM's swizzle, splits): bind() sets them on every argument struct.
+        self.arguments = dict(arguments or {})
+        fields = {name for name, _ in (args_type or FAMILY_ABIS["gemm"].struct)._fields_}
+        unknown = sorted(set(self.arguments) - fields)
+        if unknown:
+            raise KernelLoadError(f"arguments {unknown} are not fields of "
+                                  f"{(args_type or FAMILY_ABIS['gemm'].struct).__name__}")
         if not self.path.is_file():
             raise KernelLoadError(f"{self.path}: no such file (was the candidate built?)")
         try:
@@ -215,6 +223,12 @@ class KernelLibrary:
         fn.restype = restype
         fn.argtypes = argtypes
         return fn
+
+    def bind(self, args):
+        """Sets this candidate's own argument fields on args (built by the family's case); returns args."""
+        for name, value in self.arguments.items():
+            setattr(args, name, value)
+        return args
 
     def can_implement(self, args) -> int:
         return int(self._can_implement(ctypes.byref(args)))

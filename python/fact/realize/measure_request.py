@@ -26,6 +26,12 @@ class RequestError(Exception):
 class Candidate:
     id: str
     library: str
+    kernel: str = ""      # the library's symbols are fact_<kernel>_*; "" = id (run-time variants share a kernel)
+    arguments: dict = field(default_factory=dict)  # argument-struct fields set before each call (a GEMM's swizzle)
+
+    @property
+    def symbols(self) -> str:
+        return self.kernel or self.id
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,8 @@ class MeasureRequest:
         return {
             "family": self.family,
             "problem": self.problem.to_json(),
-            "candidates": [asdict(c) for c in self.candidates],
+            "candidates": [{k: v for k, v in asdict(c).items() if v or k in ("id", "library")}
+                           for c in self.candidates],
             "trials": self.trials, "baseline": self.baseline,
             "warmup_ms": self.warmup_ms, "rep_ms": self.rep_ms, "timeout_s": self.timeout_s,
         }
@@ -57,9 +64,9 @@ def parse_candidates(value, where: str = "request.candidates") -> tuple[Candidat
     for i, c in enumerate(value):
         w = f"{where}[{i}]"
         if not isinstance(c, dict):
-            raise RequestError(f"{w}: expected an object with keys id, library")
+            raise RequestError(f"{w}: expected an object with keys id, library (and optionally kernel, arguments)")
         try:
-            check_keys(c, ("id", "library"), w)
+            check_keys(c, ("id", "library", "kernel", "arguments"), w)
         except ValueError as e:
             raise RequestError(str(e)) from e
         cid, lib = c.get("id"), c.get("library")
@@ -71,7 +78,16 @@ def parse_candidates(value, where: str = "request.candidates") -> tuple[Candidat
         seen.add(cid)
         if not isinstance(lib, str) or not Path(lib).is_absolute():
             raise RequestError(f"{w}.library: {lib!r} must be an absolute path to the candidate's .so")
-        out.append(Candidate(id=cid, library=lib))
+        kernel = c.get("kernel", "")
+        if not isinstance(kernel, str) or (kernel and not KERNEL_ID_PATTERN.match(kernel)):
+            raise RequestError(f"{w}.kernel: {kernel!r} must be a string of [A-Za-z0-9_] (the library's symbols "
+                               f"fact_<kernel>_run etc.; omit it when they are fact_<id>_*)")
+        arguments = c.get("arguments", {})
+        if not isinstance(arguments, dict) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                for k, v in arguments.items()):
+            raise RequestError(f"{w}.arguments: {arguments!r} must map argument-struct field names to numbers")
+        out.append(Candidate(id=cid, library=lib, kernel=kernel, arguments=dict(arguments)))
     return tuple(out)
 
 

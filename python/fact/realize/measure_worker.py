@@ -168,9 +168,10 @@ class Worker:
         return out
 
     # -- candidates -----------------------------------------------------------------------------
-    def candidate(self, cid: str, library: str) -> tuple[dict, bool]:
+    def candidate(self, cand) -> tuple[dict, bool]:
         """Measures one candidate; returns (result, context_lost)."""
         torch, case = self.torch, self.case
+        cid = cand.id
         res = {"id": cid, "status": "ok", "ms": None, "rel_err": None, "max_abs_err": None,
                "max_err_vs_peak": None, "tolerance": self.tol, "message": None, "config": None}
 
@@ -179,7 +180,8 @@ class Worker:
             return res, context_lost
 
         try:
-            lib = KernelLibrary(library, cid, case.args_type, has_workspace=case.has_workspace)
+            lib = KernelLibrary(cand.library, cand.symbols, case.args_type, has_workspace=case.has_workspace,
+                                arguments=cand.arguments)
         except KernelLoadError as e:
             return fail("load_failed", str(e))
         text = lib.describe()
@@ -187,6 +189,8 @@ class Worker:
             res["config"] = json.loads(text) if text else None
         except json.JSONDecodeError:
             res["config"] = text
+        if cand.arguments:
+            res["arguments"] = cand.arguments
 
         stream_ptr = self.stream.cuda_stream
         checks = [(case, self.request.trials, "")]
@@ -198,7 +202,7 @@ class Worker:
                 inp = c.make_inputs(self.device)
                 if prepare is not None:
                     prepare(inp)  # e.g. SwiGLU's U by PyTorch, as the composed module runs it
-                args = c.kernel_args(inp, stream_ptr)
+                args = lib.bind(c.kernel_args(inp, stream_ptr))
                 code = lib.can_implement(args)
                 if code != 0:
                     return fail("cannot_implement", f"can_implement returned {status_name(code)}{label}")
@@ -240,7 +244,7 @@ class Worker:
 
         # Timing over the rotating sets, one prebuilt argument struct each, one shared workspace; what the
         # composed module keeps between calls (a weight's pre-pass copy) is made before, as in its steady state.
-        arg_sets = [case.kernel_args(s, stream_ptr) for s in self.sets]
+        arg_sets = [lib.bind(case.kernel_args(s, stream_ptr)) for s in self.sets]
         try:
             kept = [case.keep_between_calls(lib, s, a) for s, a in zip(self.sets, arg_sets)]
         except Exception as e:  # noqa: BLE001
@@ -303,11 +307,11 @@ def main(argv: list[str]) -> int:
             proto.emit("baseline", status="failed", message=first_line(e))
             if not context_usable():
                 return EXIT_CONTEXT_LOST
-    libraries = {c.id: c.library for c in request.candidates}
+    candidates = {c.id: c for c in request.candidates}
     for cid in job.get("candidate_ids", []):
         proto.emit("start", item=cid)
         try:
-            result, lost = worker.candidate(cid, libraries[cid])
+            result, lost = worker.candidate(candidates[cid])
         except Exception as e:  # noqa: BLE001 - a bug here or in the candidate's host code
             traceback.print_exc()
             lost = not context_usable()

@@ -252,6 +252,17 @@ def kernel_command(lib: OpLibrary, op: OpSpec, cutlass_dir: Path, nvcc: str) -> 
     return [nvcc] + substitute(op.nvcc_args, values)
 
 
+def kernel_ops(lib: OpLibrary) -> list:
+    """One op per kernel object: ops whose configs are run-time variants of one kernel share its source and object,
+    which is compiled and linked once."""
+    seen, out = set(), []
+    for op in lib.ops:
+        if op.kernel_object not in seen:
+            seen.add(op.kernel_object)
+            out.append(op)
+    return out
+
+
 def ops_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str) -> list[str]:
     b = lib.build
     flags = substitute(b["ops_cxx_flags"], {"{fact_include}": str(lib.path(b["include_dir"]))})
@@ -264,7 +275,7 @@ def link_command(lib: OpLibrary, torch_flags: TorchBuildFlags, cxx: str,
                  prebuilt: dict[str, Path] | None = None) -> list[str]:
     prebuilt = prebuilt or {}
     objects = [str(lib.path(lib.build["ops_object"]))] + [str(prebuilt.get(op.config_id, lib.path(op.kernel_object)))
-                                                          for op in lib.ops]
+                                                          for op in kernel_ops(lib)]
     return ([cxx, "-shared", "-o", str(lib.library_path)] + objects
             + [f"-L{d}" for d in torch_flags.library_dirs]
             + [f"-Wl,-rpath,{d}" for d in torch_flags.library_dirs]
@@ -419,10 +430,10 @@ def plan_steps(lib: OpLibrary, cutlass_dir: Path | None, nvcc: str, torch_flags:
     include = lib.path(lib.build["include_dir"]) / "kernel_abi.h"
     compiles = [Step(f"kernel {op.config_id}", kernel_command(lib, op, cutlass_dir, nvcc),
                      lib.path(op.kernel_object), (lib.path(op.kernel_source), include))
-                for op in lib.ops if op.config_id not in prebuilt]
+                for op in kernel_ops(lib) if op.config_id not in prebuilt]
     compiles.append(Step("ops.cpp", ops_command(lib, torch_flags, cxx), lib.path(lib.build["ops_object"]),
                          (lib.path(lib.build["ops_source"]), include)))
-    objects = tuple(s.output for s in compiles) + tuple(prebuilt[op.config_id] for op in lib.ops
+    objects = tuple(s.output for s in compiles) + tuple(prebuilt[op.config_id] for op in kernel_ops(lib)
                                                         if op.config_id in prebuilt)
     link = Step("link", link_command(lib, torch_flags, cxx, prebuilt), lib.library_path, objects,
                 record=lib.path(lib.build["object_dir"]) / f"{lib.library}.cmd")
@@ -432,7 +443,7 @@ def plan_steps(lib: OpLibrary, cutlass_dir: Path | None, nvcc: str, torch_flags:
 def prebuilt_steps(lib: OpLibrary, prebuilt: dict[str, Path]) -> list[Step]:
     """One step per kernel linked from its prebuilt object (nothing run: the record says where it came from)."""
     return [Step(f"kernel {op.config_id}", [], prebuilt[op.config_id], (), status="prebuilt")
-            for op in lib.ops if op.config_id in prebuilt]
+            for op in kernel_ops(lib) if op.config_id in prebuilt]
 
 
 def verify_loads(lib: OpLibrary) -> list[str]:
@@ -447,7 +458,7 @@ def build(lib: OpLibrary, jobs: int, log=print) -> dict:
     """Compiles, links and load-checks; returns the build_result.json object (status ok or failed)."""
     torch_flags = torch_build_flags()
     prebuilt = prebuilt_objects(lib, log)
-    to_compile = [op for op in lib.ops if op.config_id not in prebuilt]
+    to_compile = [op for op in kernel_ops(lib) if op.config_id not in prebuilt]
     # CUTLASS and nvcc are needed only for kernels that are compiled here.
     cutlass_dir, nvcc = (find_cutlass_dir(), nvcc_exe()) if to_compile else (None, nvcc_exe())
     if to_compile and shutil.which(nvcc) is None:

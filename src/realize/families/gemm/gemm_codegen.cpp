@@ -59,6 +59,7 @@ int partial_alignment(const GemmConfig& c) {
 
 // The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
 std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
+std::string run_time_schedule_source() { return render_template_file("cutlass/sm90_run_time_schedule.hpp.in", {}); }
 
 // The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
 // reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's code then
@@ -131,7 +132,6 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       {"threadblock_k", std::to_string(c.threadblock.k)},
       {"epilogue", to_string(c.epilogue)},
       {"has_bias", boolean(has_bias(c.epilogue))},
-      {"split_k_slices", std::to_string(c.split_k_slices)},
       {"fp32_activation", fp32_activation_source(c)},
   };
   if (c.api == KernelApi::cutlass3_collective) {
@@ -142,9 +142,8 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["epilogue_schedule"] = to_string(c.epilogue_schedule);
     v["tile_scheduler"] = stream_k ? "StreamKScheduler" : "PersistentScheduler";
     v["stream_k"] = boolean(stream_k);
-    v["nondeterministic_reduction"] = boolean(c.nondeterministic_reduction);
+    v["run_time_schedule"] = run_time_schedule_source();
     v["has_residual"] = boolean(has_residual(c.epilogue));
-    v["swizzle"] = std::to_string(c.swizzle);
     v["epilogue_tree"] = c.epilogue.tree.text();
     v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
     v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
@@ -161,6 +160,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       v["operand_prepass"] = tf32_operand_prepass_source();
     }
   } else {
+    v["split_k_slices"] = std::to_string(c.split_k_slices);
     v["op_class"] = c.op_class == OpClass::simt ? "cutlass::arch::OpClassSimt" : "cutlass::arch::OpClassTensorOp";
     v["warp_m"] = std::to_string(c.warp.m);
     v["warp_n"] = std::to_string(c.warp.n);
@@ -191,16 +191,25 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
 GeneratedSource generate_gemm_kernel(const GemmConfig& config) {
   if (auto why = gemm_config_rejection(reference_problem(config), config))
     throw Error(fmt::format("GEMM config {} ({}) cannot be generated: {}", config.id(), config.summary(), *why));
+  // Every run-time variant of a kernel renders the same text (its kernel config's), so one build serves them all.
+  GemmConfig kernel = config.kernel_config();
   GeneratedSource out;
-  out.config_id = config.id();
-  out.template_name = gemm_kernel_template(config);
-  out.text = render_template_file(out.template_name, gemm_kernel_values(config));
+  out.config_id = kernel.id();
+  out.template_name = gemm_kernel_template(kernel);
+  out.text = render_template_file(out.template_name, gemm_kernel_values(kernel));
   return out;
 }
 
 std::string gemm_op_wrapper_fragment(const GemmConfig& c) {
+  // A run-time variant calls its kernel's symbols and sets its knobs (swizzle, raster, splits, reduction) itself.
+  std::string run_time_arguments;
+  const nlohmann::json knobs = c.run_time_arguments();
+  for (auto& [field, value] : knobs.items())
+    run_time_arguments += fmt::format("  args.{} = {};\n", field, value.dump());
   TemplateValues v = {
       {"config_id", c.id()},
+      {"kernel_id", c.kernel_id()},
+      {"run_time_arguments", run_time_arguments},
       {"summary", c.summary()},
       {"numerics", to_string(c.numerics)},
       {"torch_dtype_in", torch_scalar_type(c.element_in)},

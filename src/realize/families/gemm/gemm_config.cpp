@@ -32,6 +32,8 @@ constexpr std::array<std::pair<MainloopTransform, const char*>, 3> kMainloopTran
     {MainloopTransform::none, "none"}, {MainloopTransform::split3_tf32, "split3_tf32"},
     {MainloopTransform::kmajor_tf32, "kmajor_tf32"}}};
 
+constexpr std::array<std::pair<RasterOrder, const char*>, 3> kRasterOrders{{
+    {RasterOrder::heuristic, "heuristic"}, {RasterOrder::along_m, "along_m"}, {RasterOrder::along_n, "along_n"}}};
 
 nlohmann::json shape_json(const GemmShape& s) { return nlohmann::json::array({s.m, s.n, s.k}); }
 GemmShape shape_from(const nlohmann::json& j) { return {j.at(0).get<int>(), j.at(1).get<int>(), j.at(2).get<int>()}; }
@@ -45,6 +47,26 @@ std::string to_string(EpilogueSchedule v) { return enum_name(kEpilogueSchedules,
 std::string to_string(TileScheduler v) { return enum_name(kTileSchedulers, v); }
 std::string to_string(SplitKMode v) { return enum_name(kSplitKModes, v); }
 std::string to_string(MainloopTransform v) { return enum_name(kMainloopTransforms, v); }
+std::string to_string(RasterOrder v) { return enum_name(kRasterOrders, v); }
+
+GemmConfig GemmConfig::kernel_config() const {
+  if (api != KernelApi::cutlass3_collective) return *this;
+  GemmConfig k = *this;
+  k.swizzle = 1;
+  k.raster_order = RasterOrder::heuristic;
+  k.split_k_mode = SplitKMode::none;
+  k.split_k_slices = 1;
+  k.nondeterministic_reduction = false;
+  return k;
+}
+
+nlohmann::json GemmConfig::run_time_arguments() const {
+  if (api != KernelApi::cutlass3_collective) return nlohmann::json::object();
+  // FactGemmArgs' codes (data/families/gemm.json): raster 0 heuristic, 1 along M, 2 along N; reduction 1 = any order.
+  int raster = raster_order == RasterOrder::along_m ? 1 : raster_order == RasterOrder::along_n ? 2 : 0;
+  return {{"swizzle", swizzle}, {"raster", raster}, {"splits", split_k_mode == SplitKMode::none ? 1 : split_k_slices},
+          {"reduction", nondeterministic_reduction ? 1 : 0}};
+}
 
 std::string GemmConfig::math_operator() const {
   return numerics == Numerics::x3tf32 ? "OpMultiplyAddFastF32" : "OpMultiplyAdd";
@@ -70,6 +92,7 @@ nlohmann::json GemmConfig::to_json() const {
   if (mainloop_transform != MainloopTransform::none) j["mainloop_transform"] = to_string(mainloop_transform);
   if (nondeterministic_reduction) j["reduction"] = "nondeterministic";  // absent: ids of older records stay
   if (promotion_interval != 0) j["promotion_interval"] = promotion_interval;
+  if (raster_order != RasterOrder::heuristic) j["raster_order"] = to_string(raster_order);
   return j;
 }
 
@@ -103,6 +126,7 @@ GemmConfig GemmConfig::from_json(const nlohmann::json& j) {
     if (j.contains("mainloop_transform"))
       c.mainloop_transform = parse_enum(kMainloopTransforms, j.at("mainloop_transform"), "GEMM config mainloop_transform");
     if (j.contains("promotion_interval")) c.promotion_interval = j.at("promotion_interval");
+    if (j.contains("raster_order")) c.raster_order = parse_enum(kRasterOrders, j.at("raster_order"), "GEMM config raster_order");
     if (j.contains("reduction")) {
       std::string r = j.at("reduction");
       if (r != "nondeterministic" && r != "deterministic")
@@ -138,6 +162,7 @@ std::string GemmConfig::summary() const {
   s += to_string(tile_scheduler);
   if (split_k_mode != SplitKMode::none) s += fmt::format(" splitk-{}x{}", to_string(split_k_mode), split_k_slices);
   if (swizzle > 1) s += fmt::format(" swz{}", swizzle);
+  if (raster_order != RasterOrder::heuristic) s += " raster-" + to_string(raster_order);
   if (mainloop_transform != MainloopTransform::none) s += " " + to_string(mainloop_transform);
   if (nondeterministic_reduction) s += " nondet-reduce";
   if (promotion_interval != 0) s += " promote-" + std::to_string(promotion_interval);

@@ -34,6 +34,8 @@ enum class SplitKMode { none, serial, parallel };
 //                one TF32 GEMM computes A_big B_big + A_big B_small + A_small B_big (3xTF32, fp32-level error);
 //   kmajor_tf32: operands that are not K-major (or not 16-byte aligned) are copied K-major, rounded to TF32.
 enum class MainloopTransform { none, split3_tf32, kmajor_tf32 };
+// 3.x tile schedulers' raster order (RasterOrderOptions): which grid dimension consecutive tiles walk first.
+enum class RasterOrder { heuristic, along_m, along_n };
 
 std::string to_string(KernelApi v);
 std::string to_string(OpClass v);
@@ -42,6 +44,7 @@ std::string to_string(EpilogueSchedule v);
 std::string to_string(TileScheduler v);
 std::string to_string(SplitKMode v);
 std::string to_string(MainloopTransform v);
+std::string to_string(RasterOrder v);
 
 struct GemmShape {  // M x N x K, as cutlass::gemm::GemmShape / cute::Shape
   int m = 0, n = 0, k = 0;
@@ -80,6 +83,18 @@ struct GemmConfig {
   // split3_tf32 only: wgmma instructions between promotions of the tensor-core accumulators into fp32
   // registers (CUTLASS's mma_promotion_interval); 0 = never. Shorter is more accurate and slower.
   int promotion_interval = 0;
+  // 3.x only; written to the JSON only when not `heuristic`.
+  RasterOrder raster_order = RasterOrder::heuristic;
+
+  // 3.x kernels take their tile scheduler's knobs (swizzle, raster order, splits, reduction mode) at run time:
+  // the kernel that is compiled is the config with those knobs at their defaults (the same for every variant,
+  // so one build serves them all); the variant passes its knobs through FactGemmArgs. 2.x kernels compile
+  // every knob in: their kernel config is the config itself.
+  GemmConfig kernel_config() const;
+  std::string kernel_id() const { return kernel_config().id(); }
+  // The FactGemmArgs fields this variant sets for its kernel ({"swizzle", "raster", "splits", "reduction"});
+  // empty for 2.x kernels.
+  nlohmann::json run_time_arguments() const;
 
   // CUTLASS math operator: arch::OpMultiplyAdd, or arch::OpMultiplyAddFastF32 for 3xTF32.
   std::string math_operator() const;

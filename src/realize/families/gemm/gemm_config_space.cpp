@@ -123,6 +123,18 @@ void add_scheduling_variants(const GemmProblem& p, GemmConfig c, int sm_count, s
       out.push_back(s);
     }
   }
+  // 3.x knobs are run-time arguments of one build: the raster order CUTLASS's heuristic does not pick (it walks
+  // along M when the grid has more N tiles) is one more measurement, not one more compile.
+  int64_t tiles_m = ceil_div(p.m, c.threadblock.m), tiles_n = ceil_div(p.n, c.threadblock.n);
+  if (sm90 && tiles_m > 1 && tiles_n > 1) {
+    GemmConfig s = c;
+    s.raster_order = tiles_n > tiles_m ? RasterOrder::along_n : RasterOrder::along_m;
+    out.push_back(s);
+    if (tiles > sm_count) {
+      s.swizzle = 4;
+      out.push_back(s);
+    }
+  }
   int64_t k_tiles = ceil_div(p.k, c.threadblock.k);
   if (wave_efficiency(tiles, sm_count) < kStreamKWaveThreshold && k_tiles >= kMinKTilesPerSplit) {
     GemmConfig s = c;
@@ -398,7 +410,39 @@ GemmConfigSpace enumerate_gemm_configs(const GemmProblem& p, const GemmSpaceOpti
   }
   std::stable_sort(space.ranked.begin(), space.ranked.end(),
                    [](const RankedGemmConfig& a, const RankedGemmConfig& b) { return a.score > b.score; });
-  if (int(space.ranked.size()) > o.top_n) space.ranked.resize(o.top_n);
+  // top_n counts kernels (what nvcc builds). The scores are rough, so the kernels are picked diverse first: the
+  // kinds of kernel (API, mainloop transform, schedule) take turns, best kind first, each giving its best kernel not
+  // yet taken. Each kernel keeps its best run-time variants (they share its build); the result stays in score order.
+  auto kind = [](const GemmConfig& c) {
+    return fmt::format("{}/{}/{}", to_string(c.api), to_string(c.mainloop_transform), to_string(c.kernel_schedule));
+  };
+  std::vector<std::string> kinds;                       // in order of their best score
+  std::map<std::string, std::vector<std::string>> kernels_of;  // kind -> its kernels, best first
+  for (const auto& r : space.ranked) {
+    std::string k = kind(r.config), id = r.config.kernel_id();
+    if (!kernels_of.count(k)) kinds.push_back(k);
+    auto& list = kernels_of[k];
+    if (std::find(list.begin(), list.end(), id) == list.end()) list.push_back(id);
+  }
+  std::map<std::string, int> variants;  // chosen kernel id -> variants kept
+  for (size_t round = 0; int(variants.size()) < o.top_n; ++round) {
+    bool any = false;
+    for (const auto& k : kinds) {
+      const auto& list = kernels_of[k];
+      if (round >= list.size() || int(variants.size()) == o.top_n) continue;
+      variants.emplace(list[round], 0);
+      any = true;
+    }
+    if (!any) break;
+  }
+  std::vector<RankedGemmConfig> kept;
+  for (auto& r : space.ranked) {
+    auto it = variants.find(r.config.kernel_id());
+    if (it == variants.end() || it->second == o.max_variants_per_kernel) continue;
+    ++it->second;
+    kept.push_back(std::move(r));
+  }
+  space.ranked = std::move(kept);
   return space;
 }
 

@@ -13,7 +13,8 @@
 namespace fact::realize {
 
 struct GemmSpaceOptions {
-  int top_n = 16;
+  int top_n = 16;                // kernels (distinct builds), each with its run-time variants
+  int max_variants_per_kernel = 8;  // 3.x knobs (swizzle, raster, splits, reduction) measured per build
   int sm_count = 0;              // 0: the problem arch's (data/arch)
   int smem_capacity_bytes = 0;   // 0: the arch's limit (sm80 164 KB, sm90 227 KB)
   bool cutlass2_on_sm90 = true;  // offer sm80-generation kernels compiled for sm_90a
@@ -27,7 +28,7 @@ struct RankedGemmConfig {
 };
 
 struct GemmConfigSpace {
-  std::vector<RankedGemmConfig> ranked;     // best first, at most top_n
+  std::vector<RankedGemmConfig> ranked;     // best first: the variants of at most top_n kernels
   int enumerated = 0;                       // before pruning
   std::map<std::string, int> pruned;        // reason -> how many configs it removed
 };

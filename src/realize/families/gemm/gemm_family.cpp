@@ -172,7 +172,7 @@ class GemmFamily final : public KernelFamily {
 
  private:
   static FamilyCandidate candidate(const GemmConfig& c) {
-    return {c.id(), c.to_json(), c.summary(), c.arch, generate_gemm_kernel(c), ""};
+    return {c.id(), c.to_json(), c.summary(), c.arch, generate_gemm_kernel(c), "", c.run_time_arguments()};
   }
 };
 

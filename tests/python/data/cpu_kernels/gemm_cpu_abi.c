@@ -5,6 +5,7 @@
 //   -DFACT_SWIGLU=0|1   epilogue bias (0), or bias_silu_mul: silu(A@B + bias) * residual (1)
 //   -DFACT_BUG=0..3     faults the worker must catch: 1 leaves the last column unwritten, 2 changes A after
 //                       the product, 3 refuses every shape
+//   -DFACT_SWIZZLE=<n>  like a run-time variant's kernel: refuses every call whose args->swizzle is not n
 #include <math.h>
 #include <string.h>
 
@@ -16,6 +17,9 @@
 #ifndef FACT_BUG
 #define FACT_BUG 0
 #endif
+#ifndef FACT_SWIZZLE
+#define FACT_SWIZZLE 0
+#endif
 #define WORKSPACE_BYTES 256
 
 #define CAT3_(a, b, c) a##b##c
@@ -23,7 +27,7 @@
 #define FN(name) CAT3(fact_, FACT_ID, _##name)
 
 int FN(can_implement)(const FactGemmArgs* args) {
-  (void)args;
+  if (args->swizzle != FACT_SWIZZLE) return FACT_ERR_SHAPE;
   return FACT_BUG == 3 ? FACT_ERR_SHAPE : FACT_OK;
 }
 
@@ -33,6 +37,7 @@ size_t FN(workspace_bytes)(const FactGemmArgs* args) {
 }
 
 int FN(run)(const FactGemmArgs* p) {
+  if (p->swizzle != FACT_SWIZZLE) return FACT_ERR_SHAPE;
   if (!p->workspace || p->workspace_bytes < WORKSPACE_BYTES) return FACT_ERR_WORKSPACE;
   memset(p->workspace, 0, WORKSPACE_BYTES);
   const float* a = (const float*)p->a;
