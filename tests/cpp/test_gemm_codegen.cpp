@@ -402,10 +402,11 @@ TEST(GemmCodegen, NvccCommandNamesArchIncludesAndOutput) {
 }
 
 TEST(GemmCodegenNvcc, Sm90Bf16CooperativeTmaCompiles) { expect_compiles(sm90_bf16_cooperative(), "sm90_bf16_coop"); }
-// tf32 with row-major B and no pre-pass: CUTLASS's builder picks its register-sourced mainloop (B transposed on
+// tf32 with column-major A and no pre-pass: CUTLASS's builder picks its register-sourced mainloop (A transposed on
 // its way through registers), in both schedules.
-TEST(GemmCodegenNvcc, Sm90Tf32RowMajorBRegisterSourcedCompiles) {
-  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+TEST(GemmCodegenNvcc, Sm90Tf32ColumnMajorARegisterSourcedCompiles) {
+  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, /*b_column=*/true);
+  p.a.layout = MatrixLayout::column;
   for (auto schedule : {KernelSchedule::KernelTmaWarpSpecializedCooperative, KernelSchedule::KernelTmaWarpSpecializedPingpong}) {
     const GemmConfig* found = nullptr;
     auto space = enumerate_gemm_configs(p, {.top_n = 100000});
@@ -417,7 +418,7 @@ TEST(GemmCodegenNvcc, Sm90Tf32RowMajorBRegisterSourcedCompiles) {
       }
     ASSERT_NE(found, nullptr) << to_string(schedule);
     EXPECT_EQ(generate_gemm_kernel(*found).template_name, "cutlass/gemm_sm90_collective.cu.in");
-    expect_compiles(*found, "sm90_tf32_rs_" + to_string(schedule));
+    expect_compiles(*found, "sm90_tf32_rs_a_" + to_string(schedule));
   }
 }
 // The 2.x 3xTF32 kernel with FACT's accurate tanh-GELU as its LinearCombinationGeneric activation.
@@ -480,6 +481,37 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32SplitPrepassCompilesAndSizesWorkspace) {
   a.prepared_b = nullptr;
   a.d = fake((1 << 22) + 4);  // D must stay 16-byte aligned for TMA
   EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE);
+  dlclose(lib);
+}
+// A stream-K kernel serves split-K and both reduction orders at run time: its library checks splits and reduction
+// from FactGemmArgs. Its scheduler divides work by the SM count, so without a GPU it answers FACT_ERR_UNSUPPORTED
+// (never a crash) where a GPU machine answers FACT_OK.
+TEST(GemmCodegenNvcc, Sm90StreamKTakesSplitsAndReductionAtRunTime) {
+  GemmConfig c = sm90_bf16_cooperative();
+  c.cluster = {1, 1, 1};
+  c.tile_scheduler = TileScheduler::stream_k;
+  fs::path so = expect_compiles(c, "sm90_bf16_stream_k", NvccOutput::shared_library);
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  std::string prefix = "fact_" + c.kernel_id();
+  auto can_implement = reinterpret_cast<int (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_can_implement").c_str()));
+  auto workspace_bytes = reinterpret_cast<size_t (*)(const FactGemmArgs*)>(dlsym(lib, (prefix + "_workspace_bytes").c_str()));
+  ASSERT_TRUE(can_implement && workspace_bytes);
+  auto fake = [](uintptr_t at) { return reinterpret_cast<void*>(at); };
+  FactGemmArgs a{};
+  a.m = a.n = 256, a.k = 65536, a.batch = 1;
+  a.a = fake(1 << 20), a.lda = a.k;
+  a.b = fake(1 << 21), a.ldb = a.k;  // column-major B
+  a.d = fake(1 << 22), a.ldd = a.n;
+  a.alpha = 1.0f;
+  a.splits = 8, a.reduction = 1;
+  int rc = can_implement(&a);
+  EXPECT_TRUE(rc == FACT_OK || rc == FACT_ERR_UNSUPPORTED) << rc;
+  (void)workspace_bytes(&a);  // answers without a GPU too
+  a.reduction = 2;
+  EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE) << "reduction is 0 (deterministic) or 1 (any order)";
+  a.reduction = 0, a.swizzle = 3;
+  EXPECT_EQ(can_implement(&a), FACT_ERR_SHAPE) << "swizzles are 1, 2, 4 or 8";
   dlclose(lib);
 }
 // MiniGPT's MLP GEMM in 3xtf32 on the H100: the split pre-pass kernel with FACT's accurate tanh-GELU in

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -18,6 +19,13 @@ bool any_pruned_for(const GemmConfigSpace& s, const std::string& words) {
   for (auto& [why, n] : s.pruned)
     if (why.find(words) != std::string::npos) return true;
   return false;
+}
+
+// A [m, k] operand stored column-major (a transposed view, A.T of a [k, m] tensor).
+GemmProblem with_column_major_a(GemmProblem p) {
+  p.a.layout = MatrixLayout::column;
+  p.a.ld = p.m;
+  return p;
 }
 
 }  // namespace
@@ -129,26 +137,41 @@ TEST(GemmConfigSpace, SplitKOfferedForLargeKNotForSquare) {
 }
 
 TEST(GemmConfigSpace, Sm90Tf32NotKMajorGetsTheRegisterSourcedMainloopAndThePrepass) {
-  // Row-major B is N-major, which wgmma tf32 cannot read from shared memory: CUTLASS's register-sourced mainloop
-  // (no transform: the builder transposes B through registers) and FACT's K-major copy pre-pass both compete.
-  auto p = GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
-  auto nn = all_configs(p);
-  EXPECT_EQ(nn.ranked.front().config.api, KernelApi::cutlass3_collective);
+  // Column-major A is M-major, which wgmma tf32 cannot read from shared memory: CUTLASS's register-sourced mainloop
+  // (no transform: A goes through registers, transposed there) and FACT's K-major copy pre-pass both compete.
+  auto p = with_column_major_a(GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/true));
+  auto tn = all_configs(p);
+  EXPECT_EQ(tn.ranked.front().config.api, KernelApi::cutlass3_collective);
   std::set<MainloopTransform> transforms;
-  for (const auto& r : nn.ranked)
+  for (const auto& r : tn.ranked)
     if (r.config.api == KernelApi::cutlass3_collective) transforms.insert(r.config.mainloop_transform);
   EXPECT_EQ(transforms, (std::set<MainloopTransform>{MainloopTransform::none, MainloopTransform::kmajor_tf32}));
-  // The same tile through the pre-pass ranks by the copy's HBM time against the in-kernel transpose's guess.
-  GemmConfig in_kernel = nn.ranked.front().config;
+  GemmConfig in_kernel = tn.ranked.front().config;
   in_kernel.mainloop_transform = MainloopTransform::none;
   GemmConfig copied = in_kernel;
   copied.mainloop_transform = MainloopTransform::kmajor_tf32;
   EXPECT_FALSE(gemm_config_rejection(p, in_kernel).has_value());
   EXPECT_FALSE(gemm_config_rejection(p, copied).has_value());
   EXPECT_NE(in_kernel.id(), copied.id());
-  // An operand TMA cannot read (rows not 16-byte aligned) has only the pre-pass.
-  auto odd = GemmProblem::packed(2048, 2048, 2046, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+  // Row-major A and B: the builder would swap A and B (computing D^T, measured wrong on the H100), so only the
+  // pre-pass runs, and the plain config says why.
+  auto nn_problem = GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+  auto nn = all_configs(nn_problem);
   int sm90 = 0;
+  for (const auto& r : nn.ranked)
+    if (r.config.api == KernelApi::cutlass3_collective) {
+      ++sm90;
+      EXPECT_EQ(r.config.mainloop_transform, MainloopTransform::kmajor_tf32) << r.config.summary();
+    }
+  EXPECT_GT(sm90, 0);
+  GemmConfig swapped = nn.ranked.front().config;
+  swapped.mainloop_transform = MainloopTransform::none;
+  auto why = gemm_config_rejection(nn_problem, swapped);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("kmajor_tf32"), std::string::npos) << *why;
+  // An operand TMA cannot read (rows not 16-byte aligned) has only the pre-pass.
+  auto odd = with_column_major_a(GemmProblem::packed(2046, 2048, 2048, 1, Numerics::tf32, Arch::sm90, true));
+  sm90 = 0;
   for (const auto& r : all_configs(odd).ranked)
     if (r.config.api == KernelApi::cutlass3_collective) {
       ++sm90;
@@ -267,9 +290,9 @@ TEST(GemmConfigSpace, Sm90RunTimeVariantsShareOneKernelAndKeepTheirOwnIds) {
 }
 
 TEST(GemmConfigSpace, TheKindsOfKernelTakeTurnsBeforeASecondKernelOfAKind) {
-  // tf32 with row-major B: the register-sourced and the pre-pass mainloops, each in both schedules, are four kinds;
-  // four kernels are one of each, not the four best-scored tiles of one kind.
-  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
+  // tf32 with column-major A: the register-sourced and the pre-pass mainloops, each in both schedules, are four
+  // kinds; four kernels are one of each, not the four best-scored tiles of one kind.
+  auto p = with_column_major_a(GemmProblem::packed(4096, 4096, 4096, 1, Numerics::tf32, Arch::sm90, true));
   auto s = enumerate_gemm_configs(p, {.top_n = 4});
   std::set<std::string> kernels;
   std::set<MainloopTransform> transforms;
@@ -282,6 +305,16 @@ TEST(GemmConfigSpace, TheKindsOfKernelTakeTurnsBeforeASecondKernelOfAKind) {
   EXPECT_EQ(kernels.size(), 4u);
   EXPECT_EQ(transforms, (std::set<MainloopTransform>{MainloopTransform::none, MainloopTransform::kmajor_tf32}));
   EXPECT_EQ(schedules.size(), 2u);
+  // Eight: each kind's second kernel is another tile shape, not another cluster of its first.
+  std::map<std::string, std::set<std::string>> tiles_of_kind;
+  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 8}).ranked)
+    tiles_of_kind[to_string(r.config.mainloop_transform) + to_string(r.config.kernel_schedule)].insert(
+        std::to_string(r.config.threadblock.m) + "x" + std::to_string(r.config.threadblock.n));
+  for (const auto& [kind, tiles] : tiles_of_kind) EXPECT_EQ(tiles.size(), 2u) << kind;
+  // mma.sync kernels (half of wgmma's rate on sm90) wait until the wgmma kinds run out.
+  auto bf16 = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::bf16, Arch::sm90, true);
+  for (const auto& r : enumerate_gemm_configs(bf16, {.top_n = 8}).ranked)
+    EXPECT_EQ(r.config.api, KernelApi::cutlass3_collective) << r.config.summary();
   // One kernel: the best-scored one, with its variants.
   auto best = enumerate_gemm_configs(p, {.top_n = 100000}).ranked.front().config;
   auto one = enumerate_gemm_configs(p, {.top_n = 1});

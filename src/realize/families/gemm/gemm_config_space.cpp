@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -63,6 +65,8 @@ constexpr double kKernelLaunchSeconds = 3e-6;  // launch and ramp of one kernel:
 // What the register-sourced TF32 mainloop is assumed to keep of a K-major kernel's rate (its operand goes through
 // registers and is transposed there); a guess the measurements replace.
 constexpr double kInKernelTransposeEfficiency = 0.9;
+// Kinds of kernel scored under this share of the best one take turns only after the others ran out of kernels.
+constexpr double kDiverseKindScoreFloor = 0.75;
 
 int mma_k(Numerics n) { return n == Numerics::bf16 || n == Numerics::fp16 ? 16 : 8; }
 
@@ -186,13 +190,20 @@ void enumerate_cutlass2(const GemmProblem& p, int sm_count, std::vector<GemmConf
 
 bool k_major(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && b == MatrixLayout::column; }
 
+// CUTLASS's builder reads a K-major A with an MN-major B by swapping A and B (SwapAB): the kernel then computes
+// D^T, and an epilogue written for D gets tiles it does not expect (measured on the H100: half to three quarters of
+// D unwritten, or wrong). FACT's epilogues are for D, so this layout goes through the pre-pass.
+bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && b == MatrixLayout::row; }
+
 // wgmma has no 3xTF32 mode and reads TF32 only K-major from shared memory. A TF32 operand that is not K-major
 // either gets a FACT pre-pass (a K-major copy) or stays as it is: CUTLASS's builder then picks its
 // register-sourced mainloop, which transposes that operand on its way from shared memory to the MMA.
 std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
   if (p.numerics == Numerics::x3tf32) return {MainloopTransform::split3_tf32};
-  if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout))
+  if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) {
+    if (builder_swaps_ab(p.a.layout, p.b.layout)) return {MainloopTransform::kmajor_tf32};
     return {MainloopTransform::none, MainloopTransform::kmajor_tf32};
+  }
   return {MainloopTransform::none};
 }
 
@@ -301,6 +312,9 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     // The pre-pass reads A and B at any alignment and writes 16-byte aligned K-major copies for TMA.
     if ((!prepass && (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16)) || c.alignment_d * out_bytes < 16)
       return "TMA needs 16-byte aligned rows: pad the leading dimensions and contiguous extents to 16 bytes";
+    if (p.numerics == Numerics::tf32 && !prepass && builder_swaps_ab(c.layout_a, c.layout_b))
+      return "tf32 with row-major A and B: CUTLASS's register-sourced mainloop swaps A and B and computes D^T, "
+             "which FACT's epilogues do not take: use mainloop_transform kmajor_tf32 (a K-major copy of B)";
     bool coop = c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative;
     if (c.kernel_schedule == KernelSchedule::none) return "cutlass3 configs need a kernel schedule";
     if (coop && c.threadblock.m % 128 != 0) return "the cooperative schedule splits tile M over 2 warpgroups: M % 128 == 0";
@@ -411,30 +425,49 @@ GemmConfigSpace enumerate_gemm_configs(const GemmProblem& p, const GemmSpaceOpti
   std::stable_sort(space.ranked.begin(), space.ranked.end(),
                    [](const RankedGemmConfig& a, const RankedGemmConfig& b) { return a.score > b.score; });
   // top_n counts kernels (what nvcc builds). The scores are rough, so the kernels are picked diverse first: the
-  // kinds of kernel (API, mainloop transform, schedule) take turns, best kind first, each giving its best kernel not
-  // yet taken. Each kernel keeps its best run-time variants (they share its build); the result stays in score order.
-  auto kind = [](const GemmConfig& c) {
-    return fmt::format("{}/{}/{}", to_string(c.api), to_string(c.mainloop_transform), to_string(c.kernel_schedule));
+  // kinds of kernel (API, mainloop transform, schedule) take turns, best kind first, each giving its best kernel of
+  // a tile shape it has not given yet (then its best left). Kinds scored far below the best (2.x mma.sync on sm90)
+  // join only when the others run out. Each kernel keeps its best run-time variants (they share its build); the
+  // result stays in score order.
+  struct Kind {
+    double best = 0;
+    std::vector<std::pair<std::string, std::string>> kernels;  // (kernel id, tile), best first
+    std::set<std::string> tiles_given;
   };
-  std::vector<std::string> kinds;                       // in order of their best score
-  std::map<std::string, std::vector<std::string>> kernels_of;  // kind -> its kernels, best first
+  std::vector<std::string> kind_order;
+  std::map<std::string, Kind> kinds;
   for (const auto& r : space.ranked) {
-    std::string k = kind(r.config), id = r.config.kernel_id();
-    if (!kernels_of.count(k)) kinds.push_back(k);
-    auto& list = kernels_of[k];
-    if (std::find(list.begin(), list.end(), id) == list.end()) list.push_back(id);
+    const GemmConfig& c = r.config;
+    std::string k = fmt::format("{}/{}/{}", to_string(c.api), to_string(c.mainloop_transform), to_string(c.kernel_schedule));
+    std::string id = c.kernel_id(), tile = fmt::format("{}x{}x{}", c.threadblock.m, c.threadblock.n, c.threadblock.k);
+    if (!kinds.count(k)) {
+      kind_order.push_back(k);
+      kinds[k].best = r.score;
+    }
+    auto& list = kinds[k].kernels;
+    if (std::none_of(list.begin(), list.end(), [&](auto& e) { return e.first == id; })) list.emplace_back(id, tile);
   }
   std::map<std::string, int> variants;  // chosen kernel id -> variants kept
-  for (size_t round = 0; int(variants.size()) < o.top_n; ++round) {
-    bool any = false;
-    for (const auto& k : kinds) {
-      const auto& list = kernels_of[k];
-      if (round >= list.size() || int(variants.size()) == o.top_n) continue;
-      variants.emplace(list[round], 0);
-      any = true;
+  auto take_turns = [&](double floor) {
+    for (bool any = true; any && int(variants.size()) < o.top_n;) {
+      any = false;
+      for (const auto& name : kind_order) {
+        Kind& kind = kinds[name];
+        if (kind.best < floor || int(variants.size()) == o.top_n) continue;
+        auto fresh = [&](auto& e) { return !variants.count(e.first) && !kind.tiles_given.count(e.second); };
+        auto unused = [&](auto& e) { return !variants.count(e.first); };
+        auto it = std::find_if(kind.kernels.begin(), kind.kernels.end(), fresh);
+        if (it == kind.kernels.end()) it = std::find_if(kind.kernels.begin(), kind.kernels.end(), unused);
+        if (it == kind.kernels.end()) continue;
+        variants.emplace(it->first, 0);
+        kind.tiles_given.insert(it->second);
+        any = true;
+      }
     }
-    if (!any) break;
-  }
+  };
+  double best = space.ranked.front().score;
+  take_turns(kDiverseKindScoreFloor * best);
+  take_turns(0.0);
   std::vector<RankedGemmConfig> kept;
   for (auto& r : space.ranked) {
     auto it = variants.find(r.config.kernel_id());
