@@ -153,22 +153,34 @@ TEST(GemmConfigSpace, Sm90Tf32NotKMajorGetsTheRegisterSourcedMainloopAndThePrepa
   EXPECT_FALSE(gemm_config_rejection(p, in_kernel).has_value());
   EXPECT_FALSE(gemm_config_rejection(p, copied).has_value());
   EXPECT_NE(in_kernel.id(), copied.id());
-  // Row-major A and B: the builder would swap A and B (computing D^T, measured wrong on the H100), so only the
-  // pre-pass runs, and the plain config says why.
+  // Row-major A and B: CUTLASS's builder would swap A and B itself (computing D^T, measured wrong on the H100), so
+  // FACT transposes the problem (its A is B^T, column-major over the same memory) or copies B K-major; the plain
+  // config says why it cannot run.
   auto nn_problem = GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, /*b_column=*/false);
   auto nn = all_configs(nn_problem);
-  int sm90 = 0;
+  transforms.clear();
   for (const auto& r : nn.ranked)
-    if (r.config.api == KernelApi::cutlass3_collective) {
-      ++sm90;
-      EXPECT_EQ(r.config.mainloop_transform, MainloopTransform::kmajor_tf32) << r.config.summary();
-    }
-  EXPECT_GT(sm90, 0);
+    if (r.config.api == KernelApi::cutlass3_collective) transforms.insert(r.config.mainloop_transform);
+  EXPECT_EQ(transforms, (std::set<MainloopTransform>{MainloopTransform::transposed, MainloopTransform::kmajor_tf32}));
   GemmConfig swapped = nn.ranked.front().config;
   swapped.mainloop_transform = MainloopTransform::none;
   auto why = gemm_config_rejection(nn_problem, swapped);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("kmajor_tf32"), std::string::npos) << *why;
+  // The transposed problem's M and N are the caller's N and M: a bias (a vector along N) keeps the pre-pass.
+  auto biased = GemmProblem::packed(2048, 2048, 2048, 1, Numerics::tf32, Arch::sm90, false, Epilogue::named("bias"));
+  int sm90 = 0;
+  for (const auto& r : all_configs(biased).ranked)
+    if (r.config.api == KernelApi::cutlass3_collective) {
+      ++sm90;
+      EXPECT_EQ(r.config.mainloop_transform, MainloopTransform::kmajor_tf32) << r.config.summary();
+    }
+  EXPECT_GT(sm90, 0);
+  GemmConfig t = swapped;
+  t.mainloop_transform = MainloopTransform::transposed;
+  EXPECT_FALSE(gemm_config_rejection(nn_problem, t).has_value());
+  t.epilogue = Epilogue::named("bias");
+  EXPECT_TRUE(gemm_config_rejection(biased, t).has_value());
   // An operand TMA cannot read (rows not 16-byte aligned) has only the pre-pass.
   auto odd = with_column_major_a(GemmProblem::packed(2046, 2048, 2048, 1, Numerics::tf32, Arch::sm90, true));
   sm90 = 0;

@@ -106,7 +106,10 @@ TemplateValues op_vector_values(const GemmConfig& c) {
 std::string gemm_kernel_template(const GemmConfig& config) {
   const char* kernel = config.api == KernelApi::cutlass2_universal
                            ? (sm80_epilogue(config.epilogue.tree, false).broadcast ? "sm80_broadcast" : "sm80_universal")
-                           : (config.mainloop_transform == MainloopTransform::none ? "sm90_collective" : "sm90_tf32_prepass");
+                           : (config.mainloop_transform == MainloopTransform::none ||
+                                      config.mainloop_transform == MainloopTransform::transposed
+                                  ? "sm90_collective"
+                                  : "sm90_tf32_prepass");
   const nlohmann::json templates = family_data("gemm").value("kernel_templates", nlohmann::json::object());
   if (!templates.contains(kernel) || !templates[kernel].is_string())
     throw Error(fmt::format("data/families/gemm.json has no kernel_templates.{}; add the template's path", kernel));
@@ -114,6 +117,10 @@ std::string gemm_kernel_template(const GemmConfig& config) {
 }
 
 TemplateValues gemm_kernel_values(const GemmConfig& c) {
+  // The transposed problem (D^T = B^T A^T): the kernel's A is the caller's B read through the transposed layout
+  // tag, its B the caller's A, its D the caller's D likewise.
+  bool transposed = c.mainloop_transform == MainloopTransform::transposed;
+  auto flip = [](MatrixLayout l) { return l == MatrixLayout::row ? MatrixLayout::column : MatrixLayout::row; };
   TemplateValues v = {
       {"config_id", c.id()},
       {"summary", c.summary()},
@@ -121,11 +128,11 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       {"element_a", cutlass_type(c.element_in)},
       {"element_b", cutlass_type(c.element_in)},
       {"element_d", cutlass_type(c.element_out)},
-      {"layout_a", layout_name(c.layout_a)},
-      {"layout_b", layout_name(c.layout_b)},
-      {"layout_d", layout_name(c.layout_d)},
-      {"alignment_a", std::to_string(c.alignment_a)},
-      {"alignment_b", std::to_string(c.alignment_b)},
+      {"layout_a", layout_name(transposed ? flip(c.layout_b) : c.layout_a)},
+      {"layout_b", layout_name(transposed ? flip(c.layout_a) : c.layout_b)},
+      {"layout_d", layout_name(transposed ? flip(c.layout_d) : c.layout_d)},
+      {"alignment_a", std::to_string(transposed ? c.alignment_b : c.alignment_a)},
+      {"alignment_b", std::to_string(transposed ? c.alignment_a : c.alignment_b)},
       {"alignment_d", std::to_string(c.alignment_d)},
       {"threadblock_m", std::to_string(c.threadblock.m)},
       {"threadblock_n", std::to_string(c.threadblock.n)},
@@ -152,7 +159,9 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
         : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
-    if (c.mainloop_transform != MainloopTransform::none) {
+    if (c.mainloop_transform == MainloopTransform::none || transposed) {
+      v["transposed"] = boolean(transposed);
+    } else {
       v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);
       // 3xTF32 promises fp32 accuracy, which needs the accumulators promoted out of the tensor cores.
       v["promote_accumulators"] = boolean(c.promotion_interval > 0);

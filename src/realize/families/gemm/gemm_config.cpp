@@ -28,9 +28,9 @@ constexpr std::array<std::pair<TileScheduler, const char*>, 3> kTileSchedulers{{
     {TileScheduler::stream_k, "stream_k"}}};
 constexpr std::array<std::pair<SplitKMode, const char*>, 3> kSplitKModes{{
     {SplitKMode::none, "none"}, {SplitKMode::serial, "serial"}, {SplitKMode::parallel, "parallel"}}};
-constexpr std::array<std::pair<MainloopTransform, const char*>, 3> kMainloopTransforms{{
+constexpr std::array<std::pair<MainloopTransform, const char*>, 4> kMainloopTransforms{{
     {MainloopTransform::none, "none"}, {MainloopTransform::split3_tf32, "split3_tf32"},
-    {MainloopTransform::kmajor_tf32, "kmajor_tf32"}}};
+    {MainloopTransform::kmajor_tf32, "kmajor_tf32"}, {MainloopTransform::transposed, "transposed"}}};
 
 constexpr std::array<std::pair<RasterOrder, const char*>, 3> kRasterOrders{{
     {RasterOrder::heuristic, "heuristic"}, {RasterOrder::along_m, "along_m"}, {RasterOrder::along_n, "along_n"}}};

@@ -33,7 +33,11 @@ enum class SplitKMode { none, serial, parallel };
 //   split3_tf32: A' = [A_big | A_big | A_small], B' = [B_big ; B_small ; B_big], both K-major, K' = 3K, so
 //                one TF32 GEMM computes A_big B_big + A_big B_small + A_small B_big (3xTF32, fp32-level error);
 //   kmajor_tf32: operands that are not K-major (or not 16-byte aligned) are copied K-major, rounded to TF32.
-enum class MainloopTransform { none, split3_tf32, kmajor_tf32 };
+// And one that is no pre-pass:
+//   transposed: the kernel computes D^T = B^T A^T, reading the caller's B as its A and A as its B in place (the
+//               transposed layout tags over the same memory), so an MN-major B becomes the MN-major A that CUTLASS's
+//               register-sourced TF32 mainloop transposes on its way to the MMA.
+enum class MainloopTransform { none, split3_tf32, kmajor_tf32, transposed };
 // 3.x tile schedulers' raster order (RasterOrderOptions): which grid dimension consecutive tiles walk first.
 enum class RasterOrder { heuristic, along_m, along_n };
 

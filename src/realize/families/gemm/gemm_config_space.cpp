@@ -129,7 +129,8 @@ void add_scheduling_variants(const GemmProblem& p, GemmConfig c, int sm_count, s
   }
   // 3.x knobs are run-time arguments of one build: the raster order CUTLASS's heuristic does not pick (it walks
   // along M when the grid has more N tiles) is one more measurement, not one more compile.
-  int64_t tiles_m = ceil_div(p.m, c.threadblock.m), tiles_n = ceil_div(p.n, c.threadblock.n);
+  bool swapped = c.mainloop_transform == MainloopTransform::transposed;  // the kernel's M is the caller's N
+  int64_t tiles_m = ceil_div(swapped ? p.n : p.m, c.threadblock.m), tiles_n = ceil_div(swapped ? p.m : p.n, c.threadblock.n);
   if (sm90 && tiles_m > 1 && tiles_n > 1) {
     GemmConfig s = c;
     s.raster_order = tiles_n > tiles_m ? RasterOrder::along_n : RasterOrder::along_m;
@@ -192,7 +193,7 @@ bool k_major(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && 
 
 // CUTLASS's builder reads a K-major A with an MN-major B by swapping A and B (SwapAB): the kernel then computes
 // D^T, and an epilogue written for D gets tiles it does not expect (measured on the H100: half to three quarters of
-// D unwritten, or wrong). FACT's epilogues are for D, so this layout goes through the pre-pass.
+// D unwritten, or wrong). FACT transposes such a problem itself (MainloopTransform::transposed) or copies B.
 bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && b == MatrixLayout::row; }
 
 // wgmma has no 3xTF32 mode and reads TF32 only K-major from shared memory. A TF32 operand that is not K-major
@@ -201,7 +202,7 @@ bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout
 std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
   if (p.numerics == Numerics::x3tf32) return {MainloopTransform::split3_tf32};
   if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) {
-    if (builder_swaps_ab(p.a.layout, p.b.layout)) return {MainloopTransform::kmajor_tf32};
+    if (builder_swaps_ab(p.a.layout, p.b.layout)) return {MainloopTransform::transposed, MainloopTransform::kmajor_tf32};
     return {MainloopTransform::none, MainloopTransform::kmajor_tf32};
   }
   return {MainloopTransform::none};
@@ -243,15 +244,16 @@ void enumerate_cutlass3(const GemmProblem& p, int sm_count, std::vector<GemmConf
 
 // A TF32 operand that is not K-major read through CUTLASS's register-sourced mainloop (no pre-pass).
 bool in_kernel_tf32_transpose(const GemmConfig& c) {
-  return c.api == KernelApi::cutlass3_collective && c.numerics == Numerics::tf32 &&
-         c.mainloop_transform == MainloopTransform::none && !k_major(c.layout_a, c.layout_b);
+  bool in_place = c.mainloop_transform == MainloopTransform::none || c.mainloop_transform == MainloopTransform::transposed;
+  return c.api == KernelApi::cutlass3_collective && c.numerics == Numerics::tf32 && in_place &&
+         !k_major(c.layout_a, c.layout_b);
 }
 
 // GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams A and B once and
 // writes their copies at HBM speed (B's once, for a module weight), while the GEMM runs K' = segments * K at
 // the TF32 tensor-core rate.
 double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
-  if (c.mainloop_transform == MainloopTransform::none) return 1.0;
+  if (c.mainloop_transform == MainloopTransform::none || c.mainloop_transform == MainloopTransform::transposed) return 1.0;
   bool split = c.mainloop_transform == MainloopTransform::split3_tf32;
   double segments = split ? 3.0 : 1.0;
   auto copied = [&](MatrixLayout layout, MatrixLayout k_major_layout, int alignment) {
@@ -299,11 +301,18 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
       return "mainloop_transform split3_tf32 is the 3xtf32 numerics mode: use it for 3xtf32 problems only";
     if (c.mainloop_transform == MainloopTransform::kmajor_tf32 && p.numerics != Numerics::tf32)
       return "mainloop_transform kmajor_tf32 is for tf32 problems only";
+    if (c.mainloop_transform == MainloopTransform::transposed) {
+      if (p.numerics != Numerics::tf32 || !builder_swaps_ab(c.layout_a, c.layout_b))
+        return "mainloop_transform transposed is for tf32 problems with row-major A and B only";
+      // The kernel's M and N are the caller's N and M: a vector along one is along the other there.
+      if (has_bias(c.epilogue) || !c.epilogue.tree.vector_slots().empty())
+        return "the transposed problem takes epilogues without bias or row/column vectors: use kmajor_tf32";
+    }
   }
   if (c.api == KernelApi::cutlass3_collective) {
     if (c.arch != Arch::sm90) return "CUTLASS 3.x collective kernels need sm90: use cutlass2_universal on sm80";
     if (auto why = sm90_evt_rejection(c.epilogue.tree)) return why;
-    bool prepass = c.mainloop_transform != MainloopTransform::none;
+    bool prepass = c.mainloop_transform == MainloopTransform::split3_tf32 || c.mainloop_transform == MainloopTransform::kmajor_tf32;
     if (p.numerics == Numerics::x3tf32 && !prepass)
       return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32 or a cutlass2_universal kernel";
     if (!(p.numerics == Numerics::tf32 || p.numerics == Numerics::x3tf32 || is_16bit(p.numerics)))
@@ -312,7 +321,7 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     // The pre-pass reads A and B at any alignment and writes 16-byte aligned K-major copies for TMA.
     if ((!prepass && (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16)) || c.alignment_d * out_bytes < 16)
       return "TMA needs 16-byte aligned rows: pad the leading dimensions and contiguous extents to 16 bytes";
-    if (p.numerics == Numerics::tf32 && !prepass && builder_swaps_ab(c.layout_a, c.layout_b))
+    if (p.numerics == Numerics::tf32 && c.mainloop_transform == MainloopTransform::none && builder_swaps_ab(c.layout_a, c.layout_b))
       return "tf32 with row-major A and B: CUTLASS's register-sourced mainloop swaps A and B and computes D^T, "
              "which FACT's epilogues do not take: use mainloop_transform kmajor_tf32 (a K-major copy of B)";
     bool coop = c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative;
@@ -327,7 +336,9 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     if (c.split_k_mode == SplitKMode::serial && c.tile_scheduler != TileScheduler::stream_k)
       return "cutlass3 split-K runs through the stream-K scheduler";
     if (c.cluster.m * c.cluster.n > 2 && c.cluster.m * c.cluster.n != 4) return "cluster size must be 1, 2 or 4";
-    if (c.cluster.m > ceil_div(p.m, c.threadblock.m) || c.cluster.n > ceil_div(p.n, c.threadblock.n))
+    bool swapped = c.mainloop_transform == MainloopTransform::transposed;  // the kernel's M is the caller's N
+    if (c.cluster.m > ceil_div(swapped ? p.n : p.m, c.threadblock.m) ||
+        c.cluster.n > ceil_div(swapped ? p.m : p.n, c.threadblock.n))
       return "cluster is larger than the tile grid: its multicast would have nothing to share";
     if (2 * c.smem_bytes_per_stage() > smem_capacity) return "fewer than 2 mainloop stages fit in shared memory";
     return std::nullopt;
