@@ -130,7 +130,7 @@ def test_case_makes_every_slot_and_its_reference_and_baseline_read_them():
     args = case.kernel_args(ops, 0)
     assert args.vectors[0] == ops.vectors["vec0"].data_ptr() and args.vectors[5] == ops.vectors["vec5"].data_ptr()
     assert args.vectors[6] is None and args.vectors[7] is None
-    assert ctypes.sizeof(args) == 248  # ABI version 3 (prepared_b)
+    assert ctypes.sizeof(args) == 264  # ABI version 8 (the tile scheduler's run-time knobs)
 
 
 def test_case_without_vectors_keeps_its_inputs():
