@@ -4,7 +4,8 @@ time per run, what report.json counts (Python starts, compiles per kernel, secon
 module's time and check, with device, date and commit.
 
 Usage: python bench/scripts/optimize_time_report.py OUT_DIR... [--out bench/results/optimize_time_h100]
-Several OUT_DIRs (device calls, each on its own machine) give one table, rows numbered by call.
+Several OUT_DIRs (device calls, each on its own machine) give one table, rows numbered by call; an archive with
+several problems (work/<problem>/<run>/) gives their rows in turn.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def row_of(folder: Path) -> dict:
     what = WHAT.get(run["run"], "")
     if run["run"] == "cold" and run.get("tuning_db_carried"):
         what = "tuning DB carried from an earlier call (.devcache), kernel cache empty"
-    return {"run": run["run"], "what": what, "wall_s": round(run["wall_s"], 1),
+    return {"run": run["run"], "what": what, "wall_s": round(run["wall_s"], 1), "top": run.get("top", 4),
             "exit": run["exit"], "python_starts": process.get("python_starts"),
             "python_starts_by_use": process.get("python_starts_by_use"),
             "fact_starts": process.get("fact_starts"), "compiles": compiles,
@@ -61,32 +62,40 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             with tarfile.open(archive) as t:
                 t.extractall(tmp, filter="data")
-            rows += [dict(row_of(Path(tmp) / "work" / r), call=call) for r in RUNS
-                     if (Path(tmp) / "work" / r / "run.json").is_file()]
+            work = Path(tmp) / "work"
+            # One problem per archive (work/<run>/), or several (work/<problem>/<run>/).
+            folders = [work] + sorted(d for d in work.iterdir() if d.is_dir() and d.name not in RUNS)
+            rows += [dict(row_of(f / r), call=call) for f in folders for r in RUNS if (f / r / "run.json").is_file()]
     if not rows:
         raise SystemExit(f"no run in the optimize_time.tgz of {', '.join(map(str, args.out_dirs))}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     known = next((r for r in rows if r["device"]), rows[0])
+    models = sorted({r["model"] for r in rows if r["model"]})
+    tops = sorted({r["top"] for r in rows})
     doc = {"device": known["device"], "torch": known["torch"], "date": dt.date.today().isoformat(), "commit": commit,
-           "model": known["model"], "numerics": known["numerics"],
-           "source": "bench/scripts/optimize_time_h100.sh (three `fact optimize` runs on one machine)", "rows": rows}
+           "model": models[0] if len(models) == 1 else models, "numerics": known["numerics"],
+           "source": "bench/scripts/optimize_time_h100.sh (three `fact optimize` runs per problem on one machine)",
+           "rows": rows}
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"# `fact optimize` wall time: {doc['device']}, torch {doc['torch']} ({doc['date']}, commit {commit})", "",
-             f"Model {doc['model']}, numerics {doc['numerics']}, `--top 4 --no-max-autotune`; three runs on one machine, "
-             "in this order (a new call is a fresh machine). Wall time of the whole command (trace to report). Python starts and compiles per kernel "
-             "as report.json counts them. FACT ms: the composed module (CUDA-event median).", "",
-             "| call | run | state | wall s | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"Numerics {doc['numerics']}, `--top {'/'.join(map(str, tops))} --no-max-autotune` (--top counts kernels "
+             "built); three runs per problem on one machine, in this order (a new call is a fresh machine; each "
+             "problem's cold run has an empty tuning database and kernel cache of its own). Wall time of the whole command "
+             "(trace to report). Python starts and compiles per kernel as report.json counts them. FACT ms: the "
+             "composed module (CUDA-event median).", "",
+             "| call | problem | run | state | wall s | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['call']} | {r['run']} | {r['what']} | {r['wall_s']} | {r['exit']} | {fmt(r['python_starts'])} | "
-                     f"{fmt(r['max_compiles_per_kernel'])} | {fmt(r['fact_ms'], '{:.2f}')} | {fmt(r['eager_ms'], '{:.2f}')} | "
-                     f"{r['correct']} | {', '.join(r['fact_ops']) or 'none'} |")
+        lines.append(f"| {r['call']} | {r['model']} | {r['run']} | {r['what']} | {r['wall_s']} | {r['exit']} | "
+                     f"{fmt(r['python_starts'])} | {fmt(r['max_compiles_per_kernel'])} | {fmt(r['fact_ms'], '{:.2f}')} | "
+                     f"{fmt(r['eager_ms'], '{:.2f}')} | {r['correct']} | {', '.join(r['fact_ops']) or 'none'} |")
     lines += ["", "Seconds per step, and what each Python start was for:"]
     for r in rows:
         steps = r["step_seconds"] or {}
         uses = r["python_starts_by_use"] or {}
-        lines.append(f"- call {r['call']} {r['run']}: " + (", ".join(f"{k} {v:.1f}" for k, v in steps.items()) or "not in report.json")
+        lines.append(f"- call {r['call']} {r['model']} {r['run']}: "
+                     + (", ".join(f"{k} {v:.1f}" for k, v in steps.items()) or "not in report.json")
                      + "; Python: " + (", ".join(f"{k} x{v}" for k, v in uses.items()) or "-"))
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

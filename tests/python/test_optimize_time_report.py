@@ -39,8 +39,34 @@ def test_table_names_each_run_with_its_counts(tmp_path):
     warm = doc["rows"][1]
     assert warm["wall_s"] == 21.5 and warm["python_starts"] == 1 and warm["max_compiles_per_kernel"] == 0
     md = dest.with_suffix(".md").read_text()
-    assert "| 1 | warm | tuning DB and kernel cache warm | 21.5 | 0 | 1 | 0 | 4.00 |" in md
+    assert "| 1 | minigpt_block.py | warm | tuning DB and kernel cache warm | 21.5 | 0 | 1 | 0 | 4.00 |" in md
     assert "fact.worker x1" in md
+
+
+def test_an_archive_of_several_problems_gives_each_its_rows(tmp_path):
+    # optimize_time_h100.sh with several problems: work/<problem>/<run>/, each run.json naming its --top.
+    work = tmp_path / "work"
+    for problem in ("6_Matmul_with_large_K_dimension_", "1_Square_matrix_multiplication_"):
+        for name, wall in (("cold", 58.0), ("warm", 12.0), ("warm-fact", 9.0)):
+            d = work / problem / name
+            d.mkdir(parents=True)
+            (d / "run.json").write_text(json.dumps({"run": name, "wall_s": wall, "exit": 0, "top": 2, "flags": []}))
+            (d / "report.json").write_text(json.dumps({"model": problem + ".py", "numerics": "tf32",
+                                                       "e2e": {"device": "H100", "torch": "2.11"}}))
+    out = tmp_path / "out"
+    out.mkdir()
+    with tarfile.open(out / "optimize_time.tgz", "w:gz") as t:
+        t.add(work, arcname="work")
+    dest = tmp_path / "result"
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/optimize_time_report.py"), str(out), "--out", str(dest)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(dest.with_suffix(".json").read_text())
+    assert [(row["model"], row["run"]) for row in doc["rows"]][:3] == [
+        ("1_Square_matrix_multiplication_.py", "cold"), ("1_Square_matrix_multiplication_.py", "warm"),
+        ("1_Square_matrix_multiplication_.py", "warm-fact")]
+    assert len(doc["rows"]) == 6 and len(doc["model"]) == 2
+    assert "`--top 2 --no-max-autotune`" in dest.with_suffix(".md").read_text()
 
 
 def test_missing_archive_is_a_clear_error(tmp_path):
