@@ -148,6 +148,11 @@ def build(suites: dict, device: str, commit: str, benchmark: str = "fusion", onl
             "problems": problems}
 
 
+def kernel_mode(k: dict) -> str:
+    """The suite mode a per-pattern row was measured in: tf32 runs tune in tf32, default runs in each problem's own."""
+    return "tf32" if k.get("numerics") == "tf32" else "default"
+
+
 def cell(v, fmt="{:.3g}"):
     return "—" if v is None else fmt.format(v)
 
@@ -158,6 +163,8 @@ def markdown(doc: dict) -> str:
           f"{doc['numerics']['tf32']}.", *(["", doc["note"], ""] if doc.get("note") else [""]), "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
           "|---|---|---|---|---|---|"]
     for k, s in doc["summary"].items():
+        if not s["measured"] and k.startswith("models"):
+            continue  # no model in this benchmark's runs
         md.append(f"| {k} | {s['measured']} | {s['correct']} | {cell(s['geomean'], '{:.2f}x')} | {s['count']} | "
                   f"{s['at_least_1x']} |")
     md += ["", "## Per problem", "", "`ops`: graph ops inside FACT kernels / graph ops (views left out).", "",
@@ -219,14 +226,18 @@ def main() -> None:
                                         text=True).stdout.strip()
     doc = build(suites, a.device, commit, a.benchmark, a.only_listed)
     doc["note"] = a.note
-    # A problem not re-measured keeps its earlier per-pattern rows; a re-measured one has only the rows its own run
-    # left (none where its report.json did not come back), never an earlier kernel's.
-    remeasured = {p["id"] for files in measured.values() for suite in files for p in suite["problems"]
+    # A problem not re-measured in a mode keeps its earlier per-pattern rows of that mode; a re-measured one has only
+    # the rows its own run left (none where its report.json did not come back), never an earlier kernel's.
+    remeasured = {(p["id"], mode) for mode, files in measured.items() for suite in files for p in suite["problems"]
                   if p.get("status") in MEASURED}
-    kernels = {p["id"]: p["kernels"] for p in (previous or {}).get("problems", [])
-               if p.get("kernels") and p["id"] not in remeasured}
-    kernels.update(kernel_rows(a.suite_dirs))
-    kernels.update(model_kernels)
+    kernels = {}
+    for p in (previous or {}).get("problems", []):
+        kept = [k for k in p.get("kernels") or [] if (p["id"], kernel_mode(k)) not in remeasured]
+        if kept:
+            kernels[p["id"]] = kept
+    for pid, rows in list(kernel_rows(a.suite_dirs).items()) + list(model_kernels.items()):
+        modes = {kernel_mode(r) for r in rows}
+        kernels[pid] = [k for k in kernels.get(pid, []) if kernel_mode(k) not in modes] + rows
     for p in doc["problems"]:
         if p["id"] in kernels:
             p["kernels"] = kernels[p["id"]]

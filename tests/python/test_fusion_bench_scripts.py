@@ -118,6 +118,14 @@ def test_a_remeasured_problem_drops_its_earlier_kernel_rows(tmp_path):
     rows = {p["id"]: p for p in json.loads((tmp_path / "new.json").read_text())["problems"]}
     assert "kernels" not in rows["level2/12_Gemm_X"], "re-measured without its report.json: no stale kernel rows"
     assert rows["level2/9_Matmul_Y"]["kernels"][0]["fact_ms"] == 1.0, "a problem not re-measured keeps its rows"
+    # A tf32 re-run of a problem leaves its default-numerics kernel rows alone.
+    (tmp_path / "t.json").write_text(json.dumps(_suite([("level2/9_Matmul_Y", "correct", 1.0, 1.1)])))
+    r = subprocess.run([*script, "--previous", str(tmp_path / "new.json"), "--tf32", str(tmp_path / "t.json"),
+                        "-o", str(tmp_path / "tf32")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = {p["id"]: p for p in json.loads((tmp_path / "tf32.json").read_text())["problems"]}
+    assert rows["level2/9_Matmul_Y"]["kernels"][0]["fact_ms"] == 1.0, "another mode's rows stay"
+    assert rows["level2/9_Matmul_Y"]["tf32"]["speedup_compile"] == 1.1
 
 
 def test_report_takes_whole_models_from_their_optimize_folders(tmp_path):
