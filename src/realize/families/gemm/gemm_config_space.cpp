@@ -95,8 +95,15 @@ GemmConfig base_config(const GemmProblem& p, KernelApi api) {
   return c;
 }
 
+// The kernel's grid of tiles, M x N: the transposed problem's M is the caller's N.
+std::pair<int64_t, int64_t> kernel_tile_grid(const GemmProblem& p, const GemmConfig& c) {
+  bool swapped = c.mainloop_transform == MainloopTransform::transposed;
+  return {ceil_div(swapped ? p.n : p.m, c.threadblock.m), ceil_div(swapped ? p.m : p.n, c.threadblock.n)};
+}
+
 int64_t data_parallel_tiles(const GemmProblem& p, const GemmConfig& c) {
-  return ceil_div(p.m, c.threadblock.m) * ceil_div(p.n, c.threadblock.n) * p.batch;
+  auto [tiles_m, tiles_n] = kernel_tile_grid(p, c);
+  return tiles_m * tiles_n * p.batch;
 }
 
 // Split-K slice counts that best fill the waves, at most two, best first.
@@ -129,8 +136,7 @@ void add_scheduling_variants(const GemmProblem& p, GemmConfig c, int sm_count, s
   }
   // 3.x knobs are run-time arguments of one build: the raster order CUTLASS's heuristic does not pick (it walks
   // along M when the grid has more N tiles) is one more measurement, not one more compile.
-  bool swapped = c.mainloop_transform == MainloopTransform::transposed;  // the kernel's M is the caller's N
-  int64_t tiles_m = ceil_div(swapped ? p.n : p.m, c.threadblock.m), tiles_n = ceil_div(swapped ? p.m : p.n, c.threadblock.n);
+  auto [tiles_m, tiles_n] = kernel_tile_grid(p, c);
   if (sm90 && tiles_m > 1 && tiles_n > 1) {
     GemmConfig s = c;
     s.raster_order = tiles_n > tiles_m ? RasterOrder::along_n : RasterOrder::along_m;
@@ -197,8 +203,9 @@ bool k_major(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && 
 bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout::row && b == MatrixLayout::row; }
 
 // wgmma has no 3xTF32 mode and reads TF32 only K-major from shared memory. A TF32 operand that is not K-major
-// either gets a FACT pre-pass (a K-major copy) or stays as it is: CUTLASS's builder then picks its
-// register-sourced mainloop, which transposes that operand on its way from shared memory to the MMA.
+// either gets a FACT pre-pass (a K-major copy) or is read in place by CUTLASS's register-sourced mainloop, which
+// transposes an MN-major A on its way from shared memory to the MMA (a row-major B becomes that A in the
+// transposed problem).
 std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
   if (p.numerics == Numerics::x3tf32) return {MainloopTransform::split3_tf32};
   if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) {
@@ -336,9 +343,8 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     if (c.split_k_mode == SplitKMode::serial && c.tile_scheduler != TileScheduler::stream_k)
       return "cutlass3 split-K runs through the stream-K scheduler";
     if (c.cluster.m * c.cluster.n > 2 && c.cluster.m * c.cluster.n != 4) return "cluster size must be 1, 2 or 4";
-    bool swapped = c.mainloop_transform == MainloopTransform::transposed;  // the kernel's M is the caller's N
-    if (c.cluster.m > ceil_div(swapped ? p.n : p.m, c.threadblock.m) ||
-        c.cluster.n > ceil_div(swapped ? p.m : p.n, c.threadblock.n))
+    auto [tiles_m, tiles_n] = kernel_tile_grid(p, c);
+    if (c.cluster.m > tiles_m || c.cluster.n > tiles_n)
       return "cluster is larger than the tile grid: its multicast would have nothing to share";
     if (2 * c.smem_bytes_per_stage() > smem_capacity) return "fewer than 2 mainloop stages fit in shared memory";
     return std::nullopt;
