@@ -128,15 +128,14 @@ void seed_with_neighbours(const TuneSubject& subject, TuningDb& db, int top_n, s
   }
   if (seeds.empty()) return;
   // top_n counts kernels: the ranking's variants of a kept kernel stay (they share its build).
-  auto kernel = [](const TuneCandidate& c) { return c.kernel_id.empty() ? c.config_id : c.kernel_id; };
   std::set<std::string> kernels;
-  for (const auto& c : seeds) kernels.insert(kernel(c));
+  for (const auto& c : seeds) kernels.insert(c.kernel());
   for (auto& c : ranked) {
     auto same = [&](const TuneCandidate& s) { return s.config_id == c.config_id; };
     if (std::any_of(seeds.begin(), seeds.end(), same)) continue;
-    if (!kernels.count(kernel(c))) {
+    if (!kernels.count(c.kernel())) {
       if (static_cast<int>(kernels.size()) >= top_n) continue;
-      kernels.insert(kernel(c));
+      kernels.insert(c.kernel());
     }
     seeds.push_back(std::move(c));
   }
@@ -217,7 +216,8 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
   }
   out.candidates = static_cast<int>(records.size());
   std::set<std::string> kernels;
-  for (const auto& j : jobs) kernels.insert(j.source);
+  for (const auto& c : ranked)
+    if (c.job) kernels.insert(c.kernel());
   say(fmt::format("building {} candidates ({} kernels) with nvcc", jobs.size(), kernels.size()));
   auto results = build_kernels(jobs, build_options(o));
   BuiltLibraries libraries;
@@ -226,7 +226,7 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     rec.status = r.ok() ? "built" : to_string(r.status);
     rec.message = r.ok() ? "" : r.diagnostics;
     const TuneCandidate& c = *by_id.at(r.id);
-    if (r.ok()) libraries.push_back({r.id, r.library, c.kernel_id, c.arguments});
+    if (r.ok()) libraries.push_back({r.id, r.library, c.kernel(), c.arguments});
   }
   out.built = static_cast<int>(libraries.size());
   auto save = [&] {

@@ -68,13 +68,15 @@ struct TuneCandidate {
   std::string rejected;               // set when job is empty
   std::string kernel_id;              // the library's symbols are fact_<kernel_id>_*; empty: config_id
   nlohmann::json arguments;           // argument-struct fields this candidate sets before each call; null: none
+  // The kernel this candidate runs (its build): the one notion the tuner counts, seeds and names symbols by.
+  const std::string& kernel() const { return kernel_id.empty() ? config_id : kernel_id; }
 };
 
 // A built candidate, as the runner's request names it.
 struct BuiltCandidate {
   std::string config_id;
   std::filesystem::path library;
-  std::string kernel_id;              // empty: config_id
+  std::string kernel_id;              // TuneCandidate::kernel(): the symbols' id
   nlohmann::json arguments;
 };
 using BuiltLibraries = std::vector<BuiltCandidate>;

@@ -12,7 +12,7 @@ json family_measure_request(const KernelFamily& family, const json& problem, con
   json cands = json::array();
   for (auto& b : libraries) {
     json c = {{"id", b.config_id}, {"library", fs::absolute(b.library).string()}};
-    if (!b.kernel_id.empty() && b.kernel_id != b.config_id) c["kernel"] = b.kernel_id;
+    if (b.kernel_id != b.config_id) c["kernel"] = b.kernel_id;  // a run-time variant of a shared kernel
     if (b.arguments.is_object() && !b.arguments.empty()) c["arguments"] = b.arguments;
     cands.push_back(std::move(c));
   }
@@ -26,7 +26,7 @@ TuneCandidate tune_candidate(const FamilyCandidate& fc) {
   TuneCandidate c;
   c.config_id = fc.config_id;
   c.config = fc.config;
-  c.kernel_id = fc.kernel.config_id;
+  c.kernel_id = fc.kernel_id();
   c.arguments = fc.arguments;
   if (fc.rejected.empty()) c.job = kernel_build_job(fc);
   else c.rejected = fc.rejected;

@@ -181,6 +181,14 @@ TEST(GemmConfigSpace, Sm90Tf32NotKMajorGetsTheRegisterSourcedMainloopAndThePrepa
   EXPECT_FALSE(gemm_config_rejection(nn_problem, t).has_value());
   t.epilogue = Epilogue::named("bias");
   EXPECT_TRUE(gemm_config_rejection(biased, t).has_value());
+  // Its tiles cover the caller's N along their M: 96 x 4096 in 128x256 tiles wastes 25% one way, 62.5% the other.
+  auto flat = GemmProblem::packed(96, 4096, 2048, 1, Numerics::tf32, Arch::sm90, false);
+  GemmConfig tile = nn.ranked.front().config;
+  tile.threadblock = {128, 256, 32};
+  tile.mainloop_transform = MainloopTransform::kmajor_tf32;
+  EXPECT_DOUBLE_EQ(estimate_gemm_config(flat, tile, 132).tile_efficiency, 0.75);
+  tile.mainloop_transform = MainloopTransform::transposed;
+  EXPECT_DOUBLE_EQ(estimate_gemm_config(flat, tile, 132).tile_efficiency, 96.0 / 256.0);
   // An operand TMA cannot read (rows not 16-byte aligned) has only the pre-pass.
   auto odd = with_column_major_a(GemmProblem::packed(2046, 2048, 2048, 1, Numerics::tf32, Arch::sm90, true));
   sm90 = 0;

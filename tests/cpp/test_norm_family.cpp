@@ -247,7 +247,7 @@ TEST(KernelFamilySeam, RegistryMeasureRequestAndKeys) {
   auto cands = norm->candidates(problem, 3).ranked;
   ASSERT_EQ(cands.size(), 3u);
   EXPECT_EQ(norm->candidate_from_config(cands[1].config).kernel.text, cands[1].kernel.text);
-  auto req = family_measure_request(*norm, problem, {{cands[0].config_id, "/tmp/x.so"}});
+  auto req = family_measure_request(*norm, problem, {{cands[0].config_id, "/tmp/x.so", cands[0].config_id}});
   EXPECT_EQ(req["family"], "normalization");
   EXPECT_EQ(req["problem"]["dtype"], "float32");
   EXPECT_EQ(req["problem"]["kind"], "layer_norm");

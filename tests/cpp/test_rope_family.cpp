@@ -279,7 +279,7 @@ TEST(KernelFamilySeam, RopeMeasureRequestHasThePythonCaseFields) {
   ASSERT_EQ(cands.size(), 2u);
   EXPECT_EQ(rope->candidate_from_config(cands[1].config).kernel.text, cands[1].kernel.text);
   EXPECT_EQ(rope->workload_key("rope", problem).numerics, "fp32");
-  auto req = family_measure_request(*rope, problem, {{cands[0].config_id, "/tmp/x.so"}});
+  auto req = family_measure_request(*rope, problem, {{cands[0].config_id, "/tmp/x.so", cands[0].config_id}});
   EXPECT_EQ(req["family"], "rope");
   const auto& mp = req["problem"];
   // python/fact/realize/rope_case.py PROBLEM_KEYS, exactly.

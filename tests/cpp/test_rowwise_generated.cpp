@@ -444,10 +444,34 @@ TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
   for (const auto& c : configs_of(longp, Arch::sm80)) EXPECT_FALSE(c.one_pass || c.cluster > 1) << c.text();
   for (const auto& c : configs_of(longp))
     if (c.one_pass) EXPECT_GT(c.cluster, 1) << c.text();
-  // Rows of 16 (GroupNorm of 512 groups over 8192 channels, KernelBench level2/62): a warp per row first, not a
-  // CTA of mostly idle threads.
-  auto shortp = configs_of(program_of(group_norm_hardtanh({1024, 8192}, 512)));
-  EXPECT_TRUE(shortp.at(0).warp_per_row) << shortp.at(0).text();
+  // Rows of 16 (GroupNorm of 512 groups over 8192 channels, KernelBench level2/62's shape): neither a of mostly idle threads.
+  // CTA of mostly idle threads, nor a warp of which 28 lanes idle: a few lanes per row, several rows per warp.
+  auto shortprog = program_of(group_norm_hardtanh({1024, 8192}, 512));
+  auto shortp = configs_of(shortprog);
+  ASSERT_TRUE(shortp.at(0).warp_per_row) << shortp.at(0).text();
+  EXPECT_LE(shortp[0].row_lanes * shortp[0].vec, 16) << shortp[0].text();
+  EXPECT_GE(shortp[0].row_lanes * shortp[0].vec * 4, 32) << "at least a sector per access: " << shortp[0].text();
+  std::string sub = realize::render_rowwise_kernel(shortprog, shortp[0], "t", "");
+  EXPECT_NE(sub.find(fmt::format("constexpr int kRowLanes = {};", shortp[0].row_lanes)), std::string::npos);
+  EXPECT_NE(sub.find("const int64_t row = live ? row_index : a.rows - 1;"), std::string::npos) << sub;
+  EXPECT_NE(sub.find("if (live) store<V>"), std::string::npos) << "lanes past the last row write nothing";
+  EXPECT_EQ(sub.find("if (row >= a.rows) return;"), std::string::npos) << "no lane leaves before the shuffles";
+  auto back = realize::RowwiseKernelConfig::from_json(shortp[0].to_json());
+  EXPECT_EQ(back.row_lanes, shortp[0].row_lanes);
+  EXPECT_EQ(back.text(), shortp[0].text());
+  // A whole warp per row keeps the id it had before rows could share a warp; rows as long as a warp's access
+  // do not share one.
+  auto warp = std::find_if(shortp.begin(), shortp.end(), [](const auto& c) { return c.warp_per_row && c.row_lanes == 32; });
+  ASSERT_NE(warp, shortp.end());
+  EXPECT_FALSE(warp->to_json().contains("row_lanes"));
+  for (const auto& c : configs_of(program_of(group_norm_hardtanh({64, 4096}, 32))))
+    EXPECT_EQ(c.warp_per_row ? c.row_lanes : 32, 32) << c.text();
+  EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", true},
+                                                        {"one_pass", true}, {"row_lanes", 3}}),
+               Error);
+  EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", false},
+                                                        {"one_pass", true}, {"row_lanes", 4}}),
+               Error);
   // One value per row after one reduction (a loss's per-row partials): reading each row once either way, the rows
   // stream through a CTA each instead of sitting in the registers of a cluster.
   GraphDoc hinge;
@@ -486,10 +510,13 @@ TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
                Error);
 }
 
-void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::string& name, int cluster = 1) {
+void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::string& name, int cluster = 1,
+                               int row_lanes = 0) {
   auto prog = program_of(d);
   auto cs = configs_of(prog);
-  auto it = std::find_if(cs.begin(), cs.end(), [&](const auto& c) { return c.one_pass == one_pass && c.cluster == cluster; });
+  auto it = std::find_if(cs.begin(), cs.end(), [&](const auto& c) {
+    return c.one_pass == one_pass && c.cluster == cluster && (!row_lanes || (c.warp_per_row && c.row_lanes == row_lanes));
+  });
   ASSERT_NE(it, cs.end());
   std::string text = realize::render_rowwise_kernel(prog, *it, "rowwise_test_" + name, it->text());
   expect_kernel_compiles(Arch::sm90, text, name, it->text());
@@ -569,6 +596,8 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   sb.op("a", "aten.add.Tensor", {ref_to("s"), ref_to("b")}, {2, 64, 8, 8}).output("a");
   expect_generated_compiles(kl_div_terms(), true, "rowwise_kl_div_partials_one_pass");
   expect_generated_compiles(group_norm_hardtanh({16, 64}, 8), true, "rowwise_group_norm_one_pass");
+  expect_generated_compiles(group_norm_hardtanh({1024, 8192}, 512), true, "rowwise_group_norm_4_lanes_per_row", 1, 4);
+  expect_generated_compiles(group_norm_hardtanh({1024, 8192}, 512), false, "rowwise_group_norm_2_lanes_two_pass", 1, 2);
   expect_generated_compiles(group_norm_hardtanh({2, 8, 64, 64}, 4), false, "rowwise_group_norm_4d_two_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 8, 16, 16}, 4), true, "rowwise_group_norm_4d_one_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 64, 512, 512}, 8), false, "rowwise_group_norm_cluster4_two_pass", 4);

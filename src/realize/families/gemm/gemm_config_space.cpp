@@ -388,10 +388,11 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   int64_t tiles = data_parallel_tiles(p, c);
   int slices = c.split_k_mode == SplitKMode::none ? 1 : c.split_k_slices;
   int64_t k_per_slice = ceil_div(p.k, slices);
-  double covered_m = double(ceil_div(p.m, c.threadblock.m) * c.threadblock.m);
-  double covered_n = double(ceil_div(p.n, c.threadblock.n) * c.threadblock.n);
+  // The kernel's own M and N (swapped for the transposed problem) over what its tiles cover.
+  auto [tiles_m, tiles_n] = kernel_tile_grid(p, c);
+  double covered_m = double(tiles_m * c.threadblock.m), covered_n = double(tiles_n * c.threadblock.n);
   double covered_k = double(ceil_div(k_per_slice, c.threadblock.k) * c.threadblock.k * slices);
-  r.tile_efficiency = (p.m / covered_m) * (p.n / covered_n) * (p.k / covered_k);
+  r.tile_efficiency = (double(p.m) * double(p.n) / (covered_m * covered_n)) * (p.k / covered_k);
   bool stream_k = c.tile_scheduler == TileScheduler::stream_k && c.split_k_mode == SplitKMode::none;
   // Stream-K balances the last wave at the price of partial-tile fixups.
   r.wave_efficiency = stream_k ? kStreamKWaveEfficiency : wave_efficiency(tiles * slices, sm_count);

@@ -59,6 +59,8 @@ struct KernelWriter {
     }
   }
   bool strided() const { return p.inner > 1; }
+  // Threads past the last row redo a live row and must not store (strided rows, rows sharing a warp).
+  bool guarded() const { return strided() || c.warp_per_row; }
   bool shared_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::row_broadcast; }
   bool channel(size_t i) const { return p.inputs[i] == discover::RowInputKind::channel; }
   // Element `flat` (of the flattened full tensor) of channel input i: its channel's value.
@@ -152,7 +154,7 @@ struct KernelWriter {
     element_body("      ", level, c.one_pass ? "[k][e]" : "[e]");
     for (const auto& b : body_lines) line("      ", b);
     line("    ", "}");
-    if (store) line("    ", fmt::format("{}store<V>(out, {}, y);", strided() ? "if (live) " : "", at("col0")));
+    if (store) line("    ", fmt::format("{}store<V>(out, {}, y);", guarded() ? "if (live) " : "", at("col0")));
     line("  ", "}");
   }
 
@@ -208,14 +210,22 @@ struct KernelWriter {
       line("  ", "const int lane = int(cooperative_groups::this_cluster().block_rank()) * kThreads + int(threadIdx.x);");
     } else {
       line("", "__global__ void __launch_bounds__(kThreads) row_kernel(const FactRowwiseArgs a) {");
-      line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
-      line("  ", "const int lane = kWarpPerRow ? int(threadIdx.x % 32) : int(threadIdx.x);");
+      line("  ", "const int lane = kWarpPerRow ? int(threadIdx.x % kRowLanes) : int(threadIdx.x);");
+      if (c.warp_per_row) {
+        // Rows sharing a warp: the lanes past the last row redo it and write nothing (every lane of the warp
+        // takes part in its shuffles).
+        line("  ", "const int64_t row_index = int64_t(blockIdx.x) * (kThreads / kRowLanes) + threadIdx.x / kRowLanes;");
+        line("  ", "const bool live = row_index < a.rows;");
+        line("  ", "const int64_t row = live ? row_index : a.rows - 1;");
+      } else {
+        line("  ", "const int64_t row = int64_t(blockIdx.x);");
+      }
     }
     if (!strided()) {
       line("  ", "__shared__ float smem_f[32];");
       line("  ", "__shared__ MaxSumExp smem_ms[32];");
       line("  ", "__shared__ MeanM2 smem_mv[32];");
-      line("  ", "if (row >= a.rows) return;  // uniform over the CTA (or, a warp per row, over the warp)");
+      if (!c.warp_per_row) line("  ", "if (row >= a.rows) return;  // uniform over the CTA");
       for (size_t i = 0; i < p.inputs.size(); ++i)
         line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i));
       line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
@@ -287,7 +297,7 @@ struct KernelWriter {
       row_values(level + 1);
     }
     if (p.output_per_row) {
-      line("  ", fmt::format("if (lane == 0{}) out[0] = from_float<Element>({});", strided() ? " && live" : "", p.output));
+      line("  ", fmt::format("if (lane == 0{}) out[0] = from_float<Element>({});", guarded() ? " && live" : "", p.output));
     } else {
       sweep(max_level, {fmt::format("y[e] = {};", p.output)}, true);
     }
@@ -317,7 +327,7 @@ std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
   const dim3 grid(unsigned(a->rows * kCluster));
   if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
   else row_kernel<1><<<grid, kThreads, 0, stream>>>(*a);)";
-  return R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / 32 : 1;
+  return R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / kRowLanes : 1;
   const dim3 grid(unsigned((a->rows + rows_per_cta - 1) / rows_per_cta));
   if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
   else row_kernel<1><<<grid, kThreads, 0, stream>>>(*a);)";
@@ -328,6 +338,7 @@ std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
 json RowwiseKernelConfig::to_json() const {
   json j = {{"threads", threads}, {"vec", vec}, {"warp_per_row", warp_per_row}, {"one_pass", one_pass}};
   if (cluster > 1) j["cluster"] = cluster;  // absent for a CTA per row: earlier configs keep their ids
+  if (warp_per_row && row_lanes < 32) j["row_lanes"] = row_lanes;  // absent for a whole warp, likewise
   if (split > 1) j["split"] = split;
   return j;
 }
@@ -340,6 +351,10 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
   c.one_pass = j.at("one_pass");
   c.cluster = j.value("cluster", 1);
   c.split = j.value("split", 1);
+  c.row_lanes = j.value("row_lanes", 32);
+  if (c.row_lanes < 2 || c.row_lanes > 32 || (c.row_lanes & (c.row_lanes - 1)) || (c.row_lanes < 32 && !c.warp_per_row))
+    throw Error(fmt::format("row-wise config {}: row_lanes must be 2, 4, 8, 16 or 32, and below 32 only with warp_per_row",
+                            j.dump()));
   if (c.split < 1 || c.split > 32 || (c.split & (c.split - 1)) || c.threads % c.split)
     throw Error(fmt::format("row-wise config {}: split must be 1, 2, 4, 8, 16 or 32 threads per row, dividing threads", j.dump()));
   if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) || (c.cluster > 1 && c.warp_per_row))
@@ -351,7 +366,8 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
 }
 
 std::string RowwiseKernelConfig::text() const {
-  return fmt::format("{} threads, vec {}{}{}{}{}", threads, vec, warp_per_row ? ", a warp per row" : "",
+  return fmt::format("{} threads, vec {}{}{}{}{}", threads, vec,
+                     !warp_per_row ? "" : row_lanes == 32 ? ", a warp per row" : fmt::format(", {} lanes per row", row_lanes),
                      cluster > 1 ? fmt::format(", a cluster of {} CTAs per row", cluster) : "",
                      split > 1 ? fmt::format(", {} threads per strided row", split) : "",
                      one_pass ? ", one pass (row in registers)" : "");
@@ -404,33 +420,42 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
         scored.push_back({score, {threads, vec, false, false}});
         continue;
       }
-      for (bool wpr : {false, true}) {
-        if (wpr && threads > 256) continue;  // a warp per row: small CTAs keep the grid wide
-        for (int cluster : clusters) {
-          if (wpr && cluster > 1) continue;
-          int64_t lanes = wpr ? 32 : int64_t(threads) * cluster;
-          int64_t per_thread = (p.cols + lanes - 1) / lanes;
-          double ctas = wpr ? double(p.rows) / (threads / 32) : double(p.rows) * cluster;
-          // Filling the GPU matters once the rows are megabytes; below that a launch's latency dominates.
-          bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
-          // Measured on the H100 (softmax, 2026-11-25): 1024-thread CTAs holding more than 16 elements per thread
-          // (64 registers each) and one-pass clusters of 16 CTAs ran 1.4-4x slower than the next config.
-          const int64_t cap = std::min<int64_t>(max_regs, 16384 / threads);
-          for (bool one : {true, false}) {
-            if (one && (per_thread * static_cast<int64_t>(p.inputs.size()) > cap || cluster == 16)) continue;
-            // One pass over memory first; then a grid that fills every SM twice (few long rows: a cluster of
-            // CTAs per row), about 16 elements per thread, the fewest CTAs per cluster (each reduction costs
-            // three cluster barriers: a 4-CTA one-pass row of 65535 ran 7.9 ms, an 8-CTA one 8.6-13 ms).
-            // Lanes past the row's end idle: a 256-thread CTA on rows of 16 (group norms of 512 groups) ran 4.6x
-            // slower than PyTorch on the H100 (2026-11-26), a warp per row idles 8x fewer.
-            const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
-            double score = (one ? 0 : two_pass_cost) + (vec == vmax ? 0 : 10) + idle +
-                           std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
-                           (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster);
-            RowwiseKernelConfig c{threads, vec, wpr, one};
-            c.cluster = cluster;
-            scored.push_back({score, c});
-          }
+      // (lanes per row, CTAs per row; lanes 0 = the CTA's): a CTA or a cluster of them; a warp (small CTAs keep the
+      // grid wide); rows shorter than one access of a warp a few of its lanes each, no lane idle and each access
+      // at least a 32-byte sector.
+      std::vector<std::pair<int, int>> layouts;
+      for (int cluster : clusters) layouts.push_back({0, cluster});
+      if (threads <= 256) {
+        layouts.push_back({32, 1});
+        for (int row_lanes = 16; row_lanes >= 2 && p.cols < 32 * vec; row_lanes /= 2)
+          if (int64_t(row_lanes) * vec <= p.cols && row_lanes * vec * element_bytes(p.dtype) >= 32)
+            layouts.push_back({row_lanes, 1});
+      }
+      for (auto [row_lanes, cluster] : layouts) {
+        const bool wpr = row_lanes > 0;
+        int64_t lanes = wpr ? row_lanes : int64_t(threads) * cluster;
+        int64_t per_thread = (p.cols + lanes - 1) / lanes;
+        double ctas = wpr ? double(p.rows) / (threads / row_lanes) : double(p.rows) * cluster;
+        // Filling the GPU matters once the rows are megabytes; below that a launch's latency dominates.
+        bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
+        // Measured on the H100 (softmax, 2026-11-25): 1024-thread CTAs holding more than 16 elements per thread
+        // (64 registers each) and one-pass clusters of 16 CTAs ran 1.4-4x slower than the next config.
+        const int64_t cap = std::min<int64_t>(max_regs, 16384 / threads);
+        for (bool one : {true, false}) {
+          if (one && (per_thread * static_cast<int64_t>(p.inputs.size()) > cap || cluster == 16)) continue;
+          // One pass over memory first; then a grid that fills every SM twice (few long rows: a cluster of
+          // CTAs per row), about 16 elements per thread, the fewest CTAs per cluster (each reduction costs
+          // three cluster barriers: a 4-CTA one-pass row of 65535 ran 7.9 ms, an 8-CTA one 8.6-13 ms).
+          // Lanes past the row's end idle: a 256-thread CTA on rows of 16 (group norms of 512 groups) ran 4.6x
+          // slower than PyTorch on the H100 (2026-11-26), a warp per row idles 8x fewer, 4 lanes per row none.
+          const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
+          double score = (one ? 0 : two_pass_cost) + (vec == vmax ? 0 : 10) + idle +
+                         std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
+                         (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster);
+          RowwiseKernelConfig c{threads, vec, wpr, one};
+          c.cluster = cluster;
+          if (wpr) c.row_lanes = row_lanes;
+          scored.push_back({score, c});
         }
       }
     }
@@ -462,6 +487,7 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"threads", std::to_string(c.threads)},
                                {"vec", std::to_string(c.vec)},
                                {"warp_per_row", c.warp_per_row ? "true" : "false"},
+                               {"row_lanes", std::to_string(c.warp_per_row ? c.row_lanes : 32)},
                                {"cluster", std::to_string(c.cluster)},
                                {"split", std::to_string(c.split)},
                                {"inner", std::to_string(p.inner)},
