@@ -32,6 +32,7 @@ from typing import Callable, TextIO
 MODULES = (
     "fact.environment",
     "fact.trace",
+    "fact.trace_cache",
     "fact.realize.measure",
     "fact.realize.op_library_build",
     "fact.compose.e2e_check",

@@ -24,7 +24,8 @@ ir::Graph trace_module(const fs::path& model_file, const fs::path& ir_out, const
   if (!fs::exists(py))
     throw Error("the Python with torch is missing at '" + py + "': run scripts/bootstrap or set FACT_PYTHON");
   fs::remove(ir_out);
-  auto r = run_python_module("fact.trace", {fs::absolute(model_file).string(), "-o", fs::absolute(ir_out).string()},
+  // fact.trace behind its cache: a problem file traced before (same bytes, tracer and torch) costs no trace.
+  auto r = run_python_module("fact.trace_cache", {fs::absolute(model_file).string(), "-o", fs::absolute(ir_out).string()},
                              std::chrono::seconds(900));
   if (r.timed_out) throw Error("tracing '" + model_file.string() + "' took longer than 900 s and was stopped");
   if (r.exit_code != 0) {

@@ -1,5 +1,6 @@
 #pragma once
-// Stage 1 entry: runs the Python tracer (python -m fact.trace) on a KernelBench-style file and loads the IR.
+// Stage 1 entry: runs the Python tracer (python -m fact.trace, behind fact.trace_cache) on a KernelBench-style file
+// and loads the IR.
 #include <filesystem>
 
 #include "ir/graph.h"

@@ -1,0 +1,125 @@
+"""`python -m fact.trace_cache MODEL.py -o IR.json [--device D]`: fact.trace behind a cache of IR files.
+
+A warm `fact optimize` should not pay for torch.export again: the IR of a problem file is kept under a key made of
+everything the trace reads, and copied from there without importing torch. The key hashes the problem file and the
+other .py files of its folder (a sibling it imports), FACT's tracer sources and data, the tracer's arguments, this Python
+and every installed distribution's name and version (torch, and transformers or timm for a model built from them).
+The cache is $FACT_TRACE_CACHE, else ~/.cache/fact/trace; FACT_TRACE_CACHE=off traces every time.
+Exit codes and stderr are fact.trace's; a hit adds one note on stderr.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from fact.paths import data_dir
+
+PROG = "fact-trace"
+# What fact.trace runs and reads: a change to any of them is a different tracer.
+TRACER_SOURCES = ("trace.py", "ir_encode.py", "decompose.py", "problem.py")
+TRACER_DATA = ("ir/aten_ops.json", "ir/pointwise_ops.json")
+
+
+def cache_dir() -> Path | None:
+    configured = os.environ.get("FACT_TRACE_CACHE", "")
+    if configured.lower() in ("off", "0", "none"):
+        return None
+    return Path(configured) if configured else Path.home() / ".cache" / "fact" / "trace"
+
+
+def trace_key(model: Path, options: list[str]) -> str:
+    h = hashlib.sha256()
+
+    def part(label: str, data: bytes) -> None:
+        h.update(f"{label}:{len(data)}:".encode())
+        h.update(data)
+
+    model = model.resolve()
+    part("model", model.read_bytes())
+    for sibling in sorted(model.parent.glob("*.py")):
+        if sibling != model:
+            part("sibling " + sibling.name, sibling.read_bytes())
+    package = Path(__file__).resolve().parent
+    for name in TRACER_SOURCES:
+        part("tracer " + name, (package / name).read_bytes())
+    for name in TRACER_DATA:
+        part("data " + name, (data_dir() / name).read_bytes())
+    part("options", "\0".join(options).encode())
+    part("python", f"{sys.version} {sys.executable}".encode())
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    part("distributions", "\n".join(dists).encode())
+    return h.hexdigest()
+
+
+def copy_atomically(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=dst.name + ".", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def split_args(argv: list[str]) -> tuple[Path | None, Path | None, list[str]]:
+    """The model, the output and the options the IR depends on (everything but -o and --verbose)."""
+    model = output = None
+    options: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-o", "--output") and i + 1 < len(argv):
+            output = Path(argv[i + 1])
+            i += 2
+            continue
+        if a.startswith("--output="):
+            output = Path(a.split("=", 1)[1])
+        elif a == "--verbose":
+            pass
+        elif not a.startswith("-") and model is None:
+            model = Path(a)
+        else:
+            options.append(a)
+        i += 1
+    return model, output, options
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    model, output, options = split_args(argv)
+    where = cache_dir()
+    key = None
+    if where is not None and model is not None and output is not None and model.is_file():
+        try:
+            key = trace_key(model, options)
+        except OSError:
+            key = None  # an unreadable sibling: trace without the cache
+    cached = where / f"{key}.json" if key else None
+    if cached is not None and cached.is_file():
+        try:
+            copy_atomically(cached, output)
+            print(f"{PROG}: note: IR of {model} from the trace cache ({cached}); FACT_TRACE_CACHE=off traces again",
+                  file=sys.stderr)
+            return 0
+        except OSError:
+            pass  # an unreadable entry: trace
+    from fact import trace  # imports torch: only on a miss
+
+    code = trace.main(argv)
+    if code == 0 and cached is not None:
+        try:
+            copy_atomically(output, cached)
+        except OSError as e:  # a read-only cache costs the next run a trace, nothing else
+            print(f"{PROG}: note: cannot keep the IR in the trace cache {where}: {e.strerror or e}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
