@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # How long `fact optimize` takes on the device, cold and warm (issue 19: a level-1 GEMM problem cold in <= 60 s,
 # MiniGPT in <= 240 s, warm in <= 3 s without the end-to-end timing). Per problem, three runs on one machine:
-#   cold      empty tuning DB (unless .devcache/tuning.sqlite was carried) and an empty kernel cache of its own: tunes;
-#   warm      the same command again: tuning DB and kernel cache warm;
+#   cold      empty tuning DB (unless .devcache/tuning.sqlite was carried), kernel and trace caches of its own: tunes;
+#   warm      the same command again: tuning DB, kernel and trace caches warm;
 #   warm-fact the same, without timing torch.compile (its compile time is PyTorch's, not FACT's).
 # Each run's wall time, exit status and report.json come back as $OUT/optimize_time.tgz (work/<problem>/<run>/,
 # + tuning.sqlite); bench/scripts/optimize_time_report.py turns them into a results table.
@@ -42,10 +42,11 @@ PY
 }
 for file in "${files[@]}"; do
   stem=$(basename "$file" .py)
-  # Each problem starts cold: its own tuning DB and kernel cache (kernels are shape-agnostic, so an earlier
-  # problem's builds would be cache hits).
+  # Each problem starts cold: its own tuning DB, kernel cache and trace cache (kernels are shape-agnostic, so an
+  # earlier problem's builds would be cache hits).
   export FACT_TUNING_DB=/tmp/fact-time-tuning-$stem.sqlite FACT_KERNEL_CACHE=/tmp/fact-time-kernels-$stem
-  rm -rf "$FACT_TUNING_DB" "$FACT_KERNEL_CACHE"
+  export FACT_TRACE_CACHE=/tmp/fact-time-traces-$stem
+  rm -rf "$FACT_TUNING_DB" "$FACT_KERNEL_CACHE" "$FACT_TRACE_CACHE"
   carried=0
   [ -f .devcache/tuning.sqlite ] && cp .devcache/tuning.sqlite "$FACT_TUNING_DB" && carried=1
   run "$file" cold "${COLD_LIMIT_S:-330}"

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 RUNS = ("cold", "warm", "warm-fact")  # the script's order
-WHAT = {"cold": "tuning DB and kernel cache empty (tunes)",
-        "warm": "tuning DB and kernel cache warm",
+WHAT = {"cold": "tuning DB, kernel and trace caches empty (tunes)",
+        "warm": "tuning DB, kernel and trace caches warm",
         "warm-fact": "warm, torch.compile baselines not timed (--no-compile-baselines)"}
 
 
@@ -33,7 +33,11 @@ def row_of(folder: Path) -> dict:
     what = WHAT.get(run["run"], "")
     if run["run"] == "cold" and run.get("tuning_db_carried"):
         what = "tuning DB carried from an earlier call (.devcache), kernel cache empty"
-    return {"run": run["run"], "what": what, "wall_s": round(run["wall_s"], 1), "top": run.get("top", 4),
+    steps = process.get("step_seconds") or {}
+    # The warm target leaves the end-to-end check and timing out.
+    less_e2e = run["wall_s"] - steps["e2e check"] if "e2e check" in steps else None
+    return {"run": run["run"], "what": what, "wall_s": round(run["wall_s"], 1),
+            "wall_s_less_e2e": None if less_e2e is None else round(less_e2e, 1), "top": run.get("top", 4),
             "exit": run["exit"], "python_starts": process.get("python_starts"),
             "python_starts_by_use": process.get("python_starts_by_use"),
             "fact_starts": process.get("fact_starts"), "compiles": compiles,
@@ -53,7 +57,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dirs", type=Path, nargs="+")
     ap.add_argument("--out", default="bench/results/optimize_time_h100")
+    ap.add_argument("--previous", type=Path,
+                    help="an earlier report (JSON) whose rows of problems not run again here are kept, with their commit")
     args = ap.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
     for call, out_dir in enumerate(args.out_dirs, 1):
         archive = out_dir / "optimize_time.tgz"
@@ -65,10 +72,21 @@ def main() -> int:
             work = Path(tmp) / "work"
             # One problem per archive (work/<run>/), or several (work/<problem>/<run>/).
             folders = [work] + sorted(d for d in work.iterdir() if d.is_dir() and d.name not in RUNS)
-            rows += [dict(row_of(f / r), call=call) for f in folders for r in RUNS if (f / r / "run.json").is_file()]
+            rows += [dict(row_of(f / r), call=call, commit=commit, date=dt.date.today().isoformat())
+                     for f in folders for r in RUNS if (f / r / "run.json").is_file()]
     if not rows:
         raise SystemExit(f"no run in the optimize_time.tgz of {', '.join(map(str, args.out_dirs))}")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if args.previous:
+        earlier = json.loads(args.previous.read_text())
+        again = {r["model"] for r in rows}
+        def less_e2e(r):
+            steps = r.get("step_seconds") or {}
+            return round(r["wall_s"] - steps["e2e check"], 1) if "e2e check" in steps else None
+
+        kept = [dict(r, commit=r.get("commit", earlier["commit"]), date=r.get("date", earlier["date"]), call="earlier",
+                     wall_s_less_e2e=r.get("wall_s_less_e2e", less_e2e(r)))
+                for r in earlier["rows"] if r["model"] not in again]
+        rows = kept + rows
     known = next((r for r in rows if r["device"]), rows[0])
     models = sorted({r["model"] for r in rows if r["model"]})
     tops = sorted({r["top"] for r in rows})
@@ -84,10 +102,13 @@ def main() -> int:
              "problem's cold run has an empty tuning database and kernel cache of its own). Wall time of the whole command "
              "(trace to report). Python starts and compiles per kernel as report.json counts them. FACT ms: the "
              "composed module (CUDA-event median).", "",
-             "| call | problem | run | state | wall s | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "`wall s less e2e`: the wall time less the end-to-end check and timing step (the issue's warm target "
+             "leaves it out). Rows of call `earlier` come from an earlier report (`--previous`), at the commit they name.", "",
+             "| call | commit | problem | run | state | wall s | wall s less e2e | exit | Python starts | max compiles of one kernel | FACT ms | eager ms | correct | FACT ops |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['call']} | {r['model']} | {r['run']} | {r['what']} | {r['wall_s']} | {r['exit']} | "
+        lines.append(f"| {r['call']} | {r['commit']} | {r['model']} | {r['run']} | {r['what']} | {r['wall_s']} | "
+                     f"{fmt(r.get('wall_s_less_e2e'))} | {r['exit']} | "
                      f"{fmt(r['python_starts'])} | {fmt(r['max_compiles_per_kernel'])} | {fmt(r['fact_ms'], '{:.2f}')} | "
                      f"{fmt(r['eager_ms'], '{:.2f}')} | {r['correct']} | {', '.join(r['fact_ops']) or 'none'} |")
     lines += ["", "Seconds per step, and what each Python start was for:"]

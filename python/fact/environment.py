@@ -1,6 +1,8 @@
 """`python -m fact.environment [--cuda] [--cutlass]`: what this Python offers FACT, as one JSON line.
 
---cuda: whether torch sees a CUDA GPU ({"cuda": bool, "cuda_reason": why not or null}); imports torch.
+--cuda: whether torch can use a CUDA GPU ({"cuda": bool, "cuda_reason": why not or null}): the CUDA driver's device
+count (libcuda, through ctypes) and whether the installed torch is a CUDA build, without importing torch (seconds
+a warm `fact optimize` would otherwise spend before anything needs torch); torch.cuda itself when torch is imported.
 --cuda-torch: whether this torch can build the op library ({"cuda_torch": bool, "cuda_torch_reason"}: a CUDA build
 of torch, as fact.realize.op_library_build needs); imports torch.
 --cutlass: the CUTLASS source root of the installed cutlass_library wheel ({"cutlass_dir": path or null,
@@ -17,7 +19,32 @@ import os
 import sys
 
 
+def driver_device_count() -> tuple[int, str | None]:
+    """CUDA devices the driver reports (cuInit, cuDeviceGetCount; CUDA_VISIBLE_DEVICES applies), and why none."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0, "no CUDA driver (libcuda.so.1 cannot be loaded)"
+    if lib.cuInit(0) != 0:
+        return 0, "the CUDA driver did not initialize (cuInit failed)"
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value < 1:
+        return 0, "the CUDA driver reports no device"
+    return count.value, None
+
+
 def cuda_answer() -> dict:
+    if "torch" not in sys.modules:
+        import importlib.metadata
+        try:
+            version = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            return {"cuda": False, "cuda_reason": "PyTorch is not installed"}
+        if version.endswith("+cpu"):
+            return {"cuda": False, "cuda_reason": f"torch {version} is a CPU-only build"}
+        devices, why = driver_device_count()
+        return {"cuda": devices > 0, "cuda_reason": why and f"{why} (torch {version})"}
     try:
         import torch
     except Exception as e:  # noqa: BLE001 - a broken torch is an answer, not a crash

@@ -20,7 +20,8 @@ def _archive(tmp: Path) -> Path:
             "e2e": {"composed_ms": 4.0, "eager_ms": 13.2, "correct": True, "device": "H100", "torch": "2.11"},
             "patterns": [{"rule": "gemm", "anchor": "linear", "accepted": True}],
             "process": {"python_starts": starts, "python_starts_by_use": {"fact.worker": starts},
-                        "compiles": {"gemm_a": 1 if name == "cold" else 0}, "step_seconds": {"total": wall}}}))
+                        "compiles": {"gemm_a": 1 if name == "cold" else 0},
+                        "step_seconds": {"total": wall, "e2e check": 4.5}}}))
     out = tmp / "out"
     out.mkdir()
     with tarfile.open(out / "optimize_time.tgz", "w:gz") as t:
@@ -38,9 +39,32 @@ def test_table_names_each_run_with_its_counts(tmp_path):
     assert [row["run"] for row in doc["rows"]] == ["cold", "warm"]
     warm = doc["rows"][1]
     assert warm["wall_s"] == 21.5 and warm["python_starts"] == 1 and warm["max_compiles_per_kernel"] == 0
+    assert warm["wall_s_less_e2e"] == 17.0
     md = dest.with_suffix(".md").read_text()
-    assert "| 1 | minigpt_block.py | warm | tuning DB and kernel cache warm | 21.5 | 0 | 1 | 0 | 4.00 |" in md
+    assert "| minigpt_block.py | warm | tuning DB, kernel and trace caches warm | 21.5 | 17.0 | 0 | 1 | 0 | 4.00 |" in md
     assert "fact.worker x1" in md
+
+    # A later call that runs another problem keeps these rows (call "earlier", their commit) with --previous.
+    earlier = json.loads(dest.with_suffix(".json").read_text())
+    earlier["rows"][0]["commit"] = "abc1234"
+    dest.with_suffix(".json").write_text(json.dumps(earlier))
+    other = tmp_path / "other"
+    other.mkdir()
+    (tmp_path / "work").rename(tmp_path / "old_work")
+    work = tmp_path / "work" / "warm"
+    work.mkdir(parents=True)
+    (work / "run.json").write_text(json.dumps({"run": "warm", "wall_s": 3.0, "exit": 0, "flags": []}))
+    (work / "report.json").write_text(json.dumps({"model": "17_Matmul.py", "numerics": "tf32", "e2e": {}}))
+    with tarfile.open(other / "optimize_time.tgz", "w:gz") as t:
+        t.add(tmp_path / "work", arcname="work")
+    merged = tmp_path / "merged"
+    r = subprocess.run([sys.executable, str(ROOT / "bench/scripts/optimize_time_report.py"), str(other), "--out",
+                        str(merged), "--previous", str(dest.with_suffix(".json"))], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(merged.with_suffix(".json").read_text())["rows"]
+    assert [(row["model"], row["call"]) for row in rows] == [
+        ("minigpt_block.py", "earlier"), ("minigpt_block.py", "earlier"), ("17_Matmul.py", 1)]
+    assert rows[0]["commit"] == "abc1234" and rows[1]["wall_s_less_e2e"] == 17.0
 
 
 def test_an_archive_of_several_problems_gives_each_its_rows(tmp_path):
