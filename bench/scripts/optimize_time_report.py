@@ -58,7 +58,8 @@ def main() -> int:
     ap.add_argument("out_dirs", type=Path, nargs="+")
     ap.add_argument("--out", default="bench/results/optimize_time_h100")
     ap.add_argument("--previous", type=Path,
-                    help="an earlier report (JSON) whose rows of problems not run again here are kept, with their commit")
+                    help="an earlier report (JSON) whose rows are kept, with their commit, except a problem's run again "
+                         "here at the same commit")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
@@ -74,18 +75,21 @@ def main() -> int:
             folders = [work] + sorted(d for d in work.iterdir() if d.is_dir() and d.name not in RUNS)
             rows += [dict(row_of(f / r), call=call, commit=commit, date=dt.date.today().isoformat())
                      for f in folders for r in RUNS if (f / r / "run.json").is_file()]
+    # A run that wrote no report never started FACT (the problem file was not there): named below the table.
+    unstarted = [r for r in rows if r["model"] is None]
+    rows = [r for r in rows if r["model"] is not None]
     if not rows:
         raise SystemExit(f"no run in the optimize_time.tgz of {', '.join(map(str, args.out_dirs))}")
     if args.previous:
         earlier = json.loads(args.previous.read_text())
-        again = {r["model"] for r in rows}
+        again = {(r["model"], commit) for r in rows}
         def less_e2e(r):
             steps = r.get("step_seconds") or {}
             return round(r["wall_s"] - steps["e2e check"], 1) if "e2e check" in steps else None
 
         kept = [dict(r, commit=r.get("commit", earlier["commit"]), date=r.get("date", earlier["date"]), call="earlier",
                      wall_s_less_e2e=r.get("wall_s_less_e2e", less_e2e(r)))
-                for r in earlier["rows"] if r["model"] not in again]
+                for r in earlier["rows"] if (r["model"], r.get("commit", earlier["commit"])) not in again]
         rows = kept + rows
     known = next((r for r in rows if r["device"]), rows[0])
     models = sorted({r["model"] for r in rows if r["model"]})
@@ -111,6 +115,9 @@ def main() -> int:
                      f"{fmt(r.get('wall_s_less_e2e'))} | {r['exit']} | "
                      f"{fmt(r['python_starts'])} | {fmt(r['max_compiles_per_kernel'])} | {fmt(r['fact_ms'], '{:.2f}')} | "
                      f"{fmt(r['eager_ms'], '{:.2f}')} | {r['correct']} | {', '.join(r['fact_ops']) or 'none'} |")
+    if unstarted:
+        lines += ["", "Runs without a report (FACT did not start, e.g. the problem file was not carried): "
+                  + ", ".join(f"call {r['call']} {r['run']} (exit {r['exit']})" for r in unstarted) + "."]
     lines += ["", "Seconds per step, and what each Python start was for:"]
     for r in rows:
         steps = r["step_seconds"] or {}
