@@ -335,7 +335,7 @@ TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
            // one CUTLASS 3.x TF32 GEMM, K-major operands, K' = segments * Kp
            "using LayoutA = cutlass::layout::RowMajor;", "using LayoutB = cutlass::layout::ColumnMajor;",
            "using ElementA = float;", "cutlass::gemm::collective::CollectiveBuilder", "cutlass::arch::Sm90",
-           "cute::_128, cute::_128, cute::_32", "g.k = kCopyA || kCopyB ? ld : a.k;", "int64_t kp = padded_k(a), ld = kSegments * kp;",
+           "cute::_32>", "g.k = kCopyA || kCopyB ? ld : a.k;", "int64_t kp = padded_k(a), ld = kSegments * kp;",
            "cute::make_shape(int(a.m), int(a.n), int(g.k), int(a.batch))",
            // workspace: [A' | B' | CUTLASS's], per-batch slices unless the operand is shared
            "copy_a_bytes(a) + copy_b_bytes(a) + Gemm::get_workspace_size",

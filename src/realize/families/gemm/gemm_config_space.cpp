@@ -65,6 +65,8 @@ constexpr double kKernelLaunchSeconds = 3e-6;  // launch and ramp of one kernel:
 // What the register-sourced TF32 mainloop is assumed to keep of a K-major kernel's rate (its operand goes through
 // registers and is transposed there); a guess the measurements replace.
 constexpr double kInKernelTransposeEfficiency = 0.9;
+// Score credit per doubling of a tile's reuse past a 128x128 tile's (see estimate_gemm_config).
+constexpr double kLargeTileCredit = 0.05;
 // Kinds of kernel scored under this share of the best one take turns only after the others ran out of kernels.
 constexpr double kDiverseKindScoreFloor = 0.75;
 
@@ -397,9 +399,14 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   // Stream-K balances the last wave at the price of partial-tile fixups.
   r.wave_efficiency = stream_k ? kStreamKWaveEfficiency : wave_efficiency(tiles * slices, sm_count);
 
-  // Reuse per byte loaded grows with tile M*N/(M+N); 64 (a 128x128 tile) is enough to be compute bound.
+  // Reuse per byte loaded grows with tile M*N/(M+N); 64 (a 128x128 tile) is enough to be compute bound. Past it a
+  // little credit where the tiles fill a wave, so that where the waves come out alike the larger tiles are
+  // measured (few tiles: the waves and stream-K decide): the H100's best bf16
+  // square kernels were 128x256 (perf-notes, GEMM item 6), while a flat score measured only 128x128 tiles on the
+  // level-2 tf32 GEMMs (1024 x 8192 x 8192 at --top 2: 0.87-0.91x of cuBLAS).
   double reuse = double(c.threadblock.m) * c.threadblock.n / (c.threadblock.m + c.threadblock.n);
   double factor = std::sqrt(std::min(1.0, reuse / 64.0));
+  if (tiles >= sm_count) factor *= 1.0 + kLargeTileCredit * std::log2(std::max(1.0, reuse / 64.0));
   if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op)
     factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
   factor *= prepass_factor(p, c);
