@@ -42,7 +42,7 @@ struct Run {
   }
 };
 
-// Asked of the Python worker, whose torch the tracer has already imported.
+// Asked of the Python worker (the CUDA driver and the installed torch's build: no torch import, see fact.environment).
 bool has_cuda_gpu() {
   auto r = run_python_module("fact.environment", {"--cuda"}, std::chrono::seconds(120));
   try {
