@@ -23,6 +23,11 @@ WHAT = {"cold": "tuning DB, kernel and trace caches empty (tunes)",
         "warm-fact": "warm, torch.compile baselines not timed (--no-compile-baselines)"}
 
 
+def wall_less_e2e(wall_s: float, steps: dict) -> float | None:
+    """The wall time less the end-to-end check and timing step (the issue's warm target leaves it out)."""
+    return round(wall_s - steps["e2e check"], 1) if "e2e check" in steps else None
+
+
 def row_of(folder: Path) -> dict:
     run = json.loads((folder / "run.json").read_text())
     report_path = folder / "report.json"
@@ -33,11 +38,8 @@ def row_of(folder: Path) -> dict:
     what = WHAT.get(run["run"], "")
     if run["run"] == "cold" and run.get("tuning_db_carried"):
         what = "tuning DB carried from an earlier call (.devcache), kernel cache empty"
-    steps = process.get("step_seconds") or {}
-    # The issue's warm target leaves the end-to-end check and timing out.
-    less_e2e = run["wall_s"] - steps["e2e check"] if "e2e check" in steps else None
     return {"run": run["run"], "what": what, "wall_s": round(run["wall_s"], 1),
-            "wall_s_less_e2e": None if less_e2e is None else round(less_e2e, 1), "top": run.get("top", 4),
+            "wall_s_less_e2e": wall_less_e2e(run["wall_s"], process.get("step_seconds") or {}), "top": run.get("top", 4),
             "exit": run["exit"], "python_starts": process.get("python_starts"),
             "python_starts_by_use": process.get("python_starts_by_use"),
             "fact_starts": process.get("fact_starts"), "compiles": compiles,
@@ -83,12 +85,8 @@ def main() -> int:
     if args.previous:
         earlier = json.loads(args.previous.read_text())
         again = {(r["model"], commit) for r in rows}
-        def less_e2e(r):
-            steps = r.get("step_seconds") or {}
-            return round(r["wall_s"] - steps["e2e check"], 1) if "e2e check" in steps else None
-
         kept = [dict(r, commit=r.get("commit", earlier["commit"]), date=r.get("date", earlier["date"]), call="earlier",
-                     wall_s_less_e2e=r.get("wall_s_less_e2e", less_e2e(r)))
+                     wall_s_less_e2e=r.get("wall_s_less_e2e", wall_less_e2e(r["wall_s"], r.get("step_seconds") or {})))
                 for r in earlier["rows"] if (r["model"], r.get("commit", earlier["commit"])) not in again]
         rows = kept + rows
     known = next((r for r in rows if r["device"]), rows[0])

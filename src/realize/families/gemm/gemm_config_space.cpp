@@ -400,10 +400,10 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   r.wave_efficiency = stream_k ? kStreamKWaveEfficiency : wave_efficiency(tiles * slices, sm_count);
 
   // Reuse per byte loaded grows with tile M*N/(M+N); 64 (a 128x128 tile) is enough to be compute bound. Past it a
-  // little credit where the tiles fill a wave, so that where the waves come out alike the larger tiles are
-  // measured (few tiles: the waves and stream-K decide): the H100's best bf16
-  // square kernels were 128x256 (perf-notes, GEMM item 6), while a flat score measured only 128x128 tiles on the
-  // level-2 tf32 GEMMs (1024 x 8192 x 8192 at --top 2: 0.87-0.91x of cuBLAS).
+  // little credit where the tiles fill a wave, so that where the waves come out alike the larger tiles are measured
+  // (few tiles: the waves and stream-K decide): the H100's best bf16 square kernels were 128x256 (perf-notes, GEMM
+  // item 6), while a flat score measured only 128x128 tiles on the level-2 tf32 GEMMs (1024 x 8192 x 8192 at
+  // --top 2: 0.87-0.91x of cuBLAS).
   double reuse = double(c.threadblock.m) * c.threadblock.n / (c.threadblock.m + c.threadblock.n);
   double factor = std::sqrt(std::min(1.0, reuse / 64.0));
   if (tiles >= sm_count) factor *= 1.0 + kLargeTileCredit * std::log2(std::max(1.0, reuse / 64.0));
