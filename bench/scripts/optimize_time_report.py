@@ -61,7 +61,7 @@ def main() -> int:
     ap.add_argument("--out", default="bench/results/optimize_time_h100")
     ap.add_argument("--previous", type=Path,
                     help="an earlier report (JSON) whose rows are kept, with their commit, except a problem's run again "
-                         "here at the same commit")
+                         "here at the same commit and runs without a report")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
@@ -87,7 +87,8 @@ def main() -> int:
         again = {(r["model"], commit) for r in rows}
         kept = [dict(r, commit=r.get("commit", earlier["commit"]), date=r.get("date", earlier["date"]), call="earlier",
                      wall_s_less_e2e=r.get("wall_s_less_e2e", wall_less_e2e(r["wall_s"], r.get("step_seconds") or {})))
-                for r in earlier["rows"] if (r["model"], r.get("commit", earlier["commit"])) not in again]
+                for r in earlier["rows"]
+                if r["model"] is not None and (r["model"], r.get("commit", earlier["commit"])) not in again]
         rows = kept + rows
     known = next((r for r in rows if r["device"]), rows[0])
     models = sorted({r["model"] for r in rows if r["model"]})

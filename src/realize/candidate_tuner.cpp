@@ -40,6 +40,10 @@ ProcessResult run_python_measure(const fs::path& request, const fs::path& result
                            std::chrono::seconds(1800));
 }
 
+// Starts the measuring worker of the coming request now, in the worker's background: it imports torch (seconds on
+// the GPU machine) while nvcc compiles the candidates. Only a speed-up: whatever it answers, measuring goes on.
+void prewarm_python_measure() { run_python_module("fact.realize.measure", {"--prewarm"}, std::chrono::seconds(60)); }
+
 // Timings do not carry across GPUs (an H100 and an H200 are both sm_90a): such a winner is tuned again.
 bool measured_elsewhere(const Winner& w, const TuneOptions& o) {
   return !o.device.empty() && !w.device_name.empty() && w.device_name != o.device;
@@ -219,6 +223,7 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
   for (const auto& c : ranked)
     if (c.job) kernels.insert(c.kernel());
   say(fmt::format("building {} candidates ({} kernels) with nvcc", jobs.size(), kernels.size()));
+  if (o.measure && !o.measure_runner && !jobs.empty()) prewarm_python_measure();
   auto results = build_kernels(jobs, build_options(o));
   BuiltLibraries libraries;
   for (auto& r : results) {

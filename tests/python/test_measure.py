@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -353,6 +354,9 @@ def test_compare_bf16_tolerance_separates_rounding_from_a_dropped_k_step():
 
 # -- isolation: measure.py with a fake worker (no GPU needed) ------------------------------------
 
+FAKE_WORKER = (sys.executable, str(DATA / "fake_measure_worker.py"))
+
+
 def orchestrate(tmp_path, ids, monkeypatch, baseline=True, timeout_s=2.0, setup_fail=False, **request):
     log = tmp_path / "workers.log"
     monkeypatch.setenv("FAKE_WORKER_LOG", str(log))
@@ -360,8 +364,7 @@ def orchestrate(tmp_path, ids, monkeypatch, baseline=True, timeout_s=2.0, setup_
         monkeypatch.setenv("FAKE_WORKER_SETUP", "fail")
     req = parse_request(minimal_request(candidates=[{"id": i, "library": f"/abs/{i}.so"} for i in ids],
                                         baseline=baseline, timeout_s=timeout_s, **request))
-    argv = lambda job: [sys.executable, str(DATA / "fake_measure_worker.py"), str(job)]  # noqa: E731
-    result = measure.Orchestrator(req, worker_argv=argv, log=sys.stderr).run()
+    result = measure.Orchestrator(req, worker_argv=FAKE_WORKER, log=sys.stderr).run()
     workers = [json.loads(line) for line in log.read_text().splitlines()]
     return result, workers
 
@@ -405,6 +408,37 @@ def test_family_result_takes_the_case_tolerance(tmp_path, monkeypatch):
 def test_no_candidates_still_reports_baseline(tmp_path, monkeypatch):
     result, workers = orchestrate(tmp_path, [], monkeypatch)
     assert len(workers) == 1 and result["candidates"] == [] and result["baseline"]["ms"] == 1.0
+
+
+def test_a_worker_started_ahead_takes_the_next_request(tmp_path, monkeypatch):
+    """--prewarm's spare measures the next request (its job arrives on stdin); a request after that, or one in
+    another environment, gets a fresh worker; a spare nobody takes exits at the end of its stdin."""
+    monkeypatch.setenv("FAKE_WORKER_LOG", str(tmp_path / "workers.log"))
+    assert measure.prewarm(FAKE_WORKER) and not measure.prewarm(FAKE_WORKER)  # one spare, kept
+    spare = measure.Spare.current
+    time.sleep(0.5)  # the spare waits for its job
+    result, workers = orchestrate(tmp_path, ["ok_a", "segv_b", "ok_c"], monkeypatch)
+    assert [c["status"] for c in result["candidates"]] == ["ok", "crashed", "ok"]
+    assert workers[0]["pid"] == spare.proc.pid and workers[0]["waited_s"] >= 0.4
+    assert workers[1]["pid"] != spare.proc.pid and measure.Spare.current is None and not spare.dir.exists()
+
+    measure.prewarm(FAKE_WORKER)
+    other = measure.Spare.current
+    monkeypatch.setenv("FACT_SOMETHING_ELSE", "1")  # another environment: the spare is not used, and it ends
+    result, workers = orchestrate(tmp_path, ["ok_d"], monkeypatch)
+    assert result["candidates"][0]["status"] == "ok" and workers[-1]["pid"] != other.proc.pid
+    assert other.proc.returncode == 0
+
+    measure.prewarm(FAKE_WORKER)
+    unused = measure.Spare.current
+    measure.end_spare()
+    assert unused.proc.returncode == 0 and not unused.dir.exists()
+
+
+def test_prewarm_without_a_gpu_starts_nothing(monkeypatch):
+    monkeypatch.setattr(measure, "cuda_unavailable_reason", lambda: "no CUDA device (test)")
+    monkeypatch.setattr(measure, "prewarm", lambda *a: pytest.fail("a worker was started without a GPU"))
+    assert measure.main(["--prewarm"]) == measure.EXIT_NO_GPU
 
 
 # -- the command line -----------------------------------------------------------------------------

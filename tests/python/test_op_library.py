@@ -1,12 +1,15 @@
 """CPU-side checks of the op library's Python half: manifest parsing, the command lines the builder
-assembles (against src/realize/nvcc_command.cpp's flags), diagnostics trimming, and the exit paths of
-op_library_build and op_check on a machine without a CUDA torch or GPU."""
+assembles (against src/realize/nvcc_command.cpp's flags), diagnostics trimming, the exit paths of
+op_library_build and op_check on a machine without a CUDA torch or GPU, and the builder's caches (torch's
+build flags, ops.cpp's object, the linked library)."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -386,3 +389,76 @@ def test_ops_cpp_object_comes_from_the_content_cache_in_another_folder(tmp_path,
     assert (tmp_path / "second" / "build").exists()
     assert sum("ops.cpp" in line for line in calls.read_text().splitlines()) == 1
     assert ops_status(folder("third", "// other ops\n")) == "compiled"
+
+
+def test_linked_library_comes_from_the_cache_and_its_load_check_is_left_to_the_e2e_check(tmp_path, monkeypatch):
+    """A second folder with the same objects and link command copies the library kept after the first passed its
+    load check (no link, no torch import); a library that failed its load check is not kept; other objects link."""
+    stub, calls = stub_compiler(tmp_path)
+    monkeypatch.setenv("CXX", str(stub))
+    monkeypatch.setattr(olb, "torch_build_flags", lambda: olb.TorchBuildFlags((), (), True))
+    loads, missing = [], []
+    monkeypatch.setattr(olb, "verify_loads", lambda lib: loads.append(lib.dir.name) or list(missing))
+    kernel = tmp_path / "kernel.o"
+
+    def folder(name, kernel_bytes="object"):
+        kernel.write_text(kernel_bytes)
+        d = tmp_path / name
+        (d / "kernels").mkdir(parents=True)
+        write_library(d)
+        for cid in (CONFIG_ID, SM80_ID):
+            (d / "kernels" / f"{cid}.cu").write_text(f"// kernel {cid}\n")
+        (d / "ops.cpp").write_text("// ops\n")
+        (d / "include").mkdir()
+        (d / "include" / "kernel_abi.h").write_text("// abi\n")
+        objects = {cid: {"object": str(kernel), "source_sha256": hashlib.sha256(
+            (d / "kernels" / f"{cid}.cu").read_bytes()).hexdigest()} for cid in (CONFIG_ID, SM80_ID)}
+        (d / olb.PREBUILT_FILE).write_text(json.dumps({"format": "fact-prebuilt-objects", "version": 1,
+                                                      "objects": objects}))
+        return olb.build(olb.load_manifest(d), 2, log=lambda line: None)
+
+    def link_status(result):
+        return next(s["status"] for s in result["steps"] if s["name"] == "link")
+
+    missing.append(f"gemm_{CONFIG_ID}")
+    failed = folder("broken")
+    assert failed["status"] == "failed" and link_status(failed) == "compiled" and loads == ["broken"]
+    missing.clear()
+    first = folder("first")  # the broken library was not kept: linked and load-checked again
+    assert first["status"] == "ok" and link_status(first) == "compiled" and first["load_check"] == "passed"
+    second = folder("second")
+    assert second["status"] == "ok" and link_status(second) == "cached", second
+    assert "end-to-end check" in second["load_check"] and loads == ["broken", "first"]
+    assert (tmp_path / "second" / "libfact_ops.so").read_bytes() == (tmp_path / "first" / "libfact_ops.so").read_bytes()
+    assert sum("-shared" in line for line in calls.read_text().splitlines()) == 2
+    other = folder("other", kernel_bytes="another object")  # same command, other object contents
+    assert link_status(other) == "compiled" and loads[-1] == "other"
+
+
+def test_torch_build_flags_are_kept_by_the_torch_install(tmp_path, monkeypatch):
+    """Asked of torch once per install (version, folder, CUDA); a warm build reads them without importing torch."""
+    asked = []
+    monkeypatch.setattr(olb, "torch_build_flags_from_torch",
+                        lambda: asked.append(1) or olb.TorchBuildFlags(("/t/include",), ("/t/lib",), False))
+    monkeypatch.setattr(olb, "torch_install_key", lambda: "torch-a")
+    assert olb.torch_build_flags() == olb.TorchBuildFlags(("/t/include",), ("/t/lib",), False)
+    assert olb.torch_build_flags() == olb.TorchBuildFlags(("/t/include",), ("/t/lib",), False) and len(asked) == 1
+    monkeypatch.setattr(olb, "torch_install_key", lambda: "torch-b")  # another install asks again
+    olb.torch_build_flags()
+    assert len(asked) == 2
+
+    def no_cuda_torch():
+        raise olb.NeedsCudaTorch("torch 2.11.0+cpu is a CPU-only build")
+    monkeypatch.setattr(olb, "torch_build_flags_from_torch", no_cuda_torch)
+    monkeypatch.setattr(olb, "torch_install_key", lambda: "torch-cpu")
+    for _ in range(2):  # a CPU-only torch is never kept as buildable
+        with pytest.raises(olb.NeedsCudaTorch):
+            olb.torch_build_flags()
+
+    # The key itself is read without importing torch, and changes with where CUDA is found.
+    script = ("import sys, os; from fact.realize import op_library_build as o; a = o.torch_install_key(); "
+              "os.environ['CUDA_HOME'] = '/elsewhere'; b = o.torch_install_key(); "
+              "assert 'torch' not in sys.modules; print(a is None or a != b)")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "python")})
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr

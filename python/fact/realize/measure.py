@@ -8,17 +8,22 @@ float64 reference, beside PyTorch's baseline (cuBLAS for GEMM) timed in the same
 Isolation: candidates run in a worker subprocess (measure_worker.py) that streams one JSON line per
 result. If the worker dies (segfault, poisoned CUDA context) the candidate it was measuring is recorded
 as `crashed`; if it exceeds the per-candidate time limit it is killed and the candidate is `timeout`.
-Either way a fresh worker measures the rest.
+Either way a fresh worker measures the rest. A worker reads its job's path from stdin, so one can be started
+ahead of its request: `--prewarm` (sent by the tuner before it compiles a pattern's kernels) starts a spare that
+imports torch while nvcc runs (seconds on the GPU machine, once per worker); the next request takes it.
 
-Exit codes: 0 result written; 1 result written but the worker could not be set up (see messages);
-2 bad request (one line on stderr naming the field); 3 no CUDA GPU on this machine (one line).
+Exit codes: 0 result written (or, with --prewarm, a spare started or already there); 1 result written but the
+worker could not be set up (see messages); 2 bad request (one line on stderr naming the field); 3 no CUDA GPU on
+this machine (one line).
 """
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,13 +41,10 @@ PYTHON_ROOT = Path(__file__).resolve().parents[2]
 
 
 def cuda_unavailable_reason() -> str | None:
-    try:
-        import torch
-    except Exception as e:  # noqa: BLE001
-        return f"PyTorch cannot be imported ({type(e).__name__}: {e})"
-    if not torch.cuda.is_available():
-        return f"torch {torch.__version__} sees no CUDA device (torch.cuda.is_available() is False)"
-    return None
+    """Asked of the CUDA driver, not torch (importing it here would cost seconds; the worker imports it)."""
+    from fact.environment import cuda_answer
+    answer = cuda_answer()
+    return None if answer["cuda"] else answer["cuda_reason"] or "no CUDA device"
 
 
 class LineReader:
@@ -88,14 +90,78 @@ def tail(path: Path, limit: int = 600) -> str:
     return " | ".join(lines)[-limit:]
 
 
-def default_worker_argv(job_path: Path) -> list[str]:
-    return [sys.executable, "-m", "fact.realize.measure_worker", str(job_path)]
+WORKER_ARGV = (sys.executable, "-m", "fact.realize.measure_worker")  # the job's path follows on its stdin
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def start_worker(argv, env: dict[str, str], err_path: Path) -> subprocess.Popen:
+    with open(err_path, "wb") as err:
+        return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+                                start_new_session=True)
+
+
+class Spare:
+    """The worker started ahead of its request (at most one per process), and what it was started with."""
+
+    current: "Spare | None" = None
+
+    def __init__(self, argv, env: dict[str, str]):
+        self.argv, self.env = tuple(argv), env
+        self.dir = Path(tempfile.mkdtemp(prefix="fact-measure-spare-"))
+        self.err_path = self.dir / "worker.stderr"
+        self.proc = start_worker(argv, env, self.err_path)
+
+    def fits(self, argv, env: dict[str, str]) -> bool:
+        return self.proc.poll() is None and self.argv == tuple(argv) and self.env == env
+
+    def end(self) -> None:
+        """An unused spare exits at the end of its stdin; one that does not is killed."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            Orchestrator._kill(self.proc)
+        self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def prewarm(argv=WORKER_ARGV) -> bool:
+    """Starts a spare worker unless one that fits is there; True when one was started."""
+    env = worker_env()
+    if Spare.current is not None and Spare.current.fits(argv, env):
+        return False
+    end_spare()
+    Spare.current = Spare(argv, env)
+    return True
+
+
+def take_spare(argv, env: dict[str, str]) -> Spare | None:
+    spare, Spare.current = Spare.current, None
+    if spare is not None and not spare.fits(argv, env):
+        spare.end()  # another command or environment (or it died): a fresh worker is started instead
+        spare = None
+    return spare
+
+
+def end_spare() -> None:
+    spare, Spare.current = Spare.current, None
+    if spare is not None:
+        spare.end()
+
+
+atexit.register(end_spare)
 
 
 class Orchestrator:
     """Runs workers until the baseline and every candidate have a result."""
 
-    def __init__(self, request: MeasureRequest, worker_argv=default_worker_argv, log=sys.stderr):
+    def __init__(self, request: MeasureRequest, worker_argv=WORKER_ARGV, log=sys.stderr):
         self.request = request
         self.worker_argv = worker_argv
         self.log = log
@@ -138,12 +204,17 @@ class Orchestrator:
         n = len(list(tmp.glob("job-*.json")))
         job_path, err_path = tmp / f"job-{n}.json", tmp / f"worker-{n}.stderr"
         job_path.write_text(json.dumps(job))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_ROOT), env.get("PYTHONPATH")]))
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        with open(err_path, "wb") as err:
-            proc = subprocess.Popen(self.worker_argv(job_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, env=env, start_new_session=True)
+        env = worker_env()
+        spare = take_spare(self.worker_argv, env)
+        if spare is not None:
+            proc, err_path = spare.proc, spare.err_path
+        else:
+            proc = start_worker(self.worker_argv, env, err_path)
+        try:
+            proc.stdin.write(f"{job_path}\n".encode())
+            proc.stdin.close()
+        except OSError:
+            pass  # it died before its job: read below as a worker that exited in set-up
         reader = LineReader(proc.stdout.fileno())
         current: str | None = None
         ready = progressed = False
@@ -196,6 +267,8 @@ class Orchestrator:
             if proc.poll() is None:
                 self._kill(proc)
             proc.stdout.close()
+            if spare is not None:
+                shutil.rmtree(spare.dir, ignore_errors=True)
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
@@ -270,10 +343,25 @@ def fmt(x) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fact.realize.measure",
                                  description="Verify and time kernel candidates against PyTorch.")
-    ap.add_argument("request", help="request JSON (problem, candidates, trials, baseline, warmup_ms, rep_ms)")
-    ap.add_argument("-o", "--output", required=True, help="where to write the result JSON")
+    ap.add_argument("request", nargs="?", help="request JSON (problem, candidates, trials, baseline, warmup_ms, rep_ms)")
+    ap.add_argument("-o", "--output", help="where to write the result JSON (required with a request)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no summary table on stdout")
+    ap.add_argument("--prewarm", action="store_true",
+                    help="start a measuring worker for the next request in this process (it imports torch meanwhile) "
+                         "and return")
     args = ap.parse_args(argv)
+    if args.prewarm:
+        if args.request:
+            ap.error("--prewarm takes no request")
+        reason = cuda_unavailable_reason()
+        if reason:
+            print(f"measure: no worker started ahead: {reason}", file=sys.stderr)
+            return EXIT_NO_GPU
+        print("measure: a worker was started ahead of the next request" if prewarm()
+              else "measure: the worker started ahead is still waiting")
+        return EXIT_OK
+    if not args.request or not args.output:
+        ap.error("a request JSON and -o RESULT.json are required")
     try:
         request = load_request(args.request)
     except RequestError as e:

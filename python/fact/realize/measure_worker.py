@@ -2,8 +2,10 @@
 What is family-specific (inputs, argument struct, float64 replay, PyTorch's ways) comes from the request's
 family case (family_cases.py); verifying and timing are the same for every family.
 
-Run by measure.py as `python -m fact.realize.measure_worker JOB.json`; JOB holds the request, the ids of
-the candidates still to measure and whether the baseline is still to run. The protocol goes to the
+Run by measure.py as `python -m fact.realize.measure_worker`, with JOB.json's path as the first line of its stdin
+(or `... measure_worker JOB.json`); JOB holds the request, the ids of the candidates still to measure and whether
+the baseline is still to run. torch is imported before the job is read, so a worker started ahead of its job
+(measure.py --prewarm) has it imported when the job comes; it takes the GPU's lock only then. The protocol goes to the
 original stdout; fd 1 is pointed at stderr so that a candidate library printing to stdout cannot corrupt
 it. Events, in order:
   {"event": "ready", "device", "torch", "cuda", ...}
@@ -323,5 +325,12 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def main_from_stdin() -> int:
+    """The job's path from stdin; the end of stdin without one (a spare nobody needed) is a quiet exit."""
+    job_path = sys.stdin.readline().strip()
+    return main([job_path]) if job_path else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import torch  # noqa: F401 - before the job: a worker started ahead imports it while the kernels compile
+    sys.exit(main(sys.argv[1:]) if len(sys.argv) > 1 else main_from_stdin())

@@ -12,6 +12,10 @@ A kernel listed in DIR/prebuilt_objects.json (written by `fact ops build --compi
 compiled into fact's kernel cache) is linked from there instead of compiled again, if that object exists and
 was compiled from exactly this folder's kernels/<id>.cu (SHA-256); otherwise it is compiled as above.
 
+Warm builds import no torch: its build flags are kept in the kernel cache by torch's distribution (version and
+folder), ops.cpp's object by its content, and the linked library by the link command and its objects' contents; a
+library copied from there passed the load check when it was kept, and the end-to-end check loads it again.
+
 Exit status: 0 built and loaded; 1 a compile, link or load failed; 2 bad input (manifest, CUTLASS or
 nvcc not found); 3 this Python has no CUDA build of torch (build on the GPU machine).
 """
@@ -221,8 +225,40 @@ class TorchBuildFlags:
     cxx11_abi: bool
 
 
+def torch_install_key() -> str | None:
+    """What decides this torch's build flags, read without importing torch (seconds): its distribution's version and
+    folder, this Python, and where cpp_extension finds CUDA ($CUDA_HOME, $CUDA_PATH, nvcc on PATH). None when torch
+    is not installed."""
+    import importlib.metadata
+    try:
+        dist = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    parts = (dist.version, str(dist.locate_file("torch")), sys.executable, os.environ.get("CUDA_HOME", ""),
+             os.environ.get("CUDA_PATH", ""), shutil.which("nvcc") or "")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
 def torch_build_flags() -> TorchBuildFlags:
-    """Include/library dirs and the C++ ABI of this Python's torch; raises NeedsCudaTorch without a CUDA build."""
+    """Include/library dirs and the C++ ABI of this Python's torch; raises NeedsCudaTorch without a CUDA build.
+    Kept in the kernel cache by torch_install_key(), so a warm build does not import torch."""
+    key = torch_install_key()
+    entry = kernel_cache_dir() / "torch_flags" / f"{key}.json" if key else None
+    if entry is not None and entry.is_file():
+        try:
+            kept = json.loads(entry.read_text())
+            return TorchBuildFlags(include_dirs=tuple(kept["include_dirs"]), library_dirs=tuple(kept["library_dirs"]),
+                                   cxx11_abi=bool(kept["cxx11_abi"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # an unreadable entry is asked of torch again and rewritten
+    flags = torch_build_flags_from_torch()
+    if entry is not None:
+        write_cache_file(entry, json.dumps({"include_dirs": flags.include_dirs, "library_dirs": flags.library_dirs,
+                                            "cxx11_abi": flags.cxx11_abi}).encode())
+    return flags
+
+
+def torch_build_flags_from_torch() -> TorchBuildFlags:
     try:
         import torch
         from torch.utils import cpp_extension
@@ -308,7 +344,7 @@ class Step:
     output: Path
     inputs: tuple[Path, ...]
     record: Path | None = None  # where the command is kept for the up-to-date check; default output + ".cmd"
-    status: str = "pending"   # compiled, up_to_date, cached (ops.cpp from the content cache), failed
+    status: str = "pending"   # compiled, up_to_date, cached (ops.cpp or the library from the cache), failed
     seconds: float = 0.0
     diagnostics: str = ""
 
@@ -368,6 +404,18 @@ def ops_cache_key(lib: OpLibrary, step: Step) -> str:
     return h.hexdigest()
 
 
+def write_cache_file(entry: Path, content: bytes) -> None:
+    """Atomically (a concurrent build sees the whole file or none); a cache that cannot be written costs the next
+    build the work again, nothing else."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+        tmp.write_bytes(content)
+        tmp.replace(entry)
+    except OSError:
+        pass
+
+
 def run_cached_step(step: Step, key: str, cache: Path) -> Step:
     """run_step, through the content cache: a hit copies the cached object (status cached); a compile stores it.
     Compiling ops.cpp against torch's headers takes seconds, and the same winners give the same ops.cpp."""
@@ -379,14 +427,19 @@ def run_cached_step(step: Step, key: str, cache: Path) -> Step:
         return step
     run_step(step)
     if step.status == "compiled":
-        try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
-            shutil.copyfile(step.output, tmp)
-            tmp.replace(entry)  # atomic: a concurrent build sees the whole object or none
-        except OSError:
-            pass  # a cache that cannot be written costs the next build a compile, nothing else
+        write_cache_file(entry, step.output.read_bytes())
     return step
+
+
+def library_cache_entry(lib: OpLibrary, link: Step, cache: Path) -> Path:
+    """Where a library linked by exactly this command from objects of exactly these contents is kept (the folder's
+    own path left out of the key, so every folder with the same winners shares it)."""
+    h = hashlib.sha256()
+    command = "\n".join(link.command).replace(str(lib.dir), "{library}").encode()
+    h.update(len(command).to_bytes(8, "little") + command)
+    for obj in link.inputs:
+        h.update(hashlib.sha256(obj.read_bytes()).digest())
+    return cache / "libraries" / h.hexdigest() / lib.library
 
 
 def prebuilt_objects(lib: OpLibrary, log=print) -> dict[str, Path]:
@@ -486,8 +539,14 @@ def build(lib: OpLibrary, jobs: int, log=print) -> dict:
             log(f"  {step.name:<22} {step.status:<11} {step.seconds:6.1f} s")
     steps = linked + compiles
     failed = [s for s in compiles if s.status == "failed"]
+    kept = None
     if not failed:
-        run_step(link)
+        kept = library_cache_entry(lib, link, cache)
+        if kept.is_file():
+            shutil.copyfile(kept, link.output)
+            link.status = "cached"
+        else:
+            run_step(link)
         log(f"  {link.name:<22} {link.status:<11} {link.seconds:6.1f} s")
         steps = linked + compiles + [link]
         failed = [link] if link.status == "failed" else []
@@ -502,6 +561,11 @@ def build(lib: OpLibrary, jobs: int, log=print) -> dict:
             what = f"{s.name} ({op.summary}, {op.kernel_source})" if op else s.name
             lines.append(f"{what} failed:\n{s.diagnostics}")
         result.update(status="failed", message="\n".join(lines))
+    elif link.status == "cached":
+        # The same command on the same objects gave this library, and it loaded with every op when it was kept;
+        # loading it here would import torch (seconds) only to do again what the end-to-end check does.
+        result["load_check"] = "left to the end-to-end check (the cached library passed it when it was kept)"
+        log(f"  load check: {result['load_check']}")
     else:
         try:
             missing = verify_loads(lib)
@@ -512,7 +576,9 @@ def build(lib: OpLibrary, jobs: int, log=print) -> dict:
             if missing:
                 result.update(status="failed", message=f"loaded, but torch.ops.fact lacks {', '.join(missing)}")
             else:
+                result["load_check"] = "passed"
                 log(f"  loaded: torch.ops.fact has all {len(lib.ops)} op(s)")
+                write_cache_file(kept, lib.library_path.read_bytes())
     result["seconds"] = round(time.perf_counter() - t0, 2)
     return result
 

@@ -3,7 +3,7 @@
 It speaks the worker protocol and behaves by candidate id prefix: ok_* reports ok, segv_* kills
 itself with SIGSEGV, hang_* sleeps forever, lost_* reports `crashed` and exits 70 (CUDA context lost),
 garbage_* prints a non-JSON line first. FAKE_WORKER_LOG (env) collects one line per worker start;
-FAKE_WORKER_SETUP=fail makes set-up fail.
+FAKE_WORKER_SETUP=fail makes set-up fail. The job's path comes as the argument or on stdin, as the real worker's.
 """
 import json
 import os
@@ -18,11 +18,16 @@ def emit(event, **fields):
 
 
 def main():
-    job = json.load(open(sys.argv[1]))
+    started = time.time()
+    job_path = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.readline().strip()
+    if not job_path:
+        return 0  # a worker started ahead that got no job
+    job = json.load(open(job_path))
     log = os.environ.get("FAKE_WORKER_LOG")
     if log:
         with open(log, "a") as f:
-            f.write(json.dumps({"candidates": job["candidate_ids"], "baseline": job["baseline"]}) + "\n")
+            f.write(json.dumps({"candidates": job["candidate_ids"], "baseline": job["baseline"], "pid": os.getpid(),
+                                "waited_s": time.time() - started}) + "\n")
     if os.environ.get("FAKE_WORKER_SETUP") == "fail":
         print("set-up exploded", file=sys.stderr)
         emit("fatal", message="worker set-up failed: RuntimeError: set-up exploded")
