@@ -40,10 +40,6 @@ ProcessResult run_python_measure(const fs::path& request, const fs::path& result
                            std::chrono::seconds(1800));
 }
 
-// Starts the measuring worker of the coming request now, in the worker's background: it imports torch (seconds on
-// the GPU machine) while nvcc compiles the candidates. Only a speed-up: whatever it answers, measuring goes on.
-void prewarm_python_measure() { run_python_module("fact.realize.measure", {"--prewarm"}, std::chrono::seconds(60)); }
-
 // Timings do not carry across GPUs (an H100 and an H200 are both sm_90a): such a winner is tuned again.
 bool measured_elsewhere(const Winner& w, const TuneOptions& o) {
   return !o.device.empty() && !w.device_name.empty() && w.device_name != o.device;
@@ -51,15 +47,6 @@ bool measured_elsewhere(const Winner& w, const TuneOptions& o) {
 
 }  // namespace
 
-std::optional<BuildJob> recorded_winner_job(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
-  auto w = o.force ? std::nullopt : db.get_winner(subject.key);
-  if (!w || measured_elsewhere(*w, o) || w->config_id == kBaselineWinner) return std::nullopt;
-  try {
-    return subject.rebuild(w->config).job;
-  } catch (const Error&) {
-    return std::nullopt;  // tune_candidates says why when it gets there
-  }
-}
 
 std::optional<double> TuneOutcome::speedup() const {
   if (!baseline_ms || *baseline_ms <= 0) return std::nullopt;
@@ -146,7 +133,40 @@ void seed_with_neighbours(const TuneSubject& subject, TuningDb& db, int top_n, s
   ranked = std::move(seeds);
 }
 
+// What a cold tune measures: the ranking's top_n, neighbours' winners seeded in. Throws Error as subject.candidates.
+template <class Say>
+std::vector<TuneCandidate> planned_candidates(const TuneSubject& subject, TuningDb& db, int top_n, Say&& say) {
+  std::string space_line;
+  auto ranked = subject.candidates(top_n, space_line);
+  if (!space_line.empty()) say(space_line);
+  seed_with_neighbours(subject, db, top_n, ranked, say);
+  return ranked;
+}
+
 }  // namespace
+
+PlannedBuilds planned_build_jobs(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
+  auto w = o.force ? std::nullopt : db.get_winner(subject.key);
+  PlannedBuilds planned;
+  try {
+    if (w && !measured_elsewhere(*w, o)) {
+      planned.recorded_winner = true;
+      if (w->config_id == kBaselineWinner) return planned;
+      if (auto job = subject.rebuild(w->config).job) planned.jobs.push_back(std::move(*job));
+      return planned;
+    }
+    if (o.cached_only) return planned;
+    for (auto& c : planned_candidates(subject, db, o.top_n, [](const std::string&) {}))
+      if (c.job) planned.jobs.push_back(std::move(*c.job));
+  } catch (const Error&) {  // tune_candidates says why when it gets there
+  }
+  return planned;
+}
+
+void prewarm_measurement(const TuneOptions& o) {
+  // Only a speed-up: whatever the worker answers, measuring goes on as before.
+  if (o.measure && !o.measure_runner) run_python_module("fact.realize.measure", {"--prewarm"}, std::chrono::seconds(60));
+}
 
 TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& o) {
   auto start = std::chrono::steady_clock::now();
@@ -192,17 +212,13 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
 
   std::vector<TuneCandidate> ranked;
   try {
-    std::string space_line;
-    ranked = subject.candidates(o.top_n, space_line);
-    if (!space_line.empty()) say(space_line);
+    ranked = planned_candidates(subject, db, o.top_n, say);
   } catch (const Error& e) {
     out.status = "no_candidate";
     out.message = e.what();
     out.seconds = elapsed();
     return out;
   }
-
-  seed_with_neighbours(subject, db, o.top_n, ranked, say);
 
   out.workload_id = db.upsert_workload(out.key, "");
   std::map<std::string, CandidateRecord> records;
@@ -223,7 +239,7 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
   for (const auto& c : ranked)
     if (c.job) kernels.insert(c.kernel());
   say(fmt::format("building {} candidates ({} kernels) with nvcc", jobs.size(), kernels.size()));
-  if (o.measure && !o.measure_runner && !jobs.empty()) prewarm_python_measure();
+  if (!jobs.empty()) prewarm_measurement(o);
   auto results = build_kernels(jobs, build_options(o));
   BuiltLibraries libraries;
   for (auto& r : results) {

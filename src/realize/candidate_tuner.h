@@ -114,8 +114,18 @@ constexpr double kWinMargin = 0.03;
 
 TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const TuneOptions& options);
 
-// The build job of the FACT kernel tune_candidates would reuse from the database for this subject, if any: a plan's
-// recorded winners are rebuilt together, in parallel, before it is tuned pattern by pattern (each a cache hit then).
-std::optional<BuildJob> recorded_winner_job(const TuneSubject& subject, TuningDb& db, const TuneOptions& options);
+// The builds tune_candidates would start for this subject: the recorded winner's (none where PyTorch won), else
+// its candidates' (the ranking's top_n with neighbours' winners seeded in; none when over budget or when no config
+// takes the problem: tune_candidates says why). A plan's patterns are built several at a time, in parallel, ahead of
+// their measurement (each tune then a cache hit): one pattern's two or three compiles leave most cores idle.
+struct PlannedBuilds {
+  std::vector<BuildJob> jobs;
+  bool recorded_winner = false;  // the jobs rebuild a winner the database holds (no tuning, no budget spent)
+};
+PlannedBuilds planned_build_jobs(const TuneSubject& subject, TuningDb& db, const TuneOptions& options);
+
+// Starts the measuring worker of the next measurement now (it imports torch while kernels compile); a no-op where
+// the options measure nothing or through a stand-in runner.
+void prewarm_measurement(const TuneOptions& options);
 
 }  // namespace fact::realize

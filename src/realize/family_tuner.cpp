@@ -62,9 +62,9 @@ TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, 
   return tune_candidates(family_subject(family, pattern, problem), db, o);
 }
 
-std::optional<BuildJob> recorded_winner_job(const KernelFamily& family, const std::string& pattern,
-                                            const json& problem, TuningDb& db, const TuneOptions& o) {
-  return recorded_winner_job(family_subject(family, pattern, problem), db, o);
+PlannedBuilds planned_build_jobs(const KernelFamily& family, const std::string& pattern, const json& problem,
+                                 TuningDb& db, const TuneOptions& o) {
+  return planned_build_jobs(family_subject(family, pattern, problem), db, o);
 }
 
 }  // namespace fact::realize

@@ -1,8 +1,8 @@
 #pragma once
 // The auto-tuner of every kernel family: the family's config space and rendered kernels fed to the shared
 // tuning pipeline (candidate_tuner.h): options, outcome and winning rule are the same for all.
-#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,8 +19,8 @@ nlohmann::json family_measure_request(const KernelFamily& family, const nlohmann
 TuneOutcome tune_family(const KernelFamily& family, const std::string& pattern, const nlohmann::json& problem,
                         TuningDb& db, const TuneOptions& options);
 
-// recorded_winner_job for a family's problem.
-std::optional<BuildJob> recorded_winner_job(const KernelFamily& family, const std::string& pattern,
-                                            const nlohmann::json& problem, TuningDb& db, const TuneOptions& options);
+// planned_build_jobs for a family's problem.
+PlannedBuilds planned_build_jobs(const KernelFamily& family, const std::string& pattern,
+                                 const nlohmann::json& problem, TuningDb& db, const TuneOptions& options);
 
 }  // namespace fact::realize

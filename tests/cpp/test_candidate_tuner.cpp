@@ -138,26 +138,38 @@ TEST_F(CandidateTuner, FastestVerifiedCandidateWinsAndIsReusedWithoutMeasuring) 
   EXPECT_EQ(runner_calls, 3);
 }
 
-TEST_F(CandidateTuner, TheRecordedWinnersBuildJobIsTheOneTheWarmPathRebuilds) {
+TEST_F(CandidateTuner, PlannedBuildsAreTheCandidatesOfAColdTuneOrTheRecordedWinner) {
   auto s = subject("norm");
-  EXPECT_FALSE(recorded_winner_job(s, *db, options)) << "nothing recorded yet";
+  auto ids = [](const PlannedBuilds& p) {
+    std::vector<std::string> out;
+    for (const auto& j : p.jobs) out.push_back(j.id);
+    return out;
+  };
+  auto cold = planned_build_jobs(s, *db, options);
+  EXPECT_FALSE(cold.recorded_winner);
+  EXPECT_EQ(ids(cold), (std::vector<std::string>{"a", "b", "c"})) << "nothing recorded yet: the ranked candidates";
+  options.cached_only = true;
+  EXPECT_TRUE(planned_build_jobs(s, *db, options).jobs.empty()) << "over budget: nothing is tuned, nothing built";
+  options.cached_only = false;
+
   answer = {{"device", "NVIDIA H100"},
             {"baseline", {{"name", "torch.layer_norm"}, {"ms", 1.0}, {"rel_err", 2e-7}}},
             {"candidates", {candidate("a", "ok", 0.80), candidate("b", "ok", 0.60), candidate("c", "ok", 0.9)}}};
   ASSERT_EQ(tune_candidates(s, *db, options).winner, "b");
-  auto job = recorded_winner_job(s, *db, options);
-  ASSERT_TRUE(job);
-  EXPECT_EQ(job->id, "b");
+  auto warm = planned_build_jobs(s, *db, options);
+  EXPECT_TRUE(warm.recorded_winner);
+  EXPECT_EQ(ids(warm), (std::vector<std::string>{"b"})) << "the winner the warm path rebuilds";
   options.device = "NVIDIA H200";
-  EXPECT_FALSE(recorded_winner_job(s, *db, options)) << "a winner timed on another GPU is tuned, not rebuilt";
+  EXPECT_EQ(ids(planned_build_jobs(s, *db, options)).size(), 3u) << "a winner timed on another GPU is tuned again";
   options.device = "";
   options.force = true;
-  EXPECT_FALSE(recorded_winner_job(s, *db, options)) << "forced to tune again";
+  EXPECT_FALSE(planned_build_jobs(s, *db, options).recorded_winner) << "forced to tune again";
 
   options.force = false;
   answer["candidates"] = {candidate("a", "ok", 1.5), candidate("b", "ok", 1.4), candidate("c", "ok", 1.6)};
   ASSERT_EQ(tune_candidates(subject("slow"), *db, options).winner, kBaselineWinner);
-  EXPECT_FALSE(recorded_winner_job(subject("slow"), *db, options)) << "PyTorch won: nothing to build";
+  auto kept = planned_build_jobs(subject("slow"), *db, options);
+  EXPECT_TRUE(kept.recorded_winner && kept.jobs.empty()) << "PyTorch won: nothing to build";
 }
 
 TEST_F(CandidateTuner, AWinNeedsMoreThanTheMarginOtherwisePyTorchIsKept) {

@@ -1,5 +1,5 @@
 """`fact tune --family`: the non-GEMM families go through the same tuner and report as GEMMs. On a CPU
-machine the MiniGPT plan's LayerNorms are generated and compiled (one small nvcc build, build-only), and
+machine the MiniGPT plan's LayerNorms are generated and compiled (build-only, in one parallel batch), and
 attention is reported as no_candidate until its kernel template is in the tree."""
 from __future__ import annotations
 
@@ -25,9 +25,12 @@ def test_tune_norms_build_only_and_attention_without_template(tmp_path):
     assert r.returncode == 0, r.stderr
     env = dict(os.environ, FACT_KERNEL_CACHE=str(tmp_path / "cache"))
     report = tmp_path / "tune.json"
-    r = fact("tune", plan, "--build-only", "--top", "1", "--family", "normalization", "--family", "attention",
-             "--db", tmp_path / "db.sqlite", "--report", report, env=env)
+    r = fact("tune", plan, "--build-only", "--top", "1", "--jobs", "2", "--family", "normalization",
+             "--family", "attention", "--db", tmp_path / "db.sqlite", "--report", report, env=env)
     assert r.returncode == 0, r.stderr
+    # The three patterns' kernels are built in one parallel batch ahead of their own turns (the two LayerNorms share
+    # one kernel: two builds, two compile slots).
+    assert "building 2 kernel(s) of 3 pattern(s) in parallel" in r.stderr, r.stderr
     rows = json.loads(report.read_text())["rows"]
     assert sorted(row["pattern"] for row in rows) == ["layer_norm", "layer_norm", "sdpa_attention_manual"]
     for row in rows:
