@@ -74,9 +74,12 @@ class BuildAhead {
       const auto& e = problems_[next_];
       if (!e || !e->family || !e->error.empty()) continue;
       auto planned = planned_build_jobs(*e->family, plan_.entries[next_].match.rule, e->problem, db_, to_);
-      std::vector<BuildJob> fresh;  // patterns of one shape share kernels: each is built once
+      // One compile per kernel: a kernel's run-time variants, and patterns of one shape, share the build.
+      std::vector<BuildJob> fresh;
       for (auto& job : planned.jobs) {
-        auto same = [&](const BuildJob& b) { return b.id == job.id; };
+        auto same = [&](const BuildJob& b) {
+          return b.source == job.source && b.command == job.command && b.link_command == job.link_command;
+        };
         if (std::none_of(batch.begin(), batch.end(), same) && std::none_of(fresh.begin(), fresh.end(), same))
           fresh.push_back(std::move(job));
       }

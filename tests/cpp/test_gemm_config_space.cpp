@@ -271,6 +271,12 @@ TEST(GemmConfigSpace, LargeTilesAreMeasuredWhereTheirWavesComeOutAlike) {
   auto few = enumerate_gemm_configs(GemmProblem::packed(256, 256, 131072, 1, Numerics::tf32, Arch::sm90, true), {.top_n = 1});
   auto tb = few.ranked.front().config.threadblock;
   EXPECT_LE(tb.m * tb.n, 128 * 128) << few.ranked.front().config.summary();
+  // The 3xTF32 split keeps 128x128 first (its 128x256 kernel measured slower at BERT's 8192 x 3072 x 768).
+  auto split = enumerate_gemm_configs(GemmProblem::packed(8192, 3072, 768, 1, Numerics::x3tf32, Arch::sm90, true),
+                                      {.top_n = 1});
+  ASSERT_EQ(split.ranked.front().config.mainloop_transform, MainloopTransform::split3_tf32);
+  EXPECT_EQ(split.ranked.front().config.threadblock.m * split.ranked.front().config.threadblock.n, 128 * 128)
+      << split.ranked.front().config.summary();
 }
 
 TEST(GemmConfigSpace, Sm90RunTimeVariantsShareOneKernelAndKeepTheirOwnIds) {

@@ -403,10 +403,13 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   // little credit where the tiles fill a wave, so that where the waves come out alike the larger tiles are measured
   // (few tiles: the waves and stream-K decide): the H100's best bf16 square kernels were 128x256 (perf-notes, GEMM
   // item 6), while a flat score measured only 128x128 tiles on the level-2 tf32 GEMMs (1024 x 8192 x 8192 at
-  // --top 2: 0.87-0.91x of cuBLAS).
+  // --top 2: 0.87-0.91x of cuBLAS). Not for the 3xTF32 split (fp32 tiles of K' = 3K: a 128x256 stage is 48 KB):
+  // on Hugging Face BERT's 8192 x 3072 x 768 GEMM its 128x256 kernel took 0.704 ms, where the 128x128 one of the
+  // equal-flop 8192 x 768 x 3072 took 0.514 ms.
   double reuse = double(c.threadblock.m) * c.threadblock.n / (c.threadblock.m + c.threadblock.n);
   double factor = std::sqrt(std::min(1.0, reuse / 64.0));
-  if (tiles >= sm_count) factor *= 1.0 + kLargeTileCredit * std::log2(std::max(1.0, reuse / 64.0));
+  if (tiles >= sm_count && c.mainloop_transform != MainloopTransform::split3_tf32)
+    factor *= 1.0 + kLargeTileCredit * std::log2(std::max(1.0, reuse / 64.0));
   if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op)
     factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
   factor *= prepass_factor(p, c);
