@@ -57,7 +57,9 @@ def fmt(v, spec="{}"):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("out_dirs", type=Path, nargs="+")
+    ap.add_argument("out_dirs", nargs="+",
+                    help="each call's $OUT, in call order; OUT@COMMIT names the commit its binary was built from "
+                         "(default: HEAD)")
     ap.add_argument("--out", default="bench/results/optimize_time_h100")
     ap.add_argument("--previous", type=Path,
                     help="an earlier report (JSON) whose rows are kept, with their commit, except a problem's run again "
@@ -65,7 +67,9 @@ def main() -> int:
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
-    for call, out_dir in enumerate(args.out_dirs, 1):
+    for call, arg in enumerate(args.out_dirs, 1):
+        out_dir, _, call_commit = arg.partition("@")
+        out_dir = Path(out_dir)
         archive = out_dir / "optimize_time.tgz"
         if not archive.is_file():
             raise SystemExit(f"{archive}: no such file (the $OUT of bench/scripts/optimize_time_h100.sh)")
@@ -75,7 +79,7 @@ def main() -> int:
             work = Path(tmp) / "work"
             # One problem per archive (work/<run>/), or several (work/<problem>/<run>/).
             folders = [work] + sorted(d for d in work.iterdir() if d.is_dir() and d.name not in RUNS)
-            rows += [dict(row_of(f / r), call=call, commit=commit, date=dt.date.today().isoformat())
+            rows += [dict(row_of(f / r), call=call, commit=call_commit or commit, date=dt.date.today().isoformat())
                      for f in folders for r in RUNS if (f / r / "run.json").is_file()]
     # A run that wrote no report never started FACT (the problem file was not there): named below the table.
     unstarted = [r for r in rows if r["model"] is None]
@@ -84,7 +88,7 @@ def main() -> int:
         raise SystemExit(f"no run in the optimize_time.tgz of {', '.join(map(str, args.out_dirs))}")
     if args.previous:
         earlier = json.loads(args.previous.read_text())
-        again = {(r["model"], commit) for r in rows}
+        again = {(r["model"], r["commit"]) for r in rows}
         kept = [dict(r, commit=r.get("commit", earlier["commit"]), date=r.get("date", earlier["date"]), call="earlier",
                      wall_s_less_e2e=r.get("wall_s_less_e2e", wall_less_e2e(r["wall_s"], r.get("step_seconds") or {})))
                 for r in earlier["rows"]
