@@ -470,6 +470,13 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32BiasGeluTanhCompiles) {
   c.epilogue = Epilogue::named("bias_gelu_tanh");
   expect_compiles(c, "sm90_3xtf32_gelu_tanh");
 }
+// GPT-2's logits (N = 50257): the 3xTF32 split kernel with D stored from registers (no TMA), as the ranking's first.
+TEST(GemmCodegenNvcc, Sm90ThreeTf32UnalignedDStoresFromRegistersCompiles) {
+  auto p = GemmProblem::packed(4096, 50257, 768, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/true);
+  GemmConfig c = enumerate_gemm_configs(p, {.top_n = 1}).ranked.front().config;
+  ASSERT_EQ(c.epilogue_schedule, EpilogueSchedule::NoSmemWarpSpecialized) << c.summary();
+  expect_compiles(c, "sm90_3xtf32_nosmem_logits");
+}
 TEST(GemmCodegenNvcc, Sm80SimtFp32ParallelSplitKCompiles) { expect_compiles(sm80_simt_split_k(), "sm80_simt_splitk"); }
 // SwiGLU's epilogue, one kernel per arch: the sm90 visitor tree and the sm80 broadcast epilogue.
 TEST(GemmCodegenNvcc, Sm90SiluMulVisitorTreeCompiles) {

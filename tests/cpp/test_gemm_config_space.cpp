@@ -249,14 +249,29 @@ TEST(GemmConfigSpace, Sm90SquareFp32GetsTf32PrepassVariantsRankedFirst) {
   EXPECT_TRUE(gemm_config_rejection(p, c).has_value());
 }
 
-TEST(GemmConfigSpace, PrepassTakesUnalignedOperandsButNotUnalignedD) {
+TEST(GemmConfigSpace, PrepassTakesUnalignedOperandsAndUnalignedDStoresFromRegisters) {
   // K = 2046: A rows are 8-byte aligned only; the pre-pass reads them, TMA reads its aligned copies.
   auto p = GemmProblem::packed(2048, 2048, 2046, 1, Numerics::x3tf32, Arch::sm90, false);
   auto s = all_configs(p);
   EXPECT_EQ(s.ranked.front().config.mainloop_transform, MainloopTransform::split3_tf32);
   EXPECT_EQ(s.ranked.front().config.alignment_a, 2);
-  auto odd_n = all_configs(GemmProblem::packed(2048, 2046, 2048, 1, Numerics::x3tf32, Arch::sm90, false));
-  for (const auto& r : odd_n.ranked) EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal) << r.config.summary();
+  EXPECT_NE(s.ranked.front().config.epilogue_schedule, EpilogueSchedule::NoSmemWarpSpecialized) << "D is aligned";
+  // N = 50257 (GPT-2's logits, K-major weight): D's rows are not 16-byte aligned, so TMA cannot store them; the
+  // 3.x kernels store the linear epilogue from registers and rank above 2.x mma.sync.
+  auto logits_problem = GemmProblem::packed(4096, 50257, 768, 1, Numerics::x3tf32, Arch::sm90, true);
+  auto logits = all_configs(logits_problem);
+  const GemmConfig& best = logits.ranked.front().config;
+  EXPECT_EQ(best.api, KernelApi::cutlass3_collective) << best.summary();
+  EXPECT_EQ(best.epilogue_schedule, EpilogueSchedule::NoSmemWarpSpecialized) << best.summary();
+  for (const auto& r : logits.ranked)
+    if (r.config.api == KernelApi::cutlass3_collective) EXPECT_EQ(r.config.alignment_d, 1) << r.config.summary();
+  GemmConfig tma = best;
+  tma.epilogue_schedule = EpilogueSchedule::TmaWarpSpecializedCooperative;
+  EXPECT_TRUE(gemm_config_rejection(logits_problem, tma).has_value()) << "TMA stores need aligned rows";
+  // Other epilogues have no register-store form: such a D keeps 2.x kernels only.
+  auto odd_bias = all_configs(GemmProblem::packed(2048, 2046, 2048, 1, Numerics::x3tf32, Arch::sm90, false,
+                                                  Epilogue::named("bias")));
+  for (const auto& r : odd_bias.ranked) EXPECT_EQ(r.config.api, KernelApi::cutlass2_universal) << r.config.summary();
 }
 
 TEST(GemmConfigSpace, LargeTilesAreMeasuredWhereTheirWavesComeOutAlike) {

@@ -152,8 +152,14 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["run_time_schedule"] = run_time_schedule_source();
     v["has_residual"] = boolean(has_residual(c.epilogue));
     v["epilogue_tree"] = c.epilogue.tree.text();
-    v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
-    v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
+    if (c.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
+      // The builder's no-smem epilogue takes exactly this fusion; its arguments are the thread op's (alpha, beta).
+      v["fusion_tree"] = "fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute, kRound>";
+      v["fusion_arguments"] = "{a.alpha, beta}";
+    } else {
+      v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
+      v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
+    }
     v["vector_checks"] = sm90_vector_checks(c.epilogue.tree);
     // Auto: the builder takes whatever shared memory the epilogue leaves.
     v["stage_count"] = c.stages == 0

@@ -19,10 +19,11 @@ constexpr std::array<std::pair<KernelSchedule, const char*>, 3> kKernelSchedules
     {KernelSchedule::none, "none"},
     {KernelSchedule::KernelTmaWarpSpecializedCooperative, "KernelTmaWarpSpecializedCooperative"},
     {KernelSchedule::KernelTmaWarpSpecializedPingpong, "KernelTmaWarpSpecializedPingpong"}}};
-constexpr std::array<std::pair<EpilogueSchedule, const char*>, 3> kEpilogueSchedules{{
+constexpr std::array<std::pair<EpilogueSchedule, const char*>, 4> kEpilogueSchedules{{
     {EpilogueSchedule::none, "none"},
     {EpilogueSchedule::TmaWarpSpecializedCooperative, "TmaWarpSpecializedCooperative"},
-    {EpilogueSchedule::TmaWarpSpecialized, "TmaWarpSpecialized"}}};
+    {EpilogueSchedule::TmaWarpSpecialized, "TmaWarpSpecialized"},
+    {EpilogueSchedule::NoSmemWarpSpecialized, "NoSmemWarpSpecialized"}}};
 constexpr std::array<std::pair<TileScheduler, const char*>, 3> kTileSchedulers{{
     {TileScheduler::data_parallel, "data_parallel"}, {TileScheduler::persistent, "persistent"},
     {TileScheduler::stream_k, "stream_k"}}};
@@ -155,6 +156,7 @@ std::string GemmConfig::summary() const {
   if (api == KernelApi::cutlass3_collective) {
     s += kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative ? " coop" : " pingpong";
     s += fmt::format(" c{}x{}", cluster.m, cluster.n);
+    if (epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) s += " nosmem-epilogue";
   } else {
     s += fmt::format(" w{}x{} s{}", warp.m, warp.n, stages);
   }

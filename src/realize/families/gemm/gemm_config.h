@@ -20,7 +20,9 @@ enum class OpClass { tensor_op, simt };  // arch::OpClassTensorOp / arch::OpClas
 // cutlass::gemm::Kernel* schedules of the 3.x builder; `none` for 2.x kernels.
 enum class KernelSchedule { none, KernelTmaWarpSpecializedCooperative, KernelTmaWarpSpecializedPingpong };
 // cutlass::epilogue::* schedules of the 3.x epilogue builder; `none` for 2.x kernels.
-enum class EpilogueSchedule { none, TmaWarpSpecializedCooperative, TmaWarpSpecialized };
+// NoSmemWarpSpecialized stores D from registers, element by element: a D whose rows are not 16-byte aligned (an odd
+// vocabulary's logits) cannot take TMA stores. CUTLASS builds it for the linear epilogue only.
+enum class EpilogueSchedule { none, TmaWarpSpecializedCooperative, TmaWarpSpecialized, NoSmemWarpSpecialized };
 // 3.x: PersistentScheduler / StreamKScheduler; 2.x: GemmIdentityThreadblockSwizzle (data_parallel) /
 // ThreadblockSwizzleStreamK (stream_k).
 enum class TileScheduler { data_parallel, persistent, stream_k };

@@ -217,6 +217,12 @@ std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
   return {MainloopTransform::none};
 }
 
+// D's rows not 16-byte aligned (GPT-2's 50257 logits): TMA cannot store it, but the linear epilogue can store from
+// registers (its operands are the pre-pass's aligned copies or aligned already).
+bool needs_no_smem_epilogue(const GemmProblem& p, const GemmConfig& c) {
+  return c.alignment_d * element_bytes(c.element_out) < 16 && p.epilogue.name == "none";
+}
+
 void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, std::vector<GemmConfig>& out) {
   int tile_k = is_16bit(p.numerics) ? 64 : 32;  // 128 bytes of K per row: one 128B-swizzle atom
   c.stages = 0;                                 // StageCountAutoCarveout: the builder fills smem
@@ -229,6 +235,7 @@ void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, 
       c.cluster = cluster;
       c.kernel_schedule = t.schedule;
       c.epilogue_schedule = coop ? EpilogueSchedule::TmaWarpSpecializedCooperative : EpilogueSchedule::TmaWarpSpecialized;
+      if (needs_no_smem_epilogue(p, c)) c.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
       if (c.mainloop_transform != MainloopTransform::split3_tf32) {
         add_scheduling_variants(p, c, sm_count, out);
         continue;
@@ -328,7 +335,11 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
       return fmt::format("sm90 wgmma has no {} mode: use a cutlass2_universal kernel compiled for sm_90a",
                          to_string(p.numerics));
     // The pre-pass reads A and B at any alignment and writes 16-byte aligned K-major copies for TMA.
-    if ((!prepass && (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16)) || c.alignment_d * out_bytes < 16)
+    bool no_smem = c.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized;
+    if (no_smem && c.epilogue.name != "none")
+      return "the NoSmemWarpSpecialized epilogue computes alpha * acc + beta * C only (CUTLASS builds no other)";
+    if ((!prepass && (c.alignment_a * in_bytes < 16 || c.alignment_b * in_bytes < 16)) ||
+        (!no_smem && c.alignment_d * out_bytes < 16))
       return "TMA needs 16-byte aligned rows: pad the leading dimensions and contiguous extents to 16 bytes";
     if (p.numerics == Numerics::tf32 && c.mainloop_transform == MainloopTransform::none && builder_swaps_ab(c.layout_a, c.layout_b))
       return "tf32 with row-major A and B: CUTLASS's register-sourced mainloop swaps A and B and computes D^T, "
@@ -336,7 +347,7 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     bool coop = c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative;
     if (c.kernel_schedule == KernelSchedule::none) return "cutlass3 configs need a kernel schedule";
     if (coop && c.threadblock.m % 128 != 0) return "the cooperative schedule splits tile M over 2 warpgroups: M % 128 == 0";
-    if (coop != (c.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative))
+    if (!no_smem && coop != (c.epilogue_schedule == EpilogueSchedule::TmaWarpSpecializedCooperative))
       return "epilogue schedule must match the kernel schedule (cooperative with cooperative)";
     if (c.tile_scheduler == TileScheduler::stream_k && !coop)
       return "the sm90 stream-K scheduler runs only with the cooperative schedule";
@@ -422,6 +433,7 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   if (c.api == KernelApi::cutlass3_collective && c.tile_scheduler == TileScheduler::stream_k && !c.nondeterministic_reduction)
     factor *= 0.8;
   if (c.split_k_mode == SplitKMode::parallel) factor *= 0.97 / (1.0 + 0.002 * slices);
+  if (c.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) factor *= 0.9;  // stores element by element
   if (c.swizzle > 1) factor *= 1.01;
   if (c.promotion_interval == 4) factor *= 0.9;  // every k-block: 1.50 ms vs 1.18 ms unpromoted at 4096^3 (H100)
   if (c.cluster.m * c.cluster.n > 1 && tiles >= sm_count) factor *= 1.02;     // TMA multicast halves one operand's loads
