@@ -47,7 +47,6 @@ bool measured_elsewhere(const Winner& w, const TuneOptions& o) {
 
 }  // namespace
 
-
 std::optional<double> TuneOutcome::speedup() const {
   if (!baseline_ms || *baseline_ms <= 0) return std::nullopt;
   if (winner == kBaselineWinner) return 1.0;
