@@ -31,7 +31,7 @@ void progress_bar(std::ostream& log, const BuildProgress& p) {
 
 std::string ms(const std::optional<double>& v) { return v ? fmt::format("{:.4f}", *v) : "-"; }
 
-// A plan entry's kernel family and problem, read once for the rebuild of recorded winners and the tuning loop:
+// A plan entry's kernel family and problem, read once for the builds ahead and the tuning loop:
 // no family (PyTorch keeps the pattern), or the problem, or why the family cannot take the match.
 struct EntryProblem {
   const KernelFamily* family = nullptr;
