@@ -11,7 +11,6 @@ the whole module to PyTorch. On failure the output file does not exist, stderr h
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -25,6 +24,7 @@ import torch
 
 from fact.ir_encode import IR_FORMAT, IR_VERSION, encode_program, encode_value, forward_input_names
 from fact.problem import Problem, ProblemError, first_line, instantiate, load_problem, where
+from fact.trace_options import parse_args
 
 PROG = "fact-trace"
 EXIT_BAD_INPUT = 2
@@ -167,16 +167,6 @@ def trace(model_path: Path, out_path: Path, device: str | None, verbose: bool = 
         write_atomically(out_path, document)
     except OSError as e:
         raise OutputError(f"{model_path}: cannot write {out_path}: {e.strerror or e}") from e
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m fact.trace", description=__doc__.splitlines()[0])
-    parser.add_argument("model", type=Path, help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="IR JSON file to write")
-    parser.add_argument("--device", choices=["meta", "cpu"], default=None,
-                        help="device to build the model on (default: meta, falling back to cpu)")
-    parser.add_argument("--verbose", action="store_true", help="let torch's own warnings and logs through to stderr")
-    return parser.parse_args(argv)
 
 
 def fail(message: str, code: int, out_path: Path) -> int:

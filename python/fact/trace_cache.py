@@ -18,10 +18,11 @@ import tempfile
 from pathlib import Path
 
 from fact.paths import data_dir
+from fact.trace_options import ir_options, parse_args
 
 PROG = "fact-trace"
 # What fact.trace runs and reads: a change to any of them is a different tracer.
-TRACER_SOURCES = ("trace.py", "ir_encode.py", "decompose.py", "problem.py")
+TRACER_SOURCES = ("trace.py", "trace_options.py", "ir_encode.py", "decompose.py", "problem.py")
 TRACER_DATA = ("ir/aten_ops.json", "ir/pointwise_ops.json")
 
 
@@ -68,37 +69,15 @@ def copy_atomically(src: Path, dst: Path) -> None:
         raise
 
 
-def split_args(argv: list[str]) -> tuple[Path | None, Path | None, list[str]]:
-    """The model, the output and the options the IR depends on (everything but -o and --verbose)."""
-    model = output = None
-    options: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-o", "--output") and i + 1 < len(argv):
-            output = Path(argv[i + 1])
-            i += 2
-            continue
-        if a.startswith("--output="):
-            output = Path(a.split("=", 1)[1])
-        elif a == "--verbose":
-            pass
-        elif not a.startswith("-") and model is None:
-            model = Path(a)
-        else:
-            options.append(a)
-        i += 1
-    return model, output, options
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    model, output, options = split_args(argv)
+    args = parse_args(argv)  # fact.trace's own parser: bad arguments fail here as they would there
+    model, output = args.model, args.output
     where = cache_dir()
     key = None
-    if where is not None and model is not None and output is not None and model.is_file():
+    if where is not None and model.is_file():
         try:
-            key = trace_key(model, options)
+            key = trace_key(model, ir_options(args))
         except OSError:
             key = None  # an unreadable sibling: trace without the cache
     cached = where / f"{key}.json" if key else None
