@@ -354,6 +354,23 @@ def test_prebuilt_kernel_objects_are_linked_not_compiled_again(tmp_path, monkeyp
     assert not any(".cu" in line for line in calls.read_text().splitlines())
 
 
+def prebuilt_library(d: Path, obj: Path, ops_text: str = "// ops\n"):
+    """A library folder whose every kernel is listed as prebuilt from `obj` (its sources match): builds compile
+    only ops.cpp and link."""
+    (d / "kernels").mkdir(parents=True)
+    write_library(d)
+    for cid in (CONFIG_ID, SM80_ID):
+        (d / "kernels" / f"{cid}.cu").write_text(f"// kernel {cid}\n")
+    (d / "ops.cpp").write_text(ops_text)
+    (d / "include").mkdir()
+    (d / "include" / "kernel_abi.h").write_text("// abi\n")
+    objects = {cid: {"object": str(obj), "source_sha256": hashlib.sha256(
+        (d / "kernels" / f"{cid}.cu").read_bytes()).hexdigest()} for cid in (CONFIG_ID, SM80_ID)}
+    (d / olb.PREBUILT_FILE).write_text(json.dumps({"format": "fact-prebuilt-objects", "version": 1,
+                                                  "objects": objects}))
+    return olb.load_manifest(d)
+
+
 def test_ops_cpp_object_comes_from_the_content_cache_in_another_folder(tmp_path, monkeypatch):
     """The same winners give the same ops.cpp: a second library folder links the cached object (no compile); an
     ops.cpp that differs is compiled."""
@@ -365,19 +382,7 @@ def test_ops_cpp_object_comes_from_the_content_cache_in_another_folder(tmp_path,
     cached.write_text("object")
 
     def folder(name, ops_text):
-        d = tmp_path / name
-        (d / "kernels").mkdir(parents=True)
-        write_library(d)
-        for cid in (CONFIG_ID, SM80_ID):
-            (d / "kernels" / f"{cid}.cu").write_text(f"// kernel {cid}\n")
-        (d / "ops.cpp").write_text(ops_text)
-        (d / "include").mkdir()
-        (d / "include" / "kernel_abi.h").write_text("// abi\n")
-        objects = {cid: {"object": str(cached), "source_sha256": hashlib.sha256(
-            (d / "kernels" / f"{cid}.cu").read_bytes()).hexdigest()} for cid in (CONFIG_ID, SM80_ID)}
-        (d / olb.PREBUILT_FILE).write_text(json.dumps({"format": "fact-prebuilt-objects", "version": 1,
-                                                      "objects": objects}))
-        return olb.load_manifest(d)
+        return prebuilt_library(tmp_path / name, cached, ops_text)
 
     def ops_status(lib):
         result = olb.build(lib, 2, log=lambda line: None)
@@ -403,19 +408,7 @@ def test_linked_library_comes_from_the_cache_and_its_load_check_is_left_to_the_e
 
     def folder(name, kernel_bytes="object"):
         kernel.write_text(kernel_bytes)
-        d = tmp_path / name
-        (d / "kernels").mkdir(parents=True)
-        write_library(d)
-        for cid in (CONFIG_ID, SM80_ID):
-            (d / "kernels" / f"{cid}.cu").write_text(f"// kernel {cid}\n")
-        (d / "ops.cpp").write_text("// ops\n")
-        (d / "include").mkdir()
-        (d / "include" / "kernel_abi.h").write_text("// abi\n")
-        objects = {cid: {"object": str(kernel), "source_sha256": hashlib.sha256(
-            (d / "kernels" / f"{cid}.cu").read_bytes()).hexdigest()} for cid in (CONFIG_ID, SM80_ID)}
-        (d / olb.PREBUILT_FILE).write_text(json.dumps({"format": "fact-prebuilt-objects", "version": 1,
-                                                      "objects": objects}))
-        return olb.build(olb.load_manifest(d), 2, log=lambda line: None)
+        return olb.build(prebuilt_library(tmp_path / name, kernel), 2, log=lambda line: None)
 
     def link_status(result):
         return next(s["status"] for s in result["steps"] if s["name"] == "link")
