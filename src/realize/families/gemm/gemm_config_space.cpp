@@ -219,8 +219,8 @@ std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
 
 // D's rows not 16-byte aligned (GPT-2's 50257 logits): TMA cannot store it, but the linear epilogue can store from
 // registers (its operands are the pre-pass's aligned copies or aligned already).
-bool needs_no_smem_epilogue(const GemmProblem& p, const GemmConfig& c) {
-  return c.alignment_d * element_bytes(c.element_out) < 16 && p.epilogue.name == "none";
+bool needs_no_smem_epilogue(const GemmConfig& c) {
+  return c.alignment_d * element_bytes(c.element_out) < 16 && c.epilogue.name == "none";
 }
 
 void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, std::vector<GemmConfig>& out) {
@@ -235,7 +235,7 @@ void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, 
       c.cluster = cluster;
       c.kernel_schedule = t.schedule;
       c.epilogue_schedule = coop ? EpilogueSchedule::TmaWarpSpecializedCooperative : EpilogueSchedule::TmaWarpSpecialized;
-      if (needs_no_smem_epilogue(p, c)) c.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
+      if (needs_no_smem_epilogue(c)) c.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
       if (c.mainloop_transform != MainloopTransform::split3_tf32) {
         add_scheduling_variants(p, c, sm_count, out);
         continue;
