@@ -240,6 +240,7 @@ TEST(GemmCodegen, EveryEpilogueRendersOnBothArchsInEveryNumericsMode) {
     for (Numerics n : {Numerics::fp32, Numerics::x3tf32, Numerics::tf32, Numerics::bf16, Numerics::fp16})
       for (const auto& e : epilogues) {
         auto p = GemmProblem::packed(4096, 1024, 1024, 1, n, arch, /*b_column=*/true, e.epilogue);
+        p.b.constant = true;  // a weight: 3xTF32 ranks its pre-pass split first (split3_rmem is the next test's)
         std::vector<KernelApi> apis = {KernelApi::cutlass2_universal};
         if (arch == Arch::sm90 && n != Numerics::fp32) apis.push_back(KernelApi::cutlass3_collective);
         bool accurate = n == Numerics::fp32 || n == Numerics::x3tf32;
@@ -476,6 +477,39 @@ TEST(GemmCodegenNvcc, Sm90ThreeTf32UnalignedDStoresFromRegistersCompiles) {
   GemmConfig c = enumerate_gemm_configs(p, {.top_n = 1}).ranked.front().config;
   ASSERT_EQ(c.epilogue_schedule, EpilogueSchedule::NoSmemWarpSpecialized) << c.summary();
   expect_compiles(c, "sm90_3xtf32_nosmem_logits");
+}
+// split3_rmem computes D^T: the caller's bias [N] is a column vector of its D, a caller's [batch, M] vector a row
+// vector with the batch stride M; D and C are column-major views of the caller's row-major D and C.
+TEST(GemmCodegen, RegisterSplitRendersTheTransposedEpilogue) {
+  auto tree = Epilogue::from_json(nlohmann::json::parse(
+      R"(["add", ["mul", ["add", ["mul", "alpha", "acc"], {"row": "bias"}], {"col": "vec0"}], "residual"])"));
+  auto p = GemmProblem::packed(128, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/true, tree);
+  GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
+  ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_rmem) << c.summary();
+  auto src = generate_gemm_kernel(c);
+  EXPECT_EQ(src.template_name, "cutlass/gemm_sm90_split3_rmem.cu.in");
+  for (std::string piece : {"using LayoutD = cutlass::layout::ColumnMajor;", "struct RmemSplitMainloop",
+                            "fusion::Sm90ColBroadcast<0, TileShape, ElementBias, ElementCompute, ColStride, kAlignmentBias>",
+                            "fusion::Sm90RowBroadcast<0, TileShape, ElementBias, ElementCompute, RowStride, kAlignmentBias>",
+                            "static_cast<const ElementBias*>(a.bias), ElementBias(0), ColStride{} }",
+                            "static_cast<const ElementBias*>(a.vectors[0]), ElementBias(0), RowStride{cute::_0{}, cute::_1{}, a.m} }",
+                            "prepare_operand<2, 1, kOperandAlignmentA, true, 8>",
+                            "if (!aligned(a.vectors[0], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;"})
+    EXPECT_TRUE(contains(src.text, piece)) << "missing " << piece;
+  EXPECT_FALSE(contains(src.text, "{{"));
+}
+
+// A short A against a large weight (level-2 M = 128 Linear chains): 3xTF32 split in registers ranks first, the
+// transposed problem's bias a column vector of D^T.
+TEST(GemmCodegenNvcc, Sm90ThreeTf32RegisterSplitCompiles) {
+  auto p = GemmProblem::packed(128, 32768, 32768, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/true,
+                               Epilogue::from_json(nlohmann::json::parse(
+                                   R"(["sigmoid", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]])")));
+  p.b.constant = true;
+  GemmConfig c = enumerate_gemm_configs(p, {.top_n = 1}).ranked.front().config;
+  ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_rmem) << c.summary();
+    EXPECT_TRUE(c.transposes_problem());
+  expect_compiles(c, "sm90_3xtf32_rmem_bias_sigmoid");
 }
 TEST(GemmCodegenNvcc, Sm80SimtFp32ParallelSplitKCompiles) { expect_compiles(sm80_simt_split_k(), "sm80_simt_splitk"); }
 // SwiGLU's epilogue, one kernel per arch: the sm90 visitor tree and the sm80 broadcast epilogue.

@@ -405,3 +405,48 @@ TEST(GemmConfigSpace, TopNIsRankedAndRespectsConstraints) {
   auto b = all_configs(GemmProblem::packed(128, 512, 256, 128, Numerics::tf32, Arch::sm80));
   for (const auto& r : b.ranked) EXPECT_EQ(r.config.split_k_mode, SplitKMode::none);
 }
+
+// 3xTF32 with K-major operands has two ways to split: the pre-pass (B' three times B, kept for a weight) and the
+// register split (split3_rmem: the weight read once). A short A against a large weight is bound by the weight's
+// bytes: the register split ranks first, and --top 2 measures its cooperative kernel and its 64-row ping-pong one
+// (128-row ping-pong tiles are refused: two accumulators on one warpgroup). A square compute-bound GEMM keeps the
+// pre-pass split first.
+TEST(GemmConfigSpace, ThreeTf32WeightBoundGemmsSplitInRegisters) {
+  auto p = GemmProblem::packed(128, 32768, 32768, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/true);
+  p.b.constant = true;
+  auto two = enumerate_gemm_configs(p, {.top_n = 2});
+  std::set<std::string> kernels;
+  for (const auto& r : two.ranked) {
+    EXPECT_EQ(r.config.mainloop_transform, MainloopTransform::split3_rmem) << r.config.summary();
+    EXPECT_EQ(r.config.promotion_interval, 4) << "promoted every k-tile";
+    EXPECT_EQ(r.config.tile_scheduler, TileScheduler::persistent);
+    if (r.config.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedPingpong) EXPECT_EQ(r.config.threadblock.m, 64);
+    kernels.insert(r.config.kernel_id());
+  }
+  EXPECT_EQ(kernels.size(), 2u);
+  GemmConfig c = two.ranked.front().config;
+  EXPECT_EQ(c.smem_bytes_per_stage(), (c.threadblock.m + 2 * c.threadblock.n) * 32 * 4) << "B' tiles are twice B's";
+
+  auto square = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, true);
+  square.b.constant = true;
+  auto all = enumerate_gemm_configs(square, {.top_n = 100000});
+  EXPECT_EQ(all.ranked.front().config.mainloop_transform, MainloopTransform::split3_tf32);
+  EXPECT_TRUE(std::any_of(all.ranked.begin(), all.ranked.end(), [](const RankedGemmConfig& r) {
+    return r.config.mainloop_transform == MainloopTransform::split3_rmem;
+  }));
+
+  // Refused with a reason: a row-major B (not read in place), a stream-K scheduler, a 128-row ping-pong tile.
+  c.layout_b = MatrixLayout::row;
+  EXPECT_NE(gemm_config_rejection(p, c).value_or(""), "");
+  c = two.ranked.front().config;
+  c.tile_scheduler = TileScheduler::stream_k;
+  EXPECT_NE(gemm_config_rejection(p, c).value_or("").find("persistent scheduler only"), std::string::npos);
+  c = two.ranked.front().config;
+  c.kernel_schedule = KernelSchedule::KernelTmaWarpSpecializedPingpong;
+  c.epilogue_schedule = EpilogueSchedule::TmaWarpSpecialized;
+  c.threadblock.m = 128;
+  EXPECT_NE(gemm_config_rejection(p, c).value_or("").find("64-row tiles"), std::string::npos);
+  auto row_b = GemmProblem::packed(128, 32768, 32768, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/false);
+  for (const auto& r : enumerate_gemm_configs(row_b, {.top_n = 100000}).ranked)
+    EXPECT_NE(r.config.mainloop_transform, MainloopTransform::split3_rmem);
+}

@@ -47,8 +47,15 @@ std::string vector_pointer(const EpilogueTree& t) {
                : fmt::format("static_cast<const ElementBias*>(a.vectors[{}])", i);
 }
 
-std::string type_of(const EpilogueTree& t, bool fp32_accurate, int depth) {
-  switch (t.kind) {
+// The broadcast a vector leaf is in the kernel: a row vector of the caller's D is a column vector of the transposed
+// problem's D^T, and the other way round.
+Kind kernel_kind(const EpilogueTree& t, bool transposed) {
+  if (!transposed) return t.kind;
+  return t.kind == Kind::row_broadcast ? Kind::col_broadcast : t.kind == Kind::col_broadcast ? Kind::row_broadcast : t.kind;
+}
+
+std::string type_of(const EpilogueTree& t, bool fp32_accurate, bool transposed, int depth) {
+  switch (kernel_kind(t, transposed)) {
     case Kind::acc: return "fusion::Sm90AccFetch";
     case Kind::scalar: return "fusion::Sm90ScalarBroadcast<ElementCompute, ScalarStride>";
     case Kind::source: return "fusion::Sm90SrcFetch<ElementC>";
@@ -66,12 +73,15 @@ std::string type_of(const EpilogueTree& t, bool fp32_accurate, int depth) {
                                 functor(t, fp32_accurate), depth == 0 ? "ElementD" : "ElementCompute", t.text());
   auto ops = operands(t);
   for (size_t i = 0; i < ops.size(); ++i)
-    out += "\n" + pad(depth) + type_of(*ops[i], fp32_accurate, depth + 1) + (i + 1 < ops.size() ? "," : ">");
+    out += "\n" + pad(depth) + type_of(*ops[i], fp32_accurate, transposed, depth + 1) + (i + 1 < ops.size() ? "," : ">");
   return out;
 }
 
-std::string arguments_of(const EpilogueTree& t, int depth) {
-  switch (t.kind) {
+std::string arguments_of(const EpilogueTree& t, bool transposed, int depth) {
+  // A vec<i> column vector of the caller holds one value per row of every batch ([batch, M]); bias and row vectors
+  // are shared by the batches.
+  bool per_batch = t.kind == Kind::col_broadcast && vector_slot_index(t.name) >= 0;
+  switch (kernel_kind(t, transposed)) {
     case Kind::acc:
     case Kind::source: return fmt::format("{{}}  /* {} */", t.text());
     case Kind::scalar: {
@@ -79,10 +89,11 @@ std::string arguments_of(const EpilogueTree& t, int depth) {
       return fmt::format("{{ {{ElementCompute({})}}, {{nullptr}}, {{ScalarStride{{}}}} }}  /* {} */", v, t.text());
     }
     case Kind::row_broadcast:
+      if (per_batch)
+        return fmt::format("{{ {}, ElementBias(0), RowStride{{cute::_0{{}}, cute::_1{{}}, a.m}} }}", vector_pointer(t));
       return fmt::format("{{ {}, ElementBias(0), RowStride{{}} }}", vector_pointer(t));
     case Kind::col_broadcast:
-      // A vec<i> column vector holds one value per row of every batch ([batch, M]); bias keeps its shared [M].
-      if (vector_slot_index(t.name) >= 0)
+      if (per_batch)
         return fmt::format("{{ {}, ElementBias(0), ColStride{{cute::_1{{}}, cute::_0{{}}, a.m}} }}", vector_pointer(t));
       return fmt::format("{{ {}, ElementBias(0), ColStride{{}} }}", vector_pointer(t));
     case Kind::scalar_vector:
@@ -92,7 +103,7 @@ std::string arguments_of(const EpilogueTree& t, int depth) {
   }
   // An Sm90EVT's arguments: each operand's, then the operation's own (empty for these functors).
   std::string out = "{  // " + t.text();
-  for (const EpilogueTree* op : operands(t)) out += "\n" + pad(depth) + arguments_of(*op, depth + 1) + ",";
+  for (const EpilogueTree* op : operands(t)) out += "\n" + pad(depth) + arguments_of(*op, transposed, depth + 1) + ",";
   return out + "\n" + pad(depth) + "{} }";
 }
 
@@ -121,14 +132,14 @@ std::optional<std::string> sm90_evt_rejection(const EpilogueTree& tree) {
   return why;
 }
 
-std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate) {
+std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate, bool transposed) {
   if (auto why = sm90_evt_rejection(tree)) throw Error(*why);
-  return type_of(tree, fp32_accurate, 0);
+  return type_of(tree, fp32_accurate, transposed, 0);
 }
 
-std::string sm90_evt_arguments(const EpilogueTree& tree) {
+std::string sm90_evt_arguments(const EpilogueTree& tree, bool transposed) {
   if (auto why = sm90_evt_rejection(tree)) throw Error(*why);
-  return arguments_of(tree, 0);
+  return arguments_of(tree, transposed, 0);
 }
 
 std::string sm90_evt_functors(const EpilogueTree& tree) {
@@ -150,11 +161,11 @@ std::vector<std::pair<int, EpilogueNodeKind>> vector_slot_kinds(const EpilogueTr
 
 // can_implement's checks of the vec<i> slots the tree reads (sm90 templates' vector_checks; "" without any): each
 // set, as a null slot would read as zeros; a row vector aligned for the broadcast's vector loads.
-std::string sm90_vector_checks(const EpilogueTree& tree) {
+std::string sm90_vector_checks(const EpilogueTree& tree, bool transposed) {
   std::string out;
   for (const auto& [i, kind] : vector_slot_kinds(tree)) {
     out += fmt::format("  if (!a.vectors[{}]) return FACT_ERR_SHAPE;  // vec{}\n", i, i);
-    if (kind == EpilogueNodeKind::row_broadcast)
+    if (kind == (transposed ? EpilogueNodeKind::col_broadcast : EpilogueNodeKind::row_broadcast))
       out += fmt::format("  if (!aligned(a.vectors[{}], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;\n", i);
   }
   return out;

@@ -16,10 +16,12 @@ namespace fact::realize {
 std::optional<std::string> sm90_evt_rejection(const EpilogueTree& tree);
 // The fusion::Sm90EVT<...> type; fp32_accurate picks FACT's activation functors where the table has them.
 // An add whose first operand is a mul becomes one homogeneous_multiply_add node, as in CUTLASS's own trees.
-std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate);
+// transposed: the kernel computes D^T (FACT's transposed problems), so the caller's row vectors are its column
+// vectors and the other way round.
+std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate, bool transposed = false);
 // The braced initializer of that type's Arguments, reading FactGemmArgs `a` and the local float `beta`.
 // vec<i> leaves read FactGemmArgs::vectors[i]; a column vector has one value per row of each batch.
-std::string sm90_evt_arguments(const EpilogueTree& tree);
+std::string sm90_evt_arguments(const EpilogueTree& tree, bool transposed = false);
 // The functors that the tree's activations without a CUTLASS functor, or with params, compute with: one
 // template <class T> struct per distinct (activation, params) computing the table's "expr" in float, the params
 // as float constants, named FactAct_<activation>_<hash of its text>. Rendered at global scope after
@@ -31,6 +33,6 @@ std::vector<std::pair<int, EpilogueNodeKind>> vector_slot_kinds(const EpilogueTr
 // can_implement's checks of the vec<i> slots the tree reads (the sm90 templates' vector_checks; "" without any):
 // each set, as a null slot would read as zeros; a row vector aligned for the broadcast's vector loads (the
 // templates' aligned(), kAlignmentBias and ElementBias).
-std::string sm90_vector_checks(const EpilogueTree& tree);
+std::string sm90_vector_checks(const EpilogueTree& tree, bool transposed = false);
 
 }  // namespace fact::realize

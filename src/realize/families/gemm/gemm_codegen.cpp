@@ -60,6 +60,7 @@ int partial_alignment(const GemmConfig& c) {
 // The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
 std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
 std::string run_time_schedule_source() { return render_template_file("cutlass/sm90_run_time_schedule.hpp.in", {}); }
+std::string split3_mainloop_source() { return render_template_file("cutlass/sm90_split3_rmem_mainloop.hpp.in", {}); }
 
 // The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
 // reads, in slot order, each contiguous 1-D in D's dtype; empty for a tree without vec<i> (the op's code then
@@ -104,12 +105,12 @@ TemplateValues op_vector_values(const GemmConfig& c) {
 }  // namespace
 
 std::string gemm_kernel_template(const GemmConfig& config) {
+  MainloopTransform t = config.mainloop_transform;
   const char* kernel = config.api == KernelApi::cutlass2_universal
                            ? (sm80_epilogue(config.epilogue.tree, false).broadcast ? "sm80_broadcast" : "sm80_universal")
-                           : (config.mainloop_transform == MainloopTransform::none ||
-                                      config.mainloop_transform == MainloopTransform::transposed
-                                  ? "sm90_collective"
-                                  : "sm90_tf32_prepass");
+                       : t == MainloopTransform::split3_rmem                                    ? "sm90_split3_rmem"
+                       : t == MainloopTransform::none || t == MainloopTransform::transposed ? "sm90_collective"
+                                                                                              : "sm90_tf32_prepass";
   const nlohmann::json templates = family_data("gemm").value("kernel_templates", nlohmann::json::object());
   if (!templates.contains(kernel) || !templates[kernel].is_string())
     throw Error(fmt::format("data/families/gemm.json has no kernel_templates.{}; add the template's path", kernel));
@@ -119,7 +120,7 @@ std::string gemm_kernel_template(const GemmConfig& config) {
 TemplateValues gemm_kernel_values(const GemmConfig& c) {
   // The transposed problem (D^T = B^T A^T): the kernel's A is the caller's B read through the transposed layout
   // tag, its B the caller's A, its D the caller's D likewise.
-  bool transposed = c.mainloop_transform == MainloopTransform::transposed;
+  bool transposed = c.transposes_problem();
   auto flip = [](MatrixLayout l) { return l == MatrixLayout::row ? MatrixLayout::column : MatrixLayout::row; };
   TemplateValues v = {
       {"config_id", c.id()},
@@ -157,15 +158,22 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       v["fusion_tree"] = "fusion::LinearCombination<ElementD, ElementCompute, ElementC, ElementCompute, kRound>";
       v["fusion_arguments"] = "{a.alpha, beta}";
     } else {
-      v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c));
-      v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree);
+      v["fusion_tree"] = sm90_evt_type(c.epilogue.tree, uses_fp32_activation(c), transposed);
+      v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree, transposed);
     }
-    v["vector_checks"] = sm90_vector_checks(c.epilogue.tree);
-    // Auto: the builder takes whatever shared memory the epilogue leaves.
-    v["stage_count"] = c.stages == 0
+    v["vector_checks"] = sm90_vector_checks(c.epilogue.tree, transposed);
+    // Auto: the builder takes whatever shared memory the epilogue leaves (split3_rmem's template counts its own).
+    if (c.mainloop_transform != MainloopTransform::split3_rmem)
+      v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
         : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
-    if (c.mainloop_transform == MainloopTransform::none || transposed) {
+    if (c.mainloop_transform == MainloopTransform::split3_rmem) {
+      v["split3_mainloop"] = split3_mainloop_source();
+      v["operand_prepass"] = tf32_operand_prepass_source();
+      v["split3_stages"] = std::to_string(c.stages);
+      // Every k-tile (4 k-blocks) unless the config says how many.
+      v["promotion_interval"] = std::to_string(c.promotion_interval > 0 ? c.promotion_interval : 4);
+    } else if (c.mainloop_transform == MainloopTransform::none || transposed) {
       v["transposed"] = boolean(transposed);
     } else {
       v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);

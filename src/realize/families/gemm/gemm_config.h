@@ -39,7 +39,11 @@ enum class SplitKMode { none, serial, parallel };
 //   transposed: the kernel computes D^T = B^T A^T, reading the caller's B as its A and A as its B in place (the
 //               transposed layout tags over the same memory), so an MN-major B becomes the MN-major A that CUTLASS's
 //               register-sourced TF32 mainloop transposes on its way to the MMA.
-enum class MainloopTransform { none, split3_tf32, kmajor_tf32, transposed };
+// And one in between:
+//   split3_rmem: 3xTF32 as the transposed problem whose A (the caller's B, K-major fp32, read in place) FACT's mainloop
+//                splits in registers, against B' = [A_big | A_small] written by a pre-pass from the caller's (short) A:
+//                the caller's B is read once, where split3_tf32 reads three copies of it (a weight-bound GEMM's cost).
+enum class MainloopTransform { none, split3_tf32, kmajor_tf32, transposed, split3_rmem };
 // 3.x tile schedulers' raster order (RasterOrderOptions): which grid dimension consecutive tiles walk first.
 enum class RasterOrder { heuristic, along_m, along_n };
 
@@ -86,7 +90,7 @@ struct GemmConfig {
   // 3.x stream-K/split-K only: partial tiles reduced in any order (atomics into the workspace) instead
   // of CUTLASS's default turnstile, which makes the slices of one tile wait for each other in K order.
   bool nondeterministic_reduction = false;
-  // split3_tf32 only: wgmma instructions between promotions of the tensor-core accumulators into fp32
+  // split3_tf32 and split3_rmem: wgmma k-blocks between promotions of the tensor-core accumulators into fp32
   // registers (CUTLASS's mma_promotion_interval); 0 = never. Shorter is more accurate and slower.
   int promotion_interval = 0;
   // 3.x only; written to the JSON only when not `heuristic`.
@@ -101,6 +105,15 @@ struct GemmConfig {
   // The FactGemmArgs fields this variant sets for its kernel ({"swizzle", "raster", "splits", "reduction"});
   // empty for 2.x kernels.
   nlohmann::json run_time_arguments() const;
+
+  // Whether the kernel computes the transposed problem D^T = B^T A^T (its M x N is the caller's N x M).
+  bool transposes_problem() const {
+    return mainloop_transform == MainloopTransform::transposed || mainloop_transform == MainloopTransform::split3_rmem;
+  }
+  // Whether the kernel computes 3xTF32 by splitting operands (and promotes its accumulators).
+  bool splits_3xtf32() const {
+    return mainloop_transform == MainloopTransform::split3_tf32 || mainloop_transform == MainloopTransform::split3_rmem;
+  }
 
   // CUTLASS math operator: arch::OpMultiplyAdd, or arch::OpMultiplyAddFastF32 for 3xTF32.
   std::string math_operator() const;

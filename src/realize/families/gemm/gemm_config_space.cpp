@@ -99,7 +99,7 @@ GemmConfig base_config(const GemmProblem& p, KernelApi api) {
 
 // The kernel's grid of tiles, M x N: the transposed problem's M is the caller's N.
 std::pair<int64_t, int64_t> kernel_tile_grid(const GemmProblem& p, const GemmConfig& c) {
-  bool swapped = c.mainloop_transform == MainloopTransform::transposed;
+  bool swapped = c.transposes_problem();
   return {ceil_div(swapped ? p.n : p.m, c.threadblock.m), ceil_div(swapped ? p.m : p.n, c.threadblock.n)};
 }
 
@@ -208,8 +208,12 @@ bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout
 // either gets a FACT pre-pass (a K-major copy) or is read in place by CUTLASS's register-sourced mainloop, which
 // transposes an MN-major A on its way from shared memory to the MMA (a row-major B becomes that A in the
 // transposed problem).
+// 3xTF32 with K-major A and B can also split in registers (split3_rmem: the caller's B read once).
 std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
-  if (p.numerics == Numerics::x3tf32) return {MainloopTransform::split3_tf32};
+  if (p.numerics == Numerics::x3tf32) {
+    if (k_major(p.a.layout, p.b.layout)) return {MainloopTransform::split3_tf32, MainloopTransform::split3_rmem};
+    return {MainloopTransform::split3_tf32};
+  }
   if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) {
     if (builder_swaps_ab(p.a.layout, p.b.layout)) return {MainloopTransform::transposed, MainloopTransform::kmajor_tf32};
     return {MainloopTransform::none, MainloopTransform::kmajor_tf32};
@@ -236,13 +240,16 @@ void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, 
       c.kernel_schedule = t.schedule;
       c.epilogue_schedule = coop ? EpilogueSchedule::TmaWarpSpecializedCooperative : EpilogueSchedule::TmaWarpSpecialized;
       if (needs_no_smem_epilogue(c)) c.epilogue_schedule = EpilogueSchedule::NoSmemWarpSpecialized;
-      if (c.mainloop_transform != MainloopTransform::split3_tf32) {
+      if (!c.splits_3xtf32()) {
         add_scheduling_variants(p, c, sm_count, out);
         continue;
       }
       // Promotion every k-block (4 wgmma) measured rel err 2.4e-7 at 4096^3 for 1.77x over cuBLAS fp32;
       // every 4 k-blocks is faster, and the tuner's accuracy gate decides whether it is accurate enough.
-      for (int interval : {16, 4}) {
+      // split3_rmem promotes every k-tile (its 12 wgmma): every 4 k-tiles measured rel err 8.6e-7 at
+      // 128 x 32768 x 32768 (H100), where the pre-pass kernels promoting every 16 wgmma of K' = 3K had 2.9e-7.
+      bool rmem = c.mainloop_transform == MainloopTransform::split3_rmem;
+      for (int interval : rmem ? std::vector<int>{4} : std::vector<int>{16, 4}) {
         c.promotion_interval = interval;
         add_scheduling_variants(p, c, sm_count, out);
       }
@@ -265,30 +272,33 @@ bool in_kernel_tf32_transpose(const GemmConfig& c) {
          !k_major(c.layout_a, c.layout_b);
 }
 
-// GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams A and B once and
-// writes their copies at HBM speed (B's once, for a module weight), while the GEMM runs K' = segments * K at
-// the TF32 tensor-core rate.
+// GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams its operands once and writes
+// their copies at HBM speed (B's once, for a module weight), while the GEMM runs K' = segments * K at the TF32
+// tensor-core rate or streams what it reads (split3_tf32 three copies of each operand, split3_rmem the caller's B
+// once and two of A), whichever takes longer: a short A against a large weight is bound by the weight's bytes.
 double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
   if (c.mainloop_transform == MainloopTransform::none || c.mainloop_transform == MainloopTransform::transposed) return 1.0;
-  bool split = c.mainloop_transform == MainloopTransform::split3_tf32;
-  double segments = split ? 3.0 : 1.0;
+  bool rmem = c.mainloop_transform == MainloopTransform::split3_rmem;
+  double segments = c.splits_3xtf32() ? 3.0 : 1.0;
   auto copied = [&](MatrixLayout layout, MatrixLayout k_major_layout, int alignment) {
-    return split || layout != k_major_layout || alignment < 4;
+    return c.splits_3xtf32() || layout != k_major_layout || alignment < 4;
   };
   double batch_a = p.a.batch_stride == 0 ? 1.0 : double(p.batch), batch_b = p.b.batch_stride == 0 ? 1.0 : double(p.batch);
-  double bytes = 0, launches = 0;
+  double a_bytes = 4.0 * double(p.m) * double(p.k) * batch_a, b_bytes = 4.0 * double(p.n) * double(p.k) * batch_b;
+  double copy_bytes = 0, launches = 0;
   if (copied(c.layout_a, MatrixLayout::row, c.alignment_a)) {
-    bytes += (1.0 + segments) * 4.0 * double(p.m) * double(p.k) * batch_a;
+    copy_bytes += (1.0 + (rmem ? 2.0 : segments)) * a_bytes;
     launches += 1;
   }
-  if (copied(c.layout_b, MatrixLayout::column, c.alignment_b) && !p.b.constant) {  // a weight's copy is kept
-    bytes += (1.0 + segments) * 4.0 * double(p.n) * double(p.k) * batch_b;
+  if (!rmem && copied(c.layout_b, MatrixLayout::column, c.alignment_b) && !p.b.constant) {  // a weight's copy is kept
+    copy_bytes += (1.0 + segments) * b_bytes;
     launches += 1;
   }
-  double prepass_s = bytes / kHbmBytesPerSecond + launches * kKernelLaunchSeconds;
-  double gemm_s = segments * 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch) / kTf32FlopsPerSecond +
-                  kKernelLaunchSeconds;
-  return gemm_s / (gemm_s + prepass_s);
+  double prepass_s = copy_bytes / kHbmBytesPerSecond + launches * kKernelLaunchSeconds;
+  double compute_s = segments * 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch) / kTf32FlopsPerSecond;
+  double streamed_bytes = rmem ? b_bytes + 2.0 * a_bytes : segments * (a_bytes + b_bytes);
+  double gemm_s = std::max(compute_s, streamed_bytes / kHbmBytesPerSecond);
+  return (compute_s + kKernelLaunchSeconds) / (gemm_s + kKernelLaunchSeconds + prepass_s);
 }
 
 }  // namespace
@@ -306,15 +316,29 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
   if (c.alignment_a > p.alignment_a() || c.alignment_b > p.alignment_b() || c.alignment_d > p.alignment_d())
     return "config alignment exceeds what the problem's shapes and leading dimensions allow";
   if (c.split_k_mode != SplitKMode::none && c.split_k_slices < 2) return "split-K needs at least 2 slices";
-  if (c.promotion_interval != 0 && (c.mainloop_transform != MainloopTransform::split3_tf32 || c.promotion_interval % 4 != 0))
-    return "promotion_interval applies to split3_tf32 kernels only, in multiples of 4 wgmma (one 32-wide k-block)";
+  if (c.promotion_interval != 0 && (!c.splits_3xtf32() || c.promotion_interval % 4 != 0))
+    return "promotion_interval applies to split3_tf32 and split3_rmem kernels only, in multiples of 4 wgmma (one "
+           "32-wide k-block)";
   if (c.split_k_mode == SplitKMode::none && c.split_k_slices != 1) return "split_k_slices > 1 needs a split-K mode";
 
   if (c.mainloop_transform != MainloopTransform::none) {
     if (c.api != KernelApi::cutlass3_collective)
       return "mainloop transforms (FACT operand pre-passes) feed cutlass3 kernels only: set mainloop_transform none";
-    if (c.mainloop_transform == MainloopTransform::split3_tf32 && p.numerics != Numerics::x3tf32)
-      return "mainloop_transform split3_tf32 is the 3xtf32 numerics mode: use it for 3xtf32 problems only";
+    if (c.splits_3xtf32() && p.numerics != Numerics::x3tf32)
+      return "mainloop_transforms split3_tf32 and split3_rmem are the 3xtf32 numerics mode: use them for 3xtf32 "
+             "problems only";
+    if (c.mainloop_transform == MainloopTransform::split3_rmem) {
+      if (!k_major(c.layout_a, c.layout_b))
+        return "split3_rmem reads B in place as its K-major operand and splits A along K: it takes row-major A and "
+               "column-major B (a Linear weight) only";
+      if (c.alignment_b * in_bytes < 16) return "split3_rmem feeds B to TMA in place: B's rows need 16-byte alignment";
+      if (c.threadblock.k != 32) return "split3_rmem's k-tile is one 128-byte row of fp32 A: tile K 32";
+      if (c.tile_scheduler != TileScheduler::persistent || c.split_k_mode != SplitKMode::none)
+        return "split3_rmem kernels run the persistent scheduler only (no stream-K or split-K)";
+      if (c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedPingpong && c.threadblock.m > 64)
+        return "split3_rmem holds two accumulators (the tensor cores' and the promoted one): a ping-pong warpgroup "
+               "takes 64-row tiles (128 rows ran 2.2x slower than cooperative on the H100: 6.0 vs 2.68 ms)";
+    }
     if (c.mainloop_transform == MainloopTransform::kmajor_tf32 && p.numerics != Numerics::tf32)
       return "mainloop_transform kmajor_tf32 is for tf32 problems only";
     if (c.mainloop_transform == MainloopTransform::transposed) {
@@ -328,9 +352,10 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
   if (c.api == KernelApi::cutlass3_collective) {
     if (c.arch != Arch::sm90) return "CUTLASS 3.x collective kernels need sm90: use cutlass2_universal on sm80";
     if (auto why = sm90_evt_rejection(c.epilogue.tree)) return why;
-    bool prepass = c.mainloop_transform == MainloopTransform::split3_tf32 || c.mainloop_transform == MainloopTransform::kmajor_tf32;
+    bool prepass = c.splits_3xtf32() || c.mainloop_transform == MainloopTransform::kmajor_tf32;
     if (p.numerics == Numerics::x3tf32 && !prepass)
-      return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32 or a cutlass2_universal kernel";
+      return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32 or split3_rmem, or a cutlass2_universal "
+             "kernel";
     if (!(p.numerics == Numerics::tf32 || p.numerics == Numerics::x3tf32 || is_16bit(p.numerics)))
       return fmt::format("sm90 wgmma has no {} mode: use a cutlass2_universal kernel compiled for sm_90a",
                          to_string(p.numerics));
@@ -419,12 +444,14 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   // equal-flop 8192 x 768 x 3072 took 0.514 ms.
   double reuse = double(c.threadblock.m) * c.threadblock.n / (c.threadblock.m + c.threadblock.n);
   double factor = std::sqrt(std::min(1.0, reuse / 64.0));
-  if (tiles >= sm_count && c.mainloop_transform != MainloopTransform::split3_tf32)
+  if (tiles >= sm_count && !c.splits_3xtf32())
     factor *= 1.0 + kLargeTileCredit * std::log2(std::max(1.0, reuse / 64.0));
   if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op)
     factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
   factor *= prepass_factor(p, c);
   if (in_kernel_tf32_transpose(c)) factor *= kInKernelTransposeEfficiency;
+  // split3_rmem: A through registers and split there, as the register-sourced TF32 mainloop's transpose (a guess).
+  if (c.mainloop_transform == MainloopTransform::split3_rmem) factor *= kInKernelTransposeEfficiency;
   if (c.api == KernelApi::cutlass2_universal && c.stages < 4) factor *= 0.97;  // shallower latency hiding
   // Split-K pays for its reduction: 2.x serial slices take turns on D behind a semaphore, 3.x splits and
   // 2.x parallel slices write fp32 partials that are read back (the latter by a second kernel).
@@ -435,7 +462,7 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   if (c.split_k_mode == SplitKMode::parallel) factor *= 0.97 / (1.0 + 0.002 * slices);
   if (c.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) factor *= 0.9;  // stores element by element
   if (c.swizzle > 1) factor *= 1.01;
-  if (c.promotion_interval == 4) factor *= 0.9;  // every k-block: 1.50 ms vs 1.18 ms unpromoted at 4096^3 (H100)
+  if (c.promotion_interval == 4 && c.mainloop_transform == MainloopTransform::split3_tf32) factor *= 0.9;  // every k-block: 1.50 ms vs 1.18 ms unpromoted at 4096^3 (H100)
   if (c.cluster.m * c.cluster.n > 1 && tiles >= sm_count) factor *= 1.02;     // TMA multicast halves one operand's loads
   r.score = r.wave_efficiency * r.tile_efficiency * factor;
   return r;
