@@ -493,10 +493,30 @@ TEST(GemmCodegen, RegisterSplitRendersTheTransposedEpilogue) {
                             "fusion::Sm90RowBroadcast<0, TileShape, ElementBias, ElementCompute, RowStride, kAlignmentBias>",
                             "static_cast<const ElementBias*>(a.bias), ElementBias(0), ColStride{} }",
                             "static_cast<const ElementBias*>(a.vectors[0]), ElementBias(0), RowStride{cute::_0{}, cute::_1{}, a.m} }",
-                            "prepare_operand<2, 1, kOperandAlignmentA, true, 8>",
+                            "prepare_operand<2, 1, kSplitAlignment, kSplitKContiguous, 8>",
+                            "constexpr bool kTransposed = true;",
                             "if (!aligned(a.vectors[0], kAlignmentBias, sizeof(ElementBias))) return FACT_ERR_SHAPE;"})
     EXPECT_TRUE(contains(src.text, piece)) << "missing " << piece;
   EXPECT_FALSE(contains(src.text, "{{"));
+}
+
+// The register split on the problem as it is: A read in place, B (row-major here) split by the pre-pass's transpose
+// path and kept for a weight (prepared_b); D and bias as the caller's.
+TEST(GemmCodegenNvcc, Sm90ThreeTf32RegisterSplitOfACompiles) {
+  auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/false, Epilogue::named("bias"));
+  GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
+  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 100000}).ranked)
+    if (r.config.mainloop_transform == MainloopTransform::split3_rmem_a) {
+      c = r.config;
+      break;
+    }
+  ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_rmem_a) << c.summary();
+  auto src = generate_gemm_kernel(c);
+  for (std::string piece : {"constexpr bool kTransposed = false;", "using LayoutD = cutlass::layout::RowMajor;",
+                            "constexpr bool kSplitKContiguous = cute::is_same_v<cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>;",
+                            "fusion::Sm90RowBroadcast<0, TileShape, ElementBias, ElementCompute, RowStride, kAlignmentBias>"})
+    EXPECT_TRUE(contains(src.text, piece)) << "missing " << piece;
+  expect_compiles(c, "sm90_3xtf32_rmem_a_bias");
 }
 
 // A short A against a large weight (level-2 M = 128 Linear chains): 3xTF32 split in registers ranks first, the

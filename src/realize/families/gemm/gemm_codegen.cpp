@@ -108,7 +108,7 @@ std::string gemm_kernel_template(const GemmConfig& config) {
   MainloopTransform t = config.mainloop_transform;
   const char* kernel = config.api == KernelApi::cutlass2_universal
                            ? (sm80_epilogue(config.epilogue.tree, false).broadcast ? "sm80_broadcast" : "sm80_universal")
-                       : t == MainloopTransform::split3_rmem                                    ? "sm90_split3_rmem"
+                       : config.splits_in_registers()                                         ? "sm90_split3_rmem"
                        : t == MainloopTransform::none || t == MainloopTransform::transposed ? "sm90_collective"
                                                                                               : "sm90_tf32_prepass";
   const nlohmann::json templates = family_data("gemm").value("kernel_templates", nlohmann::json::object());
@@ -163,11 +163,12 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     }
     v["vector_checks"] = sm90_vector_checks(c.epilogue.tree, transposed);
     // Auto: the builder takes whatever shared memory the epilogue leaves (split3_rmem's template counts its own).
-    if (c.mainloop_transform != MainloopTransform::split3_rmem)
+    if (!c.splits_in_registers())
       v["stage_count"] = c.stages == 0
         ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
         : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
-    if (c.mainloop_transform == MainloopTransform::split3_rmem) {
+    if (c.splits_in_registers()) {
+      v["transposed"] = boolean(transposed);
       v["split3_mainloop"] = split3_mainloop_source();
       v["operand_prepass"] = tf32_operand_prepass_source();
       v["split3_stages"] = std::to_string(c.stages);

@@ -29,10 +29,10 @@ constexpr std::array<std::pair<TileScheduler, const char*>, 3> kTileSchedulers{{
     {TileScheduler::stream_k, "stream_k"}}};
 constexpr std::array<std::pair<SplitKMode, const char*>, 3> kSplitKModes{{
     {SplitKMode::none, "none"}, {SplitKMode::serial, "serial"}, {SplitKMode::parallel, "parallel"}}};
-constexpr std::array<std::pair<MainloopTransform, const char*>, 5> kMainloopTransforms{{
+constexpr std::array<std::pair<MainloopTransform, const char*>, 6> kMainloopTransforms{{
     {MainloopTransform::none, "none"}, {MainloopTransform::split3_tf32, "split3_tf32"},
     {MainloopTransform::kmajor_tf32, "kmajor_tf32"}, {MainloopTransform::transposed, "transposed"},
-    {MainloopTransform::split3_rmem, "split3_rmem"}}};
+    {MainloopTransform::split3_rmem, "split3_rmem"}, {MainloopTransform::split3_rmem_a, "split3_rmem_a"}}};
 
 constexpr std::array<std::pair<RasterOrder, const char*>, 3> kRasterOrders{{
     {RasterOrder::heuristic, "heuristic"}, {RasterOrder::along_m, "along_m"}, {RasterOrder::along_n, "along_n"}}};
@@ -76,7 +76,7 @@ std::string GemmConfig::math_operator() const {
 
 int GemmConfig::smem_bytes_per_stage() const {
   // split3_rmem's B' tile holds the big and the small words of its k: twice B's width.
-  int b_rows = mainloop_transform == MainloopTransform::split3_rmem ? 2 * threadblock.n : threadblock.n;
+  int b_rows = splits_in_registers() ? 2 * threadblock.n : threadblock.n;
   return (threadblock.m + b_rows) * threadblock.k * element_bytes(element_in);
 }
 

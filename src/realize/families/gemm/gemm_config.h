@@ -42,8 +42,10 @@ enum class SplitKMode { none, serial, parallel };
 // And one in between:
 //   split3_rmem: 3xTF32 as the transposed problem whose A (the caller's B, K-major fp32, read in place) FACT's mainloop
 //                splits in registers, against B' = [A_big | A_small] written by a pre-pass from the caller's (short) A:
-//                the caller's B is read once, where split3_tf32 reads three copies of it (a weight-bound GEMM's cost).
-enum class MainloopTransform { none, split3_tf32, kmajor_tf32, transposed, split3_rmem };
+//                the caller's B is read once, where split3_tf32 reads three copies of it (a weight-bound GEMM's cost);
+//   split3_rmem_a: the same mainloop on the problem as it is: the caller's A (row-major) split in registers, B' from
+//                the caller's B (any layout; kept between calls for a weight): no copy of A at all.
+enum class MainloopTransform { none, split3_tf32, kmajor_tf32, transposed, split3_rmem, split3_rmem_a };
 // 3.x tile schedulers' raster order (RasterOrderOptions): which grid dimension consecutive tiles walk first.
 enum class RasterOrder { heuristic, along_m, along_n };
 
@@ -111,8 +113,10 @@ struct GemmConfig {
     return mainloop_transform == MainloopTransform::transposed || mainloop_transform == MainloopTransform::split3_rmem;
   }
   // Whether the kernel computes 3xTF32 by splitting operands (and promotes its accumulators).
-  bool splits_3xtf32() const {
-    return mainloop_transform == MainloopTransform::split3_tf32 || mainloop_transform == MainloopTransform::split3_rmem;
+  bool splits_3xtf32() const { return mainloop_transform == MainloopTransform::split3_tf32 || splits_in_registers(); }
+  // Whether FACT's register-split mainloop runs it (sm90_split3_rmem_mainloop.hpp.in), in either orientation.
+  bool splits_in_registers() const {
+    return mainloop_transform == MainloopTransform::split3_rmem || mainloop_transform == MainloopTransform::split3_rmem_a;
   }
 
   // CUTLASS math operator: arch::OpMultiplyAdd, or arch::OpMultiplyAddFastF32 for 3xTF32.

@@ -208,11 +208,14 @@ bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout
 // either gets a FACT pre-pass (a K-major copy) or is read in place by CUTLASS's register-sourced mainloop, which
 // transposes an MN-major A on its way from shared memory to the MMA (a row-major B becomes that A in the
 // transposed problem).
-// 3xTF32 with K-major A and B can also split in registers (split3_rmem: the caller's B read once).
+// 3xTF32 can also split in registers the operand that is K-major: the caller's B (split3_rmem, the transposed problem:
+// a weight read once) or the caller's A (split3_rmem_a: no copy of A).
 std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
   if (p.numerics == Numerics::x3tf32) {
-    if (k_major(p.a.layout, p.b.layout)) return {MainloopTransform::split3_tf32, MainloopTransform::split3_rmem};
-    return {MainloopTransform::split3_tf32};
+    std::vector<MainloopTransform> out = {MainloopTransform::split3_tf32};
+    if (p.b.layout == MatrixLayout::column && p.a.layout == MatrixLayout::row) out.push_back(MainloopTransform::split3_rmem);
+    if (p.a.layout == MatrixLayout::row) out.push_back(MainloopTransform::split3_rmem_a);
+    return out;
   }
   if (p.numerics == Numerics::tf32 && !k_major(p.a.layout, p.b.layout)) {
     if (builder_swaps_ab(p.a.layout, p.b.layout)) return {MainloopTransform::transposed, MainloopTransform::kmajor_tf32};
@@ -248,7 +251,7 @@ void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, 
       // every 4 k-blocks is faster, and the tuner's accuracy gate decides whether it is accurate enough.
       // split3_rmem promotes every k-tile (its 12 wgmma): every 4 k-tiles measured rel err 8.6e-7 at
       // 128 x 32768 x 32768 (H100), where the pre-pass kernels promoting every 16 wgmma of K' = 3K had 2.9e-7.
-      bool rmem = c.mainloop_transform == MainloopTransform::split3_rmem;
+      bool rmem = c.splits_in_registers();
       for (int interval : rmem ? std::vector<int>{4} : std::vector<int>{16, 4}) {
         c.promotion_interval = interval;
         add_scheduling_variants(p, c, sm_count, out);
@@ -278,7 +281,7 @@ bool in_kernel_tf32_transpose(const GemmConfig& c) {
 // once and two of A), whichever takes longer: a short A against a large weight is bound by the weight's bytes.
 double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
   if (c.mainloop_transform == MainloopTransform::none || c.mainloop_transform == MainloopTransform::transposed) return 1.0;
-  bool rmem = c.mainloop_transform == MainloopTransform::split3_rmem;
+  bool rmem = c.mainloop_transform == MainloopTransform::split3_rmem, rmem_a = c.mainloop_transform == MainloopTransform::split3_rmem_a;
   double segments = c.splits_3xtf32() ? 3.0 : 1.0;
   auto copied = [&](MatrixLayout layout, MatrixLayout k_major_layout, int alignment) {
     return c.splits_3xtf32() || layout != k_major_layout || alignment < 4;
@@ -286,17 +289,17 @@ double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
   double batch_a = p.a.batch_stride == 0 ? 1.0 : double(p.batch), batch_b = p.b.batch_stride == 0 ? 1.0 : double(p.batch);
   double a_bytes = 4.0 * double(p.m) * double(p.k) * batch_a, b_bytes = 4.0 * double(p.n) * double(p.k) * batch_b;
   double copy_bytes = 0, launches = 0;
-  if (copied(c.layout_a, MatrixLayout::row, c.alignment_a)) {
+  if (!rmem_a && copied(c.layout_a, MatrixLayout::row, c.alignment_a)) {
     copy_bytes += (1.0 + (rmem ? 2.0 : segments)) * a_bytes;
     launches += 1;
   }
   if (!rmem && copied(c.layout_b, MatrixLayout::column, c.alignment_b) && !p.b.constant) {  // a weight's copy is kept
-    copy_bytes += (1.0 + segments) * b_bytes;
+    copy_bytes += (1.0 + (rmem_a ? 2.0 : segments)) * b_bytes;
     launches += 1;
   }
   double prepass_s = copy_bytes / kHbmBytesPerSecond + launches * kKernelLaunchSeconds;
   double compute_s = segments * 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch) / kTf32FlopsPerSecond;
-  double streamed_bytes = rmem ? b_bytes + 2.0 * a_bytes : segments * (a_bytes + b_bytes);
+  double streamed_bytes = rmem ? b_bytes + 2.0 * a_bytes : rmem_a ? a_bytes + 2.0 * b_bytes : segments * (a_bytes + b_bytes);
   double gemm_s = std::max(compute_s, streamed_bytes / kHbmBytesPerSecond);
   return (compute_s + kKernelLaunchSeconds) / (gemm_s + kKernelLaunchSeconds + prepass_s);
 }
@@ -317,27 +320,31 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     return "config alignment exceeds what the problem's shapes and leading dimensions allow";
   if (c.split_k_mode != SplitKMode::none && c.split_k_slices < 2) return "split-K needs at least 2 slices";
   if (c.promotion_interval != 0 && (!c.splits_3xtf32() || c.promotion_interval % 4 != 0))
-    return "promotion_interval applies to split3_tf32 and split3_rmem kernels only, in multiples of 4 wgmma (one "
-           "32-wide k-block)";
+    return "promotion_interval applies to 3xTF32 split kernels (split3_tf32, split3_rmem, split3_rmem_a) only, in "
+           "multiples of 4 wgmma (one 32-wide k-block)";
   if (c.split_k_mode == SplitKMode::none && c.split_k_slices != 1) return "split_k_slices > 1 needs a split-K mode";
 
   if (c.mainloop_transform != MainloopTransform::none) {
     if (c.api != KernelApi::cutlass3_collective)
       return "mainloop transforms (FACT operand pre-passes) feed cutlass3 kernels only: set mainloop_transform none";
     if (c.splits_3xtf32() && p.numerics != Numerics::x3tf32)
-      return "mainloop_transforms split3_tf32 and split3_rmem are the 3xtf32 numerics mode: use them for 3xtf32 "
-             "problems only";
-    if (c.mainloop_transform == MainloopTransform::split3_rmem) {
-      if (!k_major(c.layout_a, c.layout_b))
-        return "split3_rmem reads B in place as its K-major operand and splits A along K: it takes row-major A and "
-               "column-major B (a Linear weight) only";
-      if (c.alignment_b * in_bytes < 16) return "split3_rmem feeds B to TMA in place: B's rows need 16-byte alignment";
-      if (c.threadblock.k != 32) return "split3_rmem's k-tile is one 128-byte row of fp32 A: tile K 32";
+      return "mainloop_transforms split3_tf32, split3_rmem and split3_rmem_a are the 3xtf32 numerics mode: use them "
+             "for 3xtf32 problems only";
+    if (c.mainloop_transform == MainloopTransform::split3_rmem && !k_major(c.layout_a, c.layout_b))
+      return "split3_rmem reads B in place as its K-major operand and splits A along K: it takes row-major A and "
+             "column-major B (a Linear weight) only";
+    if (c.mainloop_transform == MainloopTransform::split3_rmem && c.alignment_b * in_bytes < 16)
+      return "split3_rmem feeds B to TMA in place: B's rows need 16-byte alignment";
+    if (c.mainloop_transform == MainloopTransform::split3_rmem_a &&
+        (c.layout_a != MatrixLayout::row || c.alignment_a * in_bytes < 16))
+      return "split3_rmem_a feeds A to TMA in place: row-major A with 16-byte aligned rows";
+    if (c.splits_in_registers()) {
+      if (c.threadblock.k != 32) return "the register split's k-tile is one 128-byte row of fp32 A: tile K 32";
       if (c.tile_scheduler != TileScheduler::persistent || c.split_k_mode != SplitKMode::none)
-        return "split3_rmem kernels run the persistent scheduler only (no stream-K or split-K)";
+        return "register-split kernels run the persistent scheduler only (no stream-K or split-K)";
       if (c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedPingpong && c.threadblock.m > 64)
-        return "split3_rmem holds two accumulators (the tensor cores' and the promoted one): a ping-pong warpgroup "
-               "takes 64-row tiles (128 rows ran 2.2x slower than cooperative on the H100: 6.0 vs 2.68 ms)";
+        return "the register split holds two accumulators (the tensor cores' and the promoted one): a ping-pong "
+               "warpgroup takes 64-row tiles (128 rows ran 2.2x slower than cooperative on the H100: 6.0 vs 2.68 ms)";
     }
     if (c.mainloop_transform == MainloopTransform::kmajor_tf32 && p.numerics != Numerics::tf32)
       return "mainloop_transform kmajor_tf32 is for tf32 problems only";
@@ -354,8 +361,8 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
     if (auto why = sm90_evt_rejection(c.epilogue.tree)) return why;
     bool prepass = c.splits_3xtf32() || c.mainloop_transform == MainloopTransform::kmajor_tf32;
     if (p.numerics == Numerics::x3tf32 && !prepass)
-      return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32 or split3_rmem, or a cutlass2_universal "
-             "kernel";
+      return "sm90 wgmma has no 3xtf32 mode: use mainloop_transform split3_tf32, split3_rmem or split3_rmem_a, or a "
+             "cutlass2_universal kernel";
     if (!(p.numerics == Numerics::tf32 || p.numerics == Numerics::x3tf32 || is_16bit(p.numerics)))
       return fmt::format("sm90 wgmma has no {} mode: use a cutlass2_universal kernel compiled for sm_90a",
                          to_string(p.numerics));
@@ -451,7 +458,7 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   factor *= prepass_factor(p, c);
   if (in_kernel_tf32_transpose(c)) factor *= kInKernelTransposeEfficiency;
   // split3_rmem: A through registers and split there, as the register-sourced TF32 mainloop's transpose (a guess).
-  if (c.mainloop_transform == MainloopTransform::split3_rmem) factor *= kInKernelTransposeEfficiency;
+  if (c.splits_in_registers()) factor *= kInKernelTransposeEfficiency;
   if (c.api == KernelApi::cutlass2_universal && c.stages < 4) factor *= 0.97;  // shallower latency hiding
   // Split-K pays for its reduction: 2.x serial slices take turns on D behind a semaphore, 3.x splits and
   // 2.x parallel slices write fp32 partials that are read back (the latter by a second kernel).
