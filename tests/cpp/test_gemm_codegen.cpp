@@ -320,7 +320,12 @@ TEST(GemmCodegen, SiluMulArgumentsFollowTheVisitorTree) {
 
 TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
   auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/false);
-  GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
+  GemmConfig c;
+  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 100000}).ranked)
+    if (r.config.mainloop_transform == MainloopTransform::split3_tf32) {
+      c = r.config;
+      break;
+    }
   ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_tf32);
   auto src = generate_gemm_kernel(c);
   EXPECT_EQ(src.template_name, "cutlass/gemm_sm90_tf32_prepass.cu.in");

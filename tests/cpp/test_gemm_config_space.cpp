@@ -411,8 +411,8 @@ TEST(GemmConfigSpace, TopNIsRankedAndRespectsConstraints) {
 // 3xTF32 with K-major operands has two ways to split: the pre-pass (B' three times B, kept for a weight) and the
 // register split (split3_rmem: the weight read once). A short A against a large weight is bound by the weight's
 // bytes: the register split ranks first, and --top 2 measures its cooperative kernel and its 64-row ping-pong one
-// (128-row ping-pong tiles are refused: two accumulators on one warpgroup). A square compute-bound GEMM keeps the
-// pre-pass split first.
+// (128-row ping-pong tiles are refused: two accumulators on one warpgroup). A compute-bound GEMM with a short A keeps
+// the pre-pass split first.
 TEST(GemmConfigSpace, ThreeTf32WeightBoundGemmsSplitInRegisters) {
   auto p = GemmProblem::packed(128, 32768, 32768, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/true);
   p.b.constant = true;
@@ -429,7 +429,8 @@ TEST(GemmConfigSpace, ThreeTf32WeightBoundGemmsSplitInRegisters) {
   GemmConfig c = two.ranked.front().config;
   EXPECT_EQ(c.smem_bytes_per_stage(), (c.threadblock.m + 2 * c.threadblock.n) * 32 * 4) << "B' tiles are twice B's";
 
-  auto square = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, true);
+  // Compute-bound with a kept weight and a short copy of A (level2/12's 1024 x 8192 x 8192): the pre-pass split first.
+  auto square = GemmProblem::packed(1024, 8192, 8192, 1, Numerics::x3tf32, Arch::sm90, true);
   square.b.constant = true;
   auto all = enumerate_gemm_configs(square, {.top_n = 100000});
   EXPECT_EQ(all.ranked.front().config.mainloop_transform, MainloopTransform::split3_tf32);

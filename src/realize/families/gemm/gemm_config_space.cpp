@@ -65,6 +65,13 @@ constexpr double kKernelLaunchSeconds = 3e-6;  // launch and ramp of one kernel:
 // What the register-sourced TF32 mainloop is assumed to keep of a K-major kernel's rate (its operand goes through
 // registers and is transposed there); a guess the measurements replace.
 constexpr double kInKernelTransposeEfficiency = 0.9;
+// What the register-split 3xTF32 mainloop keeps of the pre-pass split's GEMM rate (its operand through registers, a
+// split there, one promotion a k-tile), and the rate the 3xTF32 split pre-pass moves its bytes at (read once, three
+// segments written). Fitted to the H100 (default numerics, --top 3): 1024 x 8192 x 8192 with a kept weight
+// split3_tf32 1.30 ms vs split3_rmem_a 1.42 ms, the two activations' 4096^3 1.46 vs 1.39 ms (2048 x 4096 x 8192 1.55 vs
+// 1.45; its B^T form 1.54 vs split3_rmem 1.37): a GEMM of ~1.21 ms, the pre-pass at ~1.5 TB/s.
+constexpr double kRegisterSplitEfficiency = 0.88;
+constexpr double kSplitPrepassBytesPerSecond = 1.5e12;
 // Score credit per doubling of a tile's reuse past a 128x128 tile's (see estimate_gemm_config).
 constexpr double kLargeTileCredit = 0.05;
 // Kinds of kernel scored under this share of the best one take turns only after the others ran out of kernels.
@@ -297,7 +304,8 @@ double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
     copy_bytes += (1.0 + (rmem_a ? 2.0 : segments)) * b_bytes;
     launches += 1;
   }
-  double prepass_s = copy_bytes / kHbmBytesPerSecond + launches * kKernelLaunchSeconds;
+  double rate = c.splits_3xtf32() ? kSplitPrepassBytesPerSecond : kHbmBytesPerSecond;
+  double prepass_s = copy_bytes / rate + launches * kKernelLaunchSeconds;
   double compute_s = segments * 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch) / kTf32FlopsPerSecond;
   double streamed_bytes = rmem ? b_bytes + 2.0 * a_bytes : rmem_a ? a_bytes + 2.0 * b_bytes : segments * (a_bytes + b_bytes);
   double gemm_s = std::max(compute_s, streamed_bytes / kHbmBytesPerSecond);
@@ -457,8 +465,7 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
     factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
   factor *= prepass_factor(p, c);
   if (in_kernel_tf32_transpose(c)) factor *= kInKernelTransposeEfficiency;
-  // split3_rmem: A through registers and split there, as the register-sourced TF32 mainloop's transpose (a guess).
-  if (c.splits_in_registers()) factor *= kInKernelTransposeEfficiency;
+  if (c.splits_in_registers()) factor *= kRegisterSplitEfficiency;
   if (c.api == KernelApi::cutlass2_universal && c.stages < 4) factor *= 0.97;  // shallower latency hiding
   // Split-K pays for its reduction: 2.x serial slices take turns on D behind a semaphore, 3.x splits and
   // 2.x parallel slices write fp32 partials that are read back (the latter by a second kernel).
