@@ -214,13 +214,12 @@ bool builder_swaps_ab(MatrixLayout a, MatrixLayout b) { return a == MatrixLayout
 // wgmma has no 3xTF32 mode and reads TF32 only K-major from shared memory. A TF32 operand that is not K-major
 // either gets a FACT pre-pass (a K-major copy) or is read in place by CUTLASS's register-sourced mainloop, which
 // transposes an MN-major A on its way from shared memory to the MMA (a row-major B becomes that A in the
-// transposed problem).
-// 3xTF32 can also split in registers the operand that is K-major: the caller's B (split3_rmem, the transposed problem:
-// a weight read once) or the caller's A (split3_rmem_a: no copy of A).
+// transposed problem). 3xTF32 can also split in registers an operand that is K-major: the caller's B (split3_rmem, the
+// transposed problem: a weight read once) or the caller's A (split3_rmem_a: no copy of A).
 std::vector<MainloopTransform> sm90_mainloop_transforms(const GemmProblem& p) {
   if (p.numerics == Numerics::x3tf32) {
     std::vector<MainloopTransform> out = {MainloopTransform::split3_tf32};
-    if (p.b.layout == MatrixLayout::column && p.a.layout == MatrixLayout::row) out.push_back(MainloopTransform::split3_rmem);
+    if (k_major(p.a.layout, p.b.layout)) out.push_back(MainloopTransform::split3_rmem);
     if (p.a.layout == MatrixLayout::row) out.push_back(MainloopTransform::split3_rmem_a);
     return out;
   }
@@ -256,7 +255,7 @@ void enumerate_cutlass3_tiles(const GemmProblem& p, GemmConfig c, int sm_count, 
       }
       // Promotion every k-block (4 wgmma) measured rel err 2.4e-7 at 4096^3 for 1.77x over cuBLAS fp32;
       // every 4 k-blocks is faster, and the tuner's accuracy gate decides whether it is accurate enough.
-      // split3_rmem promotes every k-tile (its 12 wgmma): every 4 k-tiles measured rel err 8.6e-7 at
+      // The register split promotes every k-tile (its 12 wgmma): every 4 k-tiles measured rel err 8.6e-7 at
       // 128 x 32768 x 32768 (H100), where the pre-pass kernels promoting every 16 wgmma of K' = 3K had 2.9e-7.
       bool rmem = c.splits_in_registers();
       for (int interval : rmem ? std::vector<int>{4} : std::vector<int>{16, 4}) {
@@ -283,9 +282,9 @@ bool in_kernel_tf32_transpose(const GemmConfig& c) {
 }
 
 // GEMM time / (GEMM + pre-pass time) for a mainloop transform: the pre-pass streams its operands once and writes
-// their copies at HBM speed (B's once, for a module weight), while the GEMM runs K' = segments * K at the TF32
-// tensor-core rate or streams what it reads (split3_tf32 three copies of each operand, split3_rmem the caller's B
-// once and two of A), whichever takes longer: a short A against a large weight is bound by the weight's bytes.
+// their copies (B's once, for a module weight), while the GEMM runs K' = segments * K at the TF32 tensor-core rate or
+// streams what it reads (split3_tf32 three copies of each operand, a register split the operand it splits once and
+// two of the other), whichever takes longer: a short A against a large weight is bound by the weight's bytes.
 double prepass_factor(const GemmProblem& p, const GemmConfig& c) {
   if (c.mainloop_transform == MainloopTransform::none || c.mainloop_transform == MainloopTransform::transposed) return 1.0;
   bool rmem = c.mainloop_transform == MainloopTransform::split3_rmem, rmem_a = c.mainloop_transform == MainloopTransform::split3_rmem_a;
