@@ -59,7 +59,7 @@ int partial_alignment(const GemmConfig& c) {
 
 // The FACT operand pre-pass kernels that configs with a mainloop transform embed before their GEMM.
 std::string tf32_operand_prepass_source() { return render_template_file("cutlass/tf32_operand_prepass.cuh.in", {}); }
-std::string run_time_schedule_source() { return render_template_file("cutlass/sm90_run_time_schedule.hpp.in", {}); }
+std::string sm90_gemm_common_source() { return render_template_file("cutlass/sm90_gemm_common.hpp.in", {}); }
 std::string split3_mainloop_source() { return render_template_file("cutlass/sm90_split3_rmem_mainloop.hpp.in", {}); }
 
 // The op wrapper's vectors argument (op_wrapper_op.cpp.in's vectors_* slots): a Tensor[] of the slots the tree
@@ -150,7 +150,7 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
     v["epilogue_schedule"] = to_string(c.epilogue_schedule);
     v["tile_scheduler"] = stream_k ? "StreamKScheduler" : "PersistentScheduler";
     v["stream_k"] = boolean(stream_k);
-    v["run_time_schedule"] = run_time_schedule_source();
+    v["sm90_gemm_common"] = sm90_gemm_common_source();
     v["has_residual"] = boolean(has_residual(c.epilogue));
     v["epilogue_tree"] = c.epilogue.tree.text();
     if (c.epilogue_schedule == EpilogueSchedule::NoSmemWarpSpecialized) {
