@@ -38,6 +38,14 @@ GemmConfig top_config(GemmProblem p, KernelApi api) {
   return {};
 }
 
+// The best-ranked config with this mainloop transform (any rank).
+GemmConfig top_config_with(GemmProblem p, MainloopTransform t) {
+  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 100000}).ranked)
+    if (r.config.mainloop_transform == t) return r.config;
+  ADD_FAILURE() << "no " << to_string(t) << " config for " << p.workload_key();
+  return {};
+}
+
 using test::sm80_3xtf32;
 using test::sm90_bf16_cooperative;
 
@@ -320,12 +328,7 @@ TEST(GemmCodegen, SiluMulArgumentsFollowTheVisitorTree) {
 
 TEST(GemmCodegen, Sm90ThreeTf32RendersSplitPrepassAndTf32GemmWithThreeK) {
   auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/false);
-  GemmConfig c;
-  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 100000}).ranked)
-    if (r.config.mainloop_transform == MainloopTransform::split3_tf32) {
-      c = r.config;
-      break;
-    }
+  GemmConfig c = top_config_with(p, MainloopTransform::split3_tf32);
   ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_tf32);
   auto src = generate_gemm_kernel(c);
   EXPECT_EQ(src.template_name, "cutlass/gemm_sm90_tf32_prepass.cu.in");
@@ -509,12 +512,7 @@ TEST(GemmCodegen, RegisterSplitRendersTheTransposedEpilogue) {
 // path and kept for a weight (prepared_b); D and bias as the caller's.
 TEST(GemmCodegenNvcc, Sm90ThreeTf32RegisterSplitOfACompiles) {
   auto p = GemmProblem::packed(4096, 4096, 4096, 1, Numerics::x3tf32, Arch::sm90, /*b_column=*/false, Epilogue::named("bias"));
-  GemmConfig c = top_config(p, KernelApi::cutlass3_collective);
-  for (const auto& r : enumerate_gemm_configs(p, {.top_n = 100000}).ranked)
-    if (r.config.mainloop_transform == MainloopTransform::split3_rmem_a) {
-      c = r.config;
-      break;
-    }
+  GemmConfig c = top_config_with(p, MainloopTransform::split3_rmem_a);
   ASSERT_EQ(c.mainloop_transform, MainloopTransform::split3_rmem_a) << c.summary();
   auto src = generate_gemm_kernel(c);
   for (std::string piece : {"constexpr bool kTransposed = false;", "using LayoutD = cutlass::layout::RowMajor;",

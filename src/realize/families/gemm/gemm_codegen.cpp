@@ -162,26 +162,27 @@ TemplateValues gemm_kernel_values(const GemmConfig& c) {
       v["fusion_arguments"] = sm90_evt_arguments(c.epilogue.tree, transposed);
     }
     v["vector_checks"] = sm90_vector_checks(c.epilogue.tree, transposed);
-    // Auto: the builder takes whatever shared memory the epilogue leaves (split3_rmem's template counts its own).
-    if (!c.splits_in_registers())
-      v["stage_count"] = c.stages == 0
-        ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
-        : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
-    if (c.splits_in_registers()) {
+    if (c.splits_in_registers()) {  // gemm_sm90_split3_rmem.cu.in counts its own stages
       v["transposed"] = boolean(transposed);
       v["split3_mainloop"] = split3_mainloop_source();
       v["operand_prepass"] = tf32_operand_prepass_source();
       v["split3_stages"] = std::to_string(c.stages);
       // Every k-tile (4 k-blocks) unless the config says how many.
       v["promotion_interval"] = std::to_string(c.promotion_interval > 0 ? c.promotion_interval : 4);
-    } else if (c.mainloop_transform == MainloopTransform::none || transposed) {
-      v["transposed"] = boolean(transposed);
     } else {
-      v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);
-      // 3xTF32 promises fp32 accuracy, which needs the accumulators promoted out of the tensor cores.
-      v["promote_accumulators"] = boolean(c.promotion_interval > 0);
-      v["promotion_interval"] = std::to_string(c.promotion_interval > 0 ? c.promotion_interval : 4);
-      v["operand_prepass"] = tf32_operand_prepass_source();
+      // Auto: the builder takes whatever shared memory the epilogue leaves.
+      v["stage_count"] = c.stages == 0
+          ? "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>"
+          : fmt::format("cutlass::gemm::collective::StageCount<{}>", c.stages);
+      if (c.mainloop_transform == MainloopTransform::none || transposed) {
+        v["transposed"] = boolean(transposed);
+      } else {
+        v["split3"] = boolean(c.mainloop_transform == MainloopTransform::split3_tf32);
+        // 3xTF32 promises fp32 accuracy, which needs the accumulators promoted out of the tensor cores.
+        v["promote_accumulators"] = boolean(c.promotion_interval > 0);
+        v["promotion_interval"] = std::to_string(c.promotion_interval > 0 ? c.promotion_interval : 4);
+        v["operand_prepass"] = tf32_operand_prepass_source();
+      }
     }
   } else {
     v["split_k_slices"] = std::to_string(c.split_k_slices);

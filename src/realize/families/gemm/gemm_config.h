@@ -92,7 +92,7 @@ struct GemmConfig {
   // 3.x stream-K/split-K only: partial tiles reduced in any order (atomics into the workspace) instead
   // of CUTLASS's default turnstile, which makes the slices of one tile wait for each other in K order.
   bool nondeterministic_reduction = false;
-  // split3_tf32 and split3_rmem: wgmma k-blocks between promotions of the tensor-core accumulators into fp32
+  // 3xTF32 splits (splits_3xtf32()): wgmma k-blocks between promotions of the tensor-core accumulators into fp32
   // registers (CUTLASS's mma_promotion_interval); 0 = never. Shorter is more accurate and slower.
   int promotion_interval = 0;
   // 3.x only; written to the JSON only when not `heuristic`.
