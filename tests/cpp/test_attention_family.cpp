@@ -184,16 +184,18 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   };
   for (Numerics n : {Numerics::bf16, Numerics::fp16}) {
     auto s90 = space_of(n, Arch::sm90);
-    // sm80_mma's 2x3x2 axes, sm90_tma_ws's and sm90_wgmma's 2x2x2 each.
-    EXPECT_EQ(s90.enumerated, 12 + 8 + 8) << to_string(n);
-    // 64 query rows per (consumer) warpgroup: (64, 4 warps) and (128, 8 warps), each with block_n 64 and 128.
-    EXPECT_EQ(count(s90, AttentionKernel::sm90_tma_ws), 4) << to_string(n);
+    // sm80_mma's 2x3x2 axes, sm90_wgmma's 2x2x2, sm90_tma_ws's 2x2x2 x 2 schedules.
+    EXPECT_EQ(s90.enumerated, 12 + 8 + 16) << to_string(n);
+    // 64 query rows per (consumer) warpgroup: (64, 4 warps) and (128, 8 warps), each with block_n 64 and 128; the
+    // TMA kernel's two warpgroups of (128, 8 warps) also ping-pong.
+    EXPECT_EQ(count(s90, AttentionKernel::sm90_tma_ws), 6) << to_string(n);
     EXPECT_EQ(count(s90, AttentionKernel::sm90_wgmma), 4) << to_string(n);
     EXPECT_GT(count(s90, AttentionKernel::sm80_mma), 0) << to_string(n);
     for (const auto& c : s90.ranked) {
       if (c.kernel == AttentionKernel::sm80_mma) continue;
       bool ws = c.kernel == AttentionKernel::sm90_tma_ws;
       EXPECT_EQ(c.block_m, 16 * c.warps) << c.summary();
+      if (c.schedule == AttentionSchedule::pingpong) EXPECT_TRUE(ws && c.warps == 8) << c.summary();
       EXPECT_EQ(c.template_name(), ws ? "cute/attention_fwd_sm90_ws.cu.in" : "cute/attention_fwd_sm90.cu.in");
       EXPECT_TRUE(contains(c.summary(), ws ? "sm90_tma_ws" : "sm90_wgmma")) << c.summary();
     }
@@ -228,6 +230,26 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   EXPECT_NE(ws.id(), c.id());
   EXPECT_EQ(attention_config_rejection(p, ws), "");
   EXPECT_EQ(AttentionConfig::from_json(ws.to_json()).kernel, AttentionKernel::sm90_tma_ws);
+  // Ping-pong: the TMA kernel's alone, with two consumer warpgroups; a config of its own, in the JSON only then.
+  AttentionConfig pp = ws;
+  pp.schedule = AttentionSchedule::pingpong;
+  EXPECT_EQ(attention_config_rejection(p, pp), "");
+  EXPECT_NE(pp.id(), ws.id());
+  EXPECT_FALSE(ws.to_json().contains("schedule"));
+  EXPECT_EQ(pp.to_json().at("schedule"), "pingpong");
+  EXPECT_EQ(AttentionConfig::from_json(pp.to_json()).id(), pp.id());
+  EXPECT_TRUE(contains(pp.summary(), "sm90_tma_ws pingpong")) << pp.summary();
+  AttentionConfig one_group = pp;
+  one_group.block_m = 64; one_group.warps = 4;
+  EXPECT_TRUE(contains(attention_config_rejection(p, one_group), "two consumer warpgroups"))
+      << attention_config_rejection(p, one_group);
+  AttentionConfig wgmma_pp = c;
+  wgmma_pp.schedule = AttentionSchedule::pingpong;
+  EXPECT_TRUE(contains(attention_config_rejection(p, wgmma_pp), "has no pingpong schedule"))
+      << attention_config_rejection(p, wgmma_pp);
+  auto bad_schedule = pp.to_json();
+  bad_schedule["schedule"] = "round_robin";
+  EXPECT_THROW(AttentionConfig::from_json(bad_schedule), fact::Error);
   AttentionConfig rows = c;
   rows.warps = 4;  // 32 rows per warp: not one warpgroup GMMA per 64 rows
   EXPECT_TRUE(contains(attention_config_rejection(p, rows), "row count per warp")) << attention_config_rejection(p, rows);
@@ -313,6 +335,8 @@ TEST(AttentionCodegen, WgmmaKernelsRenderGmmaAtomsWithEverySlotFilled) {
     EXPECT_EQ(contains(src.text, "cp_async_fence"), !ws) << c.summary();
     if (ws) {
       ++rendered_ws;
+      EXPECT_TRUE(contains(src.text, "constexpr bool kPingPong = same(\"" + to_string(c.schedule) + "\", \"pingpong\");"))
+          << c.summary();
       for (const char* part : {"warpgroup_reg_dealloc<kProducerRegs>", "warpgroup_reg_alloc<kConsumerRegs>",
                                "constexpr int kThreads = kConsumerThreads + 128;", "__grid_constant__ TmaK const tma_k",
                                "arrive_and_expect_tx(&bars.full_k[s], kStageBytes)", "tma_partition(",
@@ -339,20 +363,22 @@ TEST(AttentionCodegen, WgmmaKernelsRenderGmmaAtomsWithEverySlotFilled) {
     EXPECT_TRUE(contains(src.text, "int fact_" + c.id() + "_run(const FactAttentionArgs* args)"));
     EXPECT_TRUE(contains(src.text, "R\"FACT_JSON(" + c.to_json().dump() + ")FACT_JSON\""));
   }
-  EXPECT_EQ(rendered, 8);
-  EXPECT_EQ(rendered_ws, 4);
+  EXPECT_EQ(rendered, 10);
+  EXPECT_EQ(rendered_ws, 6);
 }
 
 namespace {
 // The first candidate of `kernel` for MiniGPT's causal head dim 96, or for Llama-3's causal GQA head dim 128.
 void expect_attention_compiles(Numerics n, Arch arch, const std::string& name,
-                               AttentionKernel kernel = AttentionKernel::sm80_mma, bool llama = false) {
+                               AttentionKernel kernel = AttentionKernel::sm80_mma, bool llama = false,
+                               AttentionSchedule schedule = AttentionSchedule::cooperative) {
   auto t = traced(llama ? "llama3_block.json" : "minigpt_block.json");
   AttentionProblem p =
       attention_problem_from_match(t.rule(llama ? "sdpa_attention" : "sdpa_attention_manual"), t.graph, n, arch);
   ASSERT_TRUE(p.causal && p.head_dim == (llama ? 128 : 96));
   auto ranked = enumerate_attention_configs(p, 100).ranked;
-  auto it = std::find_if(ranked.begin(), ranked.end(), [&](const AttentionConfig& c) { return c.kernel == kernel; });
+  auto it = std::find_if(ranked.begin(), ranked.end(),
+                         [&](const AttentionConfig& c) { return c.kernel == kernel && c.schedule == schedule; });
   ASSERT_NE(it, ranked.end()) << to_string(kernel);
   const AttentionConfig& c = *it;
   expect_kernel_compiles(c.arch, generate_attention_kernel(c).text, name, c.summary());
@@ -372,4 +398,9 @@ TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaCompiles) {
 // instantiate in a real sm_90a compile.
 TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsCompiles) {
   expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_attention", AttentionKernel::sm90_tma_ws, true);
+}
+// The same kernel with its two consumer warpgroups taking turns (named barriers around the GMMA issue).
+TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsPingPongCompiles) {
+  expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_pingpong_attention",
+                            AttentionKernel::sm90_tma_ws, true, AttentionSchedule::pingpong);
 }

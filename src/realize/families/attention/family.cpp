@@ -18,6 +18,7 @@ namespace {
 TemplateValues attention_kernel_values(const AttentionConfig& c) {
   TemplateValues v = kernel_slots(c, {"numerics", "head_dim", "block_m", "block_n", "warps"});
   v["element"] = cutlass_type(c.element);
+  if (c.kernel == AttentionKernel::sm90_tma_ws) v["schedule"] = to_string(c.schedule);  // its template alone has the axis
   v["attention_mask"] = render_template_file("cute/attention_mask.cuh.in", {});
   return v;
 }

@@ -64,6 +64,11 @@ void from_json(const nlohmann::json& j, AttentionKernel& k);
 // sm80_mma (templates/cute/attention_fwd.cu.in), sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in) and
 // sm90_tma_ws (templates/cute/attention_fwd_sm90_ws.cu.in, whose `warps` counts consumer warps: its CTA adds a
 // producer warpgroup of 128 threads).
+// How the consumer warpgroups of sm90_tma_ws share the tensor cores: both issue at will (cooperative), or they take
+// turns so that one's softmax overlaps the other's GMMAs (pingpong, two consumer warpgroups).
+enum class AttentionSchedule { cooperative, pingpong };
+std::string to_string(AttentionSchedule s);  // "cooperative", "pingpong"
+
 struct AttentionConfig {
   AttentionKernel kernel = AttentionKernel::sm80_mma;
   Arch arch = Arch::sm90;
@@ -71,6 +76,7 @@ struct AttentionConfig {
   Numerics numerics = Numerics::tf32;
   int head_dim = 64;
   int block_m = 128, block_n = 64, warps = 4;
+  AttentionSchedule schedule = AttentionSchedule::cooperative;  // in the JSON only when pingpong (ids kept)
 
   // Q tile plus kv_stages K and V tiles plus padding, in bytes.
   int64_t smem_bytes(int kv_stages, int padding_bytes = 0) const;

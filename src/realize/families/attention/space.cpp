@@ -20,6 +20,8 @@ namespace {
 constexpr EnumNames<AttentionKernel, 3> kKernels{{{AttentionKernel::sm80_mma, "sm80_mma"},
                                                   {AttentionKernel::sm90_wgmma, "sm90_wgmma"},
                                                   {AttentionKernel::sm90_tma_ws, "sm90_tma_ws"}}};
+constexpr EnumNames<AttentionSchedule, 2> kSchedules{{{AttentionSchedule::cooperative, "cooperative"},
+                                                      {AttentionSchedule::pingpong, "pingpong"}}};
 
 // The kernel's entry in data/families/attention.json ("kernels", in order of preference).
 nlohmann::json kernel_data(AttentionKernel k) {
@@ -53,6 +55,7 @@ std::string to_string(AttentionKernel k) { return enum_name(kKernels, k); }
 AttentionKernel attention_kernel_from_string(const std::string& s) { return parse_enum(kKernels, s, "attention kernel"); }
 void to_json(nlohmann::json& j, AttentionKernel k) { j = to_string(k); }
 void from_json(const nlohmann::json& j, AttentionKernel& k) { k = attention_kernel_from_string(j.get<std::string>()); }
+std::string to_string(AttentionSchedule s) { return enum_name(kSchedules, s); }
 
 int64_t AttentionConfig::smem_bytes(int kv_stages, int padding_bytes) const {
   return int64_t{element_bytes(element)} * head_dim * (block_m + 2LL * kv_stages * block_n) + padding_bytes;
@@ -61,8 +64,8 @@ int64_t AttentionConfig::smem_bytes(int kv_stages, int padding_bytes) const {
 std::string AttentionConfig::id() const { return config_hash_id("attn_", to_json()); }
 
 std::string AttentionConfig::summary() const {
-  return fmt::format("{} attention {} d{} m{} n{} w{} {}", to_string(arch), to_string(numerics), head_dim, block_m,
-                     block_n, warps, to_string(kernel));
+  return fmt::format("{} attention {} d{} m{} n{} w{} {}{}", to_string(arch), to_string(numerics), head_dim, block_m,
+                     block_n, warps, to_string(kernel), schedule == AttentionSchedule::pingpong ? " pingpong" : "");
 }
 
 std::string AttentionConfig::template_name() const { return kernel_data(kernel).at("template").get<std::string>(); }
@@ -70,14 +73,20 @@ std::string AttentionConfig::template_name() const { return kernel_data(kernel).
 // The config's fields by name: one list for both directions of its JSON.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AttentionConfig, kernel, arch, element, numerics, head_dim, block_m, block_n, warps)
 
-nlohmann::json AttentionConfig::to_json() const { return family_config_json(*this, "attention"); }
+nlohmann::json AttentionConfig::to_json() const {
+  nlohmann::json j = family_config_json(*this, "attention");
+  if (schedule != AttentionSchedule::cooperative) j["schedule"] = to_string(schedule);
+  return j;
+}
 
 AttentionConfig AttentionConfig::from_json(const nlohmann::json& j) {
   return parse_family_json("attention config", "AttentionConfig::to_json", [&] {
     nlohmann::json fields = j;
     // Records written before there were two kernels name none: they are the mma.sync kernel's.
     if (fields.is_object() && !fields.contains("kernel")) fields["kernel"] = to_string(AttentionKernel::sm80_mma);
-    return fields.get<AttentionConfig>();
+    auto c = fields.get<AttentionConfig>();
+    if (fields.contains("schedule")) c.schedule = parse_enum(kSchedules, fields.at("schedule").get<std::string>(), "attention schedule");
+    return c;
   });
 }
 
@@ -100,6 +109,12 @@ std::string attention_config_rejection(const AttentionProblem& p, const Attentio
   if (c.block_m % c.warps != 0 || std::find(rows.begin(), rows.end(), c.block_m / c.warps) == rows.end())
     return fmt::format("{} query rows over {} warps is not a row count per warp the {} kernel takes ({})", c.block_m,
                        c.warps, to_string(c.kernel), nlohmann::json(rows).dump());
+  auto schedules = kernel.at("config_space").value("schedule", nlohmann::json::array({"cooperative"}));
+  if (!listed(schedules, to_string(c.schedule)))
+    return fmt::format("the {} kernel has no {} schedule ({})", to_string(c.kernel), to_string(c.schedule),
+                       schedules.dump());
+  if (c.schedule == AttentionSchedule::pingpong && c.warps != 8)
+    return fmt::format("ping-pong alternates two consumer warpgroups (warps 8), not {} warps", c.warps);
   int64_t smem = c.smem_bytes(limits.at("kv_stages"), limits.at("smem_padding_bytes"));
   int64_t cap = family_data("attention").at("limits").at("smem_bytes").at(to_string(c.arch));
   if (smem > cap) return fmt::format("needs {} bytes of shared memory, {} has {}", smem, to_string(c.arch), cap);
@@ -115,15 +130,18 @@ ConfigSpace<AttentionConfig> enumerate_attention_configs(const AttentionProblem&
     AttentionKernel kernel = attention_kernel_from_string(entry.at("name"));
     if (!listed(entry.at("archs"), to_string(p.arch)) || !listed(entry.at("numerics"), to_string(p.numerics))) continue;
     const auto& axes = entry.at("config_space");
+    const auto schedules = axes.value("schedule", std::vector<std::string>{"cooperative"});
     for (int m : axes.at("block_m").get<std::vector<int>>())
       for (int n : axes.at("block_n").get<std::vector<int>>())
-        for (int w : axes.at("warps").get<std::vector<int>>()) {
-          AttentionConfig c;
-          c.kernel = kernel;
-          c.arch = p.arch; c.element = p.element; c.numerics = p.numerics; c.head_dim = static_cast<int>(p.head_dim);
-          c.block_m = m; c.block_n = n; c.warps = w;
-          ranking.add(c, attention_config_rejection(p, c), [&] { return score(p, c); }, group);
-        }
+        for (int w : axes.at("warps").get<std::vector<int>>())
+          for (const std::string& s : schedules) {
+            AttentionConfig c;
+            c.kernel = kernel;
+            c.arch = p.arch; c.element = p.element; c.numerics = p.numerics; c.head_dim = static_cast<int>(p.head_dim);
+            c.block_m = m; c.block_n = n; c.warps = w;
+            c.schedule = parse_enum(kSchedules, s, "attention schedule");
+            ranking.add(c, attention_config_rejection(p, c), [&] { return score(p, c); }, group);
+          }
   }
   return ranking.ranked(top_n, fmt::format("attention d{} {}: no config can take it", p.head_dim, to_string(p.numerics)));
 }
