@@ -101,7 +101,9 @@ def render(c: dict) -> str:
     values = {"config_id": config_id(c), "summary": json.dumps(c), "element": ELEMENT[c["numerics"]],
               "numerics": c["numerics"], "head_dim": str(c["head_dim"]), "block_m": str(c["block_m"]),
               "block_n": str(c["block_n"]), "warps": str(c["warps"]), "schedule": c.get("schedule", "cooperative"),
-              "config_json": json.dumps(c)}
+              "config_json": json.dumps(c),
+              # The mask helpers every kernel includes (family.cpp renders them the same way, without values).
+              "attention_mask": (ROOT / "templates/cute/attention_mask.cuh.in").read_text()}
     text = TEMPLATES[c["kernel"]].read_text()
     for k, v in values.items():
         text = text.replace("{{" + k + "}}", v)
