@@ -236,7 +236,8 @@ def check(kernel: Kernel, c: dict) -> dict:
 
 
 BENCH_SHAPES = {  # name: b, h, hkv, t, d, causal, packed
-    "minigpt_attention": (128, 8, 8, 512, 96, True, True),
+    "minigpt_attention": (128, 8, 8, 512, 96, True, True),  # Q, K, V as the block's views of one QKV projection
+    "minigpt_attention_contiguous": (128, 8, 8, 512, 96, True, False),
     "llama3_attention": (2, 32, 8, 2048, 128, True, False),
     "bert_attention": (32, 12, 12, 256, 64, False, False),  # BERT-base's shape (its padding mask: attention_masks_*)
 }
