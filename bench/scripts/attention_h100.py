@@ -43,6 +43,7 @@ FAMILY = json.loads((ROOT / "data/families/attention.json").read_text())
 KERNELS = {k["name"]: k for k in FAMILY["kernels"]}
 TEMPLATES = {name: ROOT / "templates" / k["template"] for name, k in KERNELS.items()}
 TAGS = {"sm80_mma": "attn", "sm90_wgmma": "attn90", "sm90_tma_ws": "attnws"}
+KERNEL_COLUMNS = ["sm80_mma", "sm90_wgmma", "sm90_tma_ws", "sm90_tma_ws pingpong"]  # bench_shape's best_by_kernel keys
 ISOLATED = {"sm90_tma_ws"}
 CHECK_TIMEOUT_S = 120
 ELEMENT = {"tf32": "float", "3xtf32": "float", "bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t"}
@@ -336,11 +337,20 @@ def markdown(result: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         c = r.get("config") or {}
-        cfg = f"{c.get('kernel')} m{c.get('block_m')} n{c.get('block_n')} w{c.get('warps')}" if c else "none verified"
+        cfg = (f"{c.get('kernel')} m{c.get('block_m')} n{c.get('block_n')} w{c.get('warps')}"
+               + (" pingpong" if c.get("schedule") == "pingpong" else "")) if c else "none verified"
         fmt = lambda x, f: (f % x) if isinstance(x, (int, float)) else "n/a"
         lines.append(f"| {r['problem']} | {r['numerics']} | {r['baseline']} | {fmt(r['baseline_ms'], '%.3f')} | "
                      f"{fmt(r.get('fact_ms'), '%.3f')} | {fmt(r.get('speedup'), '%.2fx')} | {fmt(r.get('rel_err'), '%.1e')} | "
                      f"{fmt(r.get('baseline_rel_err'), '%.1e')} | {cfg} |")
+    # Each kernel's (and schedule's) best on each shape, so that kernels and schedules compare side by side.
+    lines += ["", "Best candidate of each kernel (ms):", "", "| problem / numerics | " +
+              " | ".join(KERNEL_COLUMNS) + " | fastest SDPA |", "|---|" + "---|" * (len(KERNEL_COLUMNS) + 1)]
+    for shape, det in result.get("details", {}).items():
+        best = det.get("best_by_kernel", {})
+        cells = [f"{best[k]['ms']:.3f}" if k in best else "-" for k in KERNEL_COLUMNS]
+        fastest = det.get("fastest_sdpa_ms")
+        lines.append(f"| {shape} | " + " | ".join(cells) + (f" | {fastest:.3f} |" if fastest else " | - |"))
     lines += ["", "numerics: tf32 = fp32 in/out, TF32 tensor cores (PyTorch: set_float32_matmul_precision('high'); "
               "SDPA's only fp32 back-end, efficient, computes in fp32 regardless); 3xtf32 = fp32 in/out, fp32-accurate "
               "(PyTorch 'highest'); bf16/fp16 = 16-bit in/out, fp32 softmax and accumulation.", ""]

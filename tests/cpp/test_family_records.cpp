@@ -85,7 +85,7 @@ const RecordedRow kRecorded[] = {
      R"("head_dim":128,"heads":32,"heads_kv":8,"k_strides":[2097152,128,1024],"numerics":"bf16",)"
      R"("q_strides":[8388608,128,4096],"scale":0.08838834764831843,"seq_k":2048,"seq_q":2048,)"
      R"("v_strides":[2097152,128,1024]},"op_name":"attn_81dcf3c27ca1","returns":["anchor"],)"
-     R"("space":"attention config space: 17 candidates kept after pruning and ranking"})"},
+     R"("space":"attention config space: 19 candidates kept after pruning and ranking"})"},
 };
 
 json seam_view(const KernelFamily& f, const RecordedRow& row) {
