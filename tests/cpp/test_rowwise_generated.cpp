@@ -481,6 +481,7 @@ TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
   hinge.op("mean", "aten.mean.default", {ref_to("c")}, {}).output("mean");
   auto partials = configs_of(program_of(hinge));
   EXPECT_FALSE(partials.at(0).one_pass) << partials.at(0).text();
+  for (const auto& c : partials) EXPECT_FALSE(c.smem_row) << c.text();
   EXPECT_EQ(partials.at(0).cluster, 1) << partials.at(0).text();
 }
 
@@ -497,10 +498,26 @@ TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
   auto wide = configs_of(program_of(softmax_rows(32768, 65535)));
   EXPECT_TRUE(wide.at(0).one_pass) << wide[0].text();
   EXPECT_EQ(wide[0].cluster, 4);
-  // 393216 would need 16 CTAs of 1024 threads at 24 elements each: measured slower than two passes over memory.
+  // 393216 would need 16 CTAs of 1024 threads at 24 elements each in registers (measured slower than two passes
+  // over memory): the row goes to the shared memory of a cluster of 8 instead (192 KB a CTA), read from HBM once.
   auto longer = configs_of(program_of(softmax_rows(4096, 393216)));
-  EXPECT_FALSE(longer.at(0).one_pass) << longer[0].text();
-  for (const auto& c : longer) EXPECT_FALSE(c.one_pass && c.cluster == 16) << c.text();
+  ASSERT_TRUE(longer.at(0).one_pass && longer[0].smem_row) << longer[0].text();
+  EXPECT_EQ(longer[0].cluster, 8) << longer[0].text();
+  EXPECT_EQ(longer[0].threads, 1024) << longer[0].text();
+  for (const auto& c : longer) EXPECT_FALSE(c.one_pass && !c.smem_row && c.cluster == 16) << c.text();
+  EXPECT_FALSE(longer.at(1).smem_row) << "the best pass over global memory comes second: " << longer[1].text();
+  std::string staged = realize::render_rowwise_kernel(program_of(softmax_rows(4096, 393216)), longer[0], "t", "");
+  for (const char* part : {"extern __shared__ float4 row_smem[];", "const SmemSlice<V> l0{reinterpret_cast<float*>(row_smem)",
+                           "cudaFuncAttributeMaxDynamicSharedMemorySize", "row_kernel<kVec><<<grid, kThreads, row_smem_bytes(kVec), stream>>>"})
+    EXPECT_NE(staged.find(part), std::string::npos) << part;
+  EXPECT_TRUE(longer[0].to_json().at("smem_row").get<bool>());
+  EXPECT_TRUE(realize::RowwiseKernelConfig::from_json(longer[0].to_json()).smem_row);
+  EXPECT_NE(longer[0].text().find("row in shared memory"), std::string::npos) << longer[0].text();
+  // Rows that fit in registers, or of which streaming reads each once anyway, are not staged.
+  for (const auto& c : wide) EXPECT_FALSE(c.smem_row) << c.text();
+  EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", false},
+                                                        {"one_pass", false}, {"smem_row", true}}),
+               Error);
   // Configs written before clusters existed keep their ids: no "cluster" key for a CTA per row.
   EXPECT_FALSE(few.back().to_json().contains("cluster") && few.back().cluster == 1);
   auto back = realize::RowwiseKernelConfig::from_json(wide[0].to_json());
@@ -581,6 +598,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(softmax_after_pointwise(1000), false, "rowwise_softmax_two_pass");
   expect_generated_compiles(softmax_rows(32768, 65535), true, "rowwise_softmax_cluster4_one_pass", 4);
   expect_generated_compiles(softmax_rows(16, 1 << 20), false, "rowwise_softmax_cluster4_two_pass", 4);
+  expect_generated_compiles(softmax_rows(4096, 393216), true, "rowwise_softmax_cluster8_smem_one_pass", 8);
   expect_generated_compiles(rms_over_channels(4, 64, 1000), true, "rowwise_rms_strided_one_pass");
   expect_generated_compiles(rms_over_channels(4, 64, 1000), false, "rowwise_rms_strided_two_pass");
   GraphDoc lse;  // logsumexp over channels, then relu: one value per strided row (KernelBench level2/43's tail)

@@ -232,7 +232,13 @@ struct KernelWriter {
     }
     if (c.one_pass) {
       line("  ", "constexpr int kItems = int((kCols + kLanes * V - 1) / (kLanes * V));");
-      for (size_t i = 0; i < p.inputs.size(); ++i) line("  ", fmt::format("float l{}[kItems][V];", i));
+      if (c.smem_row) {
+        line("  ", "extern __shared__ float4 row_smem[];  // kInputs x kItems x kThreads x V floats (row_smem_bytes)");
+        for (size_t i = 0; i < p.inputs.size(); ++i)
+          line("  ", fmt::format("const SmemSlice<V> l{0}{{reinterpret_cast<float*>(row_smem) + {0} * kItems * kThreads * V}};", i));
+      } else {
+        for (size_t i = 0; i < p.inputs.size(); ++i) line("  ", fmt::format("float l{}[kItems][V];", i));
+      }
       line("  ", "#pragma unroll");
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
@@ -317,20 +323,26 @@ std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
     return R"(  constexpr int64_t tiles = (kInner + kThreads / kSplit - 1) / (kThreads / kSplit);
   if (a->rows / kInner > 2147483647 / tiles) return FACT_ERR_SHAPE;  // CUDA's grid limit
   row_kernel<1><<<dim3(unsigned(a->rows / kInner * tiles)), kThreads, 0, stream>>>(*a);)";
+  // A row staged in shared memory takes it dynamically (past the 48 KB a launch gets without asking).
+  const std::string smem = c.smem_row ? R"(
+  for (auto [kernel, bytes] : {std::pair{row_kernel<kVec>, row_smem_bytes(kVec)}, std::pair{row_kernel<1>, row_smem_bytes(1)}})
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) return FACT_ERR_INIT;)"
+                                      : "";
+  const std::string bytes_vec = c.smem_row ? "row_smem_bytes(kVec)" : "0", bytes_1 = c.smem_row ? "row_smem_bytes(1)" : "0";
   if (c.cluster > 1)
-    return R"(  // Clusters of more than 8 CTAs are an opt-in of the kernel (the H100 schedules up to 16).
-  if (kCluster > 8) {
+    return fmt::format(R"(  // Clusters of more than 8 CTAs are an opt-in of the kernel (the H100 schedules up to 16).
+  if (kCluster > 8) {{
     cudaFuncSetAttribute(row_kernel<kVec>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     cudaFuncSetAttribute(row_kernel<1>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  }
+  }}{}
   if (a->rows > 2147483647 / kCluster) return FACT_ERR_SHAPE;  // CUDA's grid limit
   const dim3 grid(unsigned(a->rows * kCluster));
-  if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
-  else row_kernel<1><<<grid, kThreads, 0, stream>>>(*a);)";
-  return R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / kRowLanes : 1;
+  if (aligned) row_kernel<kVec><<<grid, kThreads, {}, stream>>>(*a);
+  else row_kernel<1><<<grid, kThreads, {}, stream>>>(*a);)", smem, bytes_vec, bytes_1);
+  return fmt::format(R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / kRowLanes : 1;{}
   const dim3 grid(unsigned((a->rows + rows_per_cta - 1) / rows_per_cta));
-  if (aligned) row_kernel<kVec><<<grid, kThreads, 0, stream>>>(*a);
-  else row_kernel<1><<<grid, kThreads, 0, stream>>>(*a);)";
+  if (aligned) row_kernel<kVec><<<grid, kThreads, {}, stream>>>(*a);
+  else row_kernel<1><<<grid, kThreads, {}, stream>>>(*a);)", smem, bytes_vec, bytes_1);
 }
 
 }  // namespace
@@ -340,6 +352,7 @@ json RowwiseKernelConfig::to_json() const {
   if (cluster > 1) j["cluster"] = cluster;  // absent for a CTA per row: earlier configs keep their ids
   if (warp_per_row && row_lanes < 32) j["row_lanes"] = row_lanes;  // absent for a whole warp, likewise
   if (split > 1) j["split"] = split;
+  if (smem_row) j["smem_row"] = true;  // absent for rows in registers, likewise
   return j;
 }
 
@@ -352,6 +365,9 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
   c.cluster = j.value("cluster", 1);
   c.split = j.value("split", 1);
   c.row_lanes = j.value("row_lanes", 32);
+  c.smem_row = j.value("smem_row", false);
+  if (c.smem_row && (!c.one_pass || c.warp_per_row))
+    throw Error(fmt::format("row-wise config {}: smem_row stages a one-pass row of a CTA or cluster in shared memory", j.dump()));
   if (c.row_lanes < 2 || c.row_lanes > 32 || (c.row_lanes & (c.row_lanes - 1)) || (c.row_lanes < 32 && !c.warp_per_row))
     throw Error(fmt::format("row-wise config {}: row_lanes must be 2, 4, 8, 16 or 32, and below 32 only with warp_per_row",
                             j.dump()));
@@ -370,12 +386,13 @@ std::string RowwiseKernelConfig::text() const {
                      !warp_per_row ? "" : row_lanes == 32 ? ", a warp per row" : fmt::format(", {} lanes per row", row_lanes),
                      cluster > 1 ? fmt::format(", a cluster of {} CTAs per row", cluster) : "",
                      split > 1 ? fmt::format(", {} threads per strided row", split) : "",
-                     one_pass ? ", one pass (row in registers)" : "");
+                     !one_pass ? "" : smem_row ? ", one pass (row in shared memory)" : ", one pass (row in registers)");
 }
 
 std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space, const ArchSpec& arch) {
   const int vmax = 16 / element_bytes(p.dtype);
   const int max_regs = space.value("max_row_elements_per_thread", 32);
+  const int64_t max_smem = space.value("max_row_smem_bytes", 0);  // a row staged in shared memory, per CTA
   const double sms = arch.sm_count > 0 ? arch.sm_count : 132;
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
@@ -411,6 +428,13 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
       }
     }
   }
+  // Whether some CTA or cluster (of up to 8: 16 measured slower) holds the row in registers.
+  bool fits_registers = false;
+  for (int threads : space.at("threads").get<std::vector<int>>())
+    for (int cluster : clusters)
+      if (cluster <= 8 && (p.cols + int64_t(threads) * cluster - 1) / (int64_t(threads) * cluster) *
+                                  static_cast<int64_t>(p.inputs.size()) <= std::min<int64_t>(max_regs, 16384 / threads))
+        fits_registers = true;
   for (int threads : space.at("threads").get<std::vector<int>>()) {
     if (p.inner > 1 && p.reductions() > 0) break;
     for (int vec : {vmax, 1}) {
@@ -457,12 +481,28 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
           if (wpr) c.row_lanes = row_lanes;
           scored.push_back({score, c});
         }
+        // A row too long for registers, read once all the same: staged in shared memory over a CTA or a cluster
+        // (where its passes re-read it), ranked after a row in registers and before passes over global memory; the
+        // more threads the more loads in flight. Not where streaming reads each row once too (two_pass_cost 0).
+        const int64_t smem_bytes = int64_t(p.inputs.size()) * ((per_thread + vec - 1) / vec) * vec * threads * 4;
+        if (!wpr && two_pass_cost > 0 && !fits_registers && smem_bytes <= max_smem) {
+          const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
+          double score = 2 + (vec == vmax ? 0 : 10) + idle + 0.5 * std::abs(std::log2(threads / 1024.0)) +
+                         (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + 3 * std::log2(cluster);
+          RowwiseKernelConfig c{threads, vec, false, true};
+          c.cluster = cluster;
+          c.smem_row = true;
+          scored.push_back({score, c});
+        }
       }
     }
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<RowwiseKernelConfig> out;
   for (auto& [s, c] : scored) out.push_back(c);
+  // A row staged in shared memory first: the best pass over global memory second, so that --top 2 measures both.
+  auto other = std::find_if(out.begin(), out.end(), [](const auto& c) { return !c.smem_row; });
+  if (!out.empty() && out.front().smem_row && other != out.end()) std::rotate(out.begin() + 1, other, other + 1);
   return out;
 }
 
