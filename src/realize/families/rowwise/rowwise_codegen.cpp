@@ -134,8 +134,10 @@ struct KernelWriter {
     line("", "}");
   }
 
-  // One sweep over the row: per element, the statements up to `level`, then `body` (accumulate or store).
-  void sweep(int level, const std::vector<std::string>& body_lines, bool store) {
+  // One sweep over the row: per element, the statements up to `level`, then `body` (accumulate or store); per
+  // access of V elements, `before` ahead of them and `after` behind them.
+  void sweep(int level, const std::vector<std::string>& body_lines, bool store, const std::vector<std::string>& before = {},
+             const std::vector<std::string>& after = {}) {
     if (c.one_pass) {
       line("  ", "#pragma unroll");
       line("  ", "for (int k = 0; k < kItems; ++k) {");
@@ -149,11 +151,13 @@ struct KernelWriter {
       loads("    ", "", "col0");
     }
     if (store) line("    ", "float y[V];");
+    for (const auto& b : before) line("    ", b);
     line("    ", "#pragma unroll");
     line("    ", "for (int e = 0; e < V; ++e) {");
     element_body("      ", level, c.one_pass ? "[k][e]" : "[e]");
     for (const auto& b : body_lines) line("      ", b);
     line("    ", "}");
+    for (const auto& b : after) line("    ", b);
     if (store) line("    ", fmt::format("{}store<V>(out, {}, y);", guarded() ? "if (live) " : "", at("col0")));
     line("  ", "}");
   }
@@ -249,7 +253,7 @@ struct KernelWriter {
     }
     row_values(0);
     for (int level = 0; level < max_level; ++level) {
-      std::vector<std::string> acc;
+      std::vector<std::string> acc, before, after;
       std::vector<const RowStatement*> reds;
       for (const auto& s : p.statements)
         if (s.kind == RowStatement::Kind::reduce && lv.at(s.var) == level + 1) reds.push_back(&s);
@@ -262,8 +266,11 @@ struct KernelWriter {
           acc.push_back(fmt::format("a_{0}_m = fmaxf(a_{0}_m, {1});", r->var, r->operand));
           max_then_sum.push_back(r);
         } else if (r->reduce == "maxsumexp") {
+          // The online update once per access of V elements (one rescale, no branch per element).
           line("  ", fmt::format("MaxSumExp a_{}{{-INFINITY, 0.0f}};", r->var));
-          acc.push_back(fmt::format("add_exp(a_{}, {});", r->var, r->operand));
+          before.push_back(fmt::format("float t_{}[V];", r->var));
+          acc.push_back(fmt::format("t_{}[e] = {};", r->var, r->operand));
+          after.push_back(fmt::format("add_exp(a_{0}, t_{0});", r->var));
         } else if (r->reduce == "meanvar" && c.one_pass) {
           // The row in registers: the mean, then the squared deviations from it (exact two-pass, no memory traffic;
           // Welford's division per element cost short rows 2x on the H100).
@@ -280,7 +287,7 @@ struct KernelWriter {
                                            : fmt::format("a_{0} = {2}(a_{0}, {1});", r->var, r->operand, r->reduce == "max" ? "fmaxf" : "fminf"));
         }
       }
-      if (!reds.empty()) sweep(level, acc, false);
+      if (!reds.empty()) sweep(level, acc, false, before, after);
       for (const auto* r : reds) {
         if (r->reduce == "maxsumexp" && c.one_pass) {
           line("  ", fmt::format("const float {0}_m = row_reduce(a_{0}_m, OpMax{{}}, smem_f);", r->var));
