@@ -47,7 +47,6 @@ struct KernelWriter {
   const RowwiseKernelConfig& c;
   std::map<std::string, int> lv;
   std::string out;
-  bool row_loaded = false;  // a row staged in shared memory: its first sweep has been written (it loads the row)
 
   void line(const std::string& indent, const std::string& s) { out += indent + s + "\n"; }
 
@@ -144,11 +143,6 @@ struct KernelWriter {
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
       line("    ", "if (col0 >= kCols) continue;");
-      if (c.smem_row && !row_loaded) {
-        // A row staged in shared memory is loaded by its first sweep, whose work then overlaps the loads.
-        loads("    ", "[k]", "col0");
-        row_loaded = true;
-      }
     } else {
       // Strided rows: a thread's loads are independent; unrolled, several are in flight at once.
       if (strided()) line("  ", "#pragma unroll 4");
@@ -249,8 +243,6 @@ struct KernelWriter {
       } else {
         for (size_t i = 0; i < p.inputs.size(); ++i) line("  ", fmt::format("float l{}[kItems][V];", i));
       }
-    }
-    if (c.one_pass && !c.smem_row) {
       line("  ", "#pragma unroll");
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
@@ -265,12 +257,11 @@ struct KernelWriter {
       std::vector<const RowStatement*> reds;
       for (const auto& s : p.statements)
         if (s.kind == RowStatement::Kind::reduce && lv.at(s.var) == level + 1) reds.push_back(&s);
-      // With the row in registers, max then sum of exp(x - max) costs one expf per element and no memory traffic; a
-      // row in shared memory (and a pass over global memory) takes the online update in the sweep that loads it,
-      // so the exps overlap the loads and no second sweep waits on them.
+      // With the row in registers, max then sum of exp(x - max) costs one expf per element; the online update
+      // (a pass over memory per level) costs a branch and up to two.
       std::vector<const RowStatement*> max_then_sum, mean_then_var;
       for (const auto* r : reds) {
-        if (r->reduce == "maxsumexp" && c.one_pass && !c.smem_row) {
+        if (r->reduce == "maxsumexp" && c.one_pass) {
           line("  ", fmt::format("float a_{}_m = -INFINITY;", r->var));
           acc.push_back(fmt::format("a_{0}_m = fmaxf(a_{0}_m, {1});", r->var, r->operand));
           max_then_sum.push_back(r);
@@ -298,7 +289,7 @@ struct KernelWriter {
       }
       if (!reds.empty()) sweep(level, acc, false, before, after);
       for (const auto* r : reds) {
-        if (r->reduce == "maxsumexp" && c.one_pass && !c.smem_row) {
+        if (r->reduce == "maxsumexp" && c.one_pass) {
           line("  ", fmt::format("const float {0}_m = row_reduce(a_{0}_m, OpMax{{}}, smem_f);", r->var));
         } else if (r->reduce == "maxsumexp") {
           line("  ", fmt::format("const MaxSumExp r_{0} = row_reduce(a_{0}, OpMaxSumExp{{}}, smem_ms);", r->var));
