@@ -499,20 +499,22 @@ TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
   EXPECT_TRUE(wide.at(0).one_pass) << wide[0].text();
   EXPECT_EQ(wide[0].cluster, 4);
   // 393216 would need 16 CTAs of 1024 threads at 24 elements each in registers (measured slower than two passes
-  // over memory): the row goes to the shared memory of a cluster of 8 instead (192 KB a CTA), read from HBM once.
+  // over memory): passes over memory first, then the row in the shared memory of a cluster of 8 (192 KB a CTA),
+  // read from HBM once (measured no faster on the H200; both are measured at --top 2).
   auto longer = configs_of(program_of(softmax_rows(4096, 393216)));
-  ASSERT_TRUE(longer.at(0).one_pass && longer[0].smem_row) << longer[0].text();
-  EXPECT_EQ(longer[0].cluster, 8) << longer[0].text();
-  EXPECT_EQ(longer[0].threads, 1024) << longer[0].text();
+  EXPECT_FALSE(longer.at(0).one_pass) << longer[0].text();
+  ASSERT_TRUE(longer.at(1).one_pass && longer[1].smem_row) << longer[1].text();
+  EXPECT_EQ(longer[1].cluster, 8) << longer[1].text();
+  EXPECT_EQ(longer[1].threads, 1024) << longer[1].text();
   for (const auto& c : longer) EXPECT_FALSE(c.one_pass && !c.smem_row && c.cluster == 16) << c.text();
-  EXPECT_FALSE(longer.at(1).smem_row) << "the best pass over global memory comes second: " << longer[1].text();
-  std::string staged = realize::render_rowwise_kernel(program_of(softmax_rows(4096, 393216)), longer[0], "t", "");
+  std::string staged = realize::render_rowwise_kernel(program_of(softmax_rows(4096, 393216)), longer[1], "t", "");
   for (const char* part : {"extern __shared__ float4 row_smem[];", "const SmemSlice<V> l0{reinterpret_cast<float*>(row_smem)",
                            "cudaFuncAttributeMaxDynamicSharedMemorySize", "row_kernel<kVec><<<grid, kThreads, row_smem_bytes(kVec), stream>>>"})
     EXPECT_NE(staged.find(part), std::string::npos) << part;
-  EXPECT_TRUE(longer[0].to_json().at("smem_row").get<bool>());
-  EXPECT_TRUE(realize::RowwiseKernelConfig::from_json(longer[0].to_json()).smem_row);
-  EXPECT_NE(longer[0].text().find("row in shared memory"), std::string::npos) << longer[0].text();
+  EXPECT_TRUE(longer[1].to_json().at("smem_row").get<bool>());
+  EXPECT_FALSE(longer[0].to_json().contains("smem_row"));
+  EXPECT_TRUE(realize::RowwiseKernelConfig::from_json(longer[1].to_json()).smem_row);
+  EXPECT_NE(longer[1].text().find("row in shared memory"), std::string::npos) << longer[1].text();
   // Rows that fit in registers, or of which streaming reads each once anyway, are not staged.
   for (const auto& c : wide) EXPECT_FALSE(c.smem_row) << c.text();
   EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", false},
