@@ -515,6 +515,7 @@ TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
   EXPECT_FALSE(longer[0].to_json().contains("smem_row"));
   EXPECT_TRUE(realize::RowwiseKernelConfig::from_json(longer[1].to_json()).smem_row);
   EXPECT_NE(longer[1].text().find("row in shared memory"), std::string::npos) << longer[1].text();
+  for (const auto& c : configs_of(program_of(softmax_rows(4096, 393216)), Arch::sm80)) EXPECT_FALSE(c.smem_row) << c.text();
   // Rows that fit in registers, or of which streaming reads each once anyway, are not staged.
   for (const auto& c : wide) EXPECT_FALSE(c.smem_row) << c.text();
   EXPECT_THROW(realize::RowwiseKernelConfig::from_json({{"threads", 256}, {"vec", 4}, {"warp_per_row", false},

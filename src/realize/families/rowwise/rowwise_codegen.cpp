@@ -399,7 +399,8 @@ std::string RowwiseKernelConfig::text() const {
 std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space, const ArchSpec& arch) {
   const int vmax = 16 / element_bytes(p.dtype);
   const int max_regs = space.value("max_row_elements_per_thread", 32);
-  const int64_t max_smem = space.value("max_row_smem_bytes", 0);  // a row staged in shared memory, per CTA
+  // A row staged in shared memory, per CTA: the data's figure is sm90's (227 KB less the reductions' partials).
+  const int64_t max_smem = arch.arch == Arch::sm90 ? space.value("max_row_smem_bytes", int64_t{0}) : 0;
   const double sms = arch.sm_count > 0 ? arch.sm_count : 132;
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
