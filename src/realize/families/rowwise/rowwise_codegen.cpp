@@ -401,6 +401,10 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   const int max_regs = space.value("max_row_elements_per_thread", 32);
   // A row staged in shared memory, per CTA: the data's figure is sm90's (227 KB less the reductions' partials).
   const int64_t max_smem = arch.arch == Arch::sm90 ? space.value("max_row_smem_bytes", int64_t{0}) : 0;
+  // Elements per input a thread may hold in registers, in CTAs of `threads`. Measured on the H100 (softmax,
+  // 2026-11-25): 1024-thread CTAs holding more than 16 elements per thread (64 registers each) and one-pass clusters
+  // of 16 CTAs ran 1.4-4x slower than the next config.
+  auto register_cap = [&](int threads) { return std::min<int64_t>(max_regs, 16384 / threads); };
   const double sms = arch.sm_count > 0 ? arch.sm_count : 132;
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
@@ -423,9 +427,8 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
         const int64_t per_thread = (p.cols + split - 1) / split;
         const double ctas = double(outer) * double((p.inner + rows_per_cta - 1) / rows_per_cta);
         bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
-        const int64_t cap = std::min<int64_t>(max_regs, 16384 / threads);
         for (bool one : {true, false}) {
-          if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > cap) continue;
+          if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > register_cap(threads)) continue;
           // One pass first, a full GPU, few threads per row (each split adds a shared-memory combine), 256 threads.
           double score = (one ? 0 : two_pass_cost) + (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) +
                          std::log2(split) + 0.5 * std::abs(std::log2(threads / 256.0));
@@ -436,13 +439,13 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
       }
     }
   }
-  // Whether some CTA or cluster (of up to 8: 16 measured slower) holds the row in registers.
-  bool fits_registers = false;
+  // Whether `lanes` lanes of CTAs of `threads` hold the row in registers (clusters of 16 measured slower, below).
+  auto in_registers = [&](int64_t lanes, int threads, int cluster) {
+    return cluster < 16 && (p.cols + lanes - 1) / lanes * static_cast<int64_t>(p.inputs.size()) <= register_cap(threads);
+  };
+  bool fits_registers = false;  // some CTA or cluster holds the row in registers
   for (int threads : space.at("threads").get<std::vector<int>>())
-    for (int cluster : clusters)
-      if (cluster <= 8 && (p.cols + int64_t(threads) * cluster - 1) / (int64_t(threads) * cluster) *
-                                  static_cast<int64_t>(p.inputs.size()) <= std::min<int64_t>(max_regs, 16384 / threads))
-        fits_registers = true;
+    for (int cluster : clusters) fits_registers = fits_registers || in_registers(int64_t(threads) * cluster, threads, cluster);
   for (int threads : space.at("threads").get<std::vector<int>>()) {
     if (p.inner > 1 && p.reductions() > 0) break;
     for (int vec : {vmax, 1}) {
@@ -470,17 +473,14 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
         double ctas = wpr ? double(p.rows) / (threads / row_lanes) : double(p.rows) * cluster;
         // Filling the GPU matters once the rows are megabytes; below that a launch's latency dominates.
         bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
-        // Measured on the H100 (softmax, 2026-11-25): 1024-thread CTAs holding more than 16 elements per thread
-        // (64 registers each) and one-pass clusters of 16 CTAs ran 1.4-4x slower than the next config.
-        const int64_t cap = std::min<int64_t>(max_regs, 16384 / threads);
+        // Lanes past the row's end idle: a 256-thread CTA on rows of 16 (group norms of 512 groups) ran 4.6x
+        // slower than PyTorch on the H100 (2026-11-26), a warp per row idles 8x fewer, 4 lanes per row none.
+        const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
         for (bool one : {true, false}) {
-          if (one && (per_thread * static_cast<int64_t>(p.inputs.size()) > cap || cluster == 16)) continue;
+          if (one && !in_registers(lanes, threads, cluster)) continue;
           // One pass over memory first; then a grid that fills every SM twice (few long rows: a cluster of
           // CTAs per row), about 16 elements per thread, the fewest CTAs per cluster (each reduction costs
           // three cluster barriers: a 4-CTA one-pass row of 65535 ran 7.9 ms, an 8-CTA one 8.6-13 ms).
-          // Lanes past the row's end idle: a 256-thread CTA on rows of 16 (group norms of 512 groups) ran 4.6x
-          // slower than PyTorch on the H100 (2026-11-26), a warp per row idles 8x fewer, 4 lanes per row none.
-          const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
           double score = (one ? 0 : two_pass_cost) + (vec == vmax ? 0 : 10) + idle +
                          std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
                          (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster);
@@ -494,7 +494,6 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
         // where streaming reads each row once too (two_pass_cost 0).
         const int64_t smem_bytes = int64_t(p.inputs.size()) * ((per_thread + vec - 1) / vec) * vec * threads * 4;
         if (!wpr && two_pass_cost > 0 && !fits_registers && smem_bytes <= max_smem) {
-          const double idle = std::max(0.0, std::log2(double(lanes) * vec / double(p.cols)));
           double score = 2 + (vec == vmax ? 0 : 10) + idle + 0.5 * std::abs(std::log2(threads / 1024.0)) +
                          (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + 3 * std::log2(cluster);
           RowwiseKernelConfig c{threads, vec, false, true};
