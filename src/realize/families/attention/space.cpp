@@ -31,6 +31,11 @@ nlohmann::json kernel_data(AttentionKernel k) {
   throw Error("data/families/attention.json has no kernel named " + to_string(k) + "; add it to \"kernels\"");
 }
 
+// The kernel's schedules (data "config_space"."schedule"; a kernel without the axis is cooperative only).
+std::vector<std::string> schedules_of(const nlohmann::json& kernel_entry) {
+  return kernel_entry.at("config_space").value("schedule", std::vector<std::string>{"cooperative"});
+}
+
 bool listed(const nlohmann::json& list, const std::string& name) {
   for (const auto& v : list)
     if (v == name) return true;
@@ -109,7 +114,7 @@ std::string attention_config_rejection(const AttentionProblem& p, const Attentio
   if (c.block_m % c.warps != 0 || std::find(rows.begin(), rows.end(), c.block_m / c.warps) == rows.end())
     return fmt::format("{} query rows over {} warps is not a row count per warp the {} kernel takes ({})", c.block_m,
                        c.warps, to_string(c.kernel), nlohmann::json(rows).dump());
-  auto schedules = kernel.at("config_space").value("schedule", nlohmann::json::array({"cooperative"}));
+  const nlohmann::json schedules = schedules_of(kernel);
   if (!listed(schedules, to_string(c.schedule)))
     return fmt::format("the {} kernel has no {} schedule ({})", to_string(c.kernel), to_string(c.schedule),
                        schedules.dump());
@@ -130,7 +135,7 @@ ConfigSpace<AttentionConfig> enumerate_attention_configs(const AttentionProblem&
     AttentionKernel kernel = attention_kernel_from_string(entry.at("name"));
     if (!listed(entry.at("archs"), to_string(p.arch)) || !listed(entry.at("numerics"), to_string(p.numerics))) continue;
     const auto& axes = entry.at("config_space");
-    const auto schedules = axes.value("schedule", std::vector<std::string>{"cooperative"});
+    const auto schedules = schedules_of(entry);
     for (int m : axes.at("block_m").get<std::vector<int>>())
       for (int n : axes.at("block_n").get<std::vector<int>>())
         for (int w : axes.at("warps").get<std::vector<int>>())
