@@ -174,6 +174,24 @@ TEST(AttentionConfigSpace, FilteredBySharedMemoryAndWarpRows) {
   EXPECT_THROW(enumerate_attention_configs(p, 8), fact::Error);
 }
 
+// The persistent TMA kernel keeps two Q tiles (the next tile's Q loads while O is stored through this one's), so a
+// tile that fits the one-Q kernels can exceed its shared memory: d128, 128 x 176 in bf16 needs 1 x 32 KB of Q plus
+// 2 x 2 x 44 KB of K and V (~209 KB) in sm90_wgmma, 2 x 32 KB + 176 KB (~241 KB) in sm90_tma_ws.
+TEST(AttentionConfigSpace, TmaKernelCountsItsTwoQTiles) {
+  auto t = traced("minigpt_block.json");
+  AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::bf16, Arch::sm90);
+  p.head_dim = 128;
+  AttentionConfig c;
+  c.arch = Arch::sm90; c.element = Element::bf16; c.numerics = Numerics::bf16; c.head_dim = 128;
+  c.block_m = 128; c.block_n = 176; c.warps = 8;
+  c.kernel = AttentionKernel::sm90_wgmma;
+  EXPECT_EQ(attention_config_rejection(p, c), "");
+  c.kernel = AttentionKernel::sm90_tma_ws;
+  EXPECT_TRUE(contains(attention_config_rejection(p, c), "shared memory")) << attention_config_rejection(p, c);
+  c.block_n = 128;
+  EXPECT_EQ(attention_config_rejection(p, c), "");
+}
+
 TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   auto t = traced("minigpt_block.json");
   auto space_of = [&](Numerics n, Arch a) {

@@ -78,8 +78,8 @@ struct AttentionConfig {
   int block_m = 128, block_n = 64, warps = 4;
   AttentionSchedule schedule = AttentionSchedule::cooperative;  // in the JSON only when pingpong (ids kept)
 
-  // Q tile plus kv_stages K and V tiles plus padding, in bytes.
-  int64_t smem_bytes(int kv_stages, int padding_bytes = 0) const;
+  // q_stages Q tiles plus kv_stages K and V tiles plus padding, in bytes.
+  int64_t smem_bytes(int q_stages, int kv_stages, int padding_bytes = 0) const;
   std::string id() const;       // "attn_" + 12 hex digits
   std::string summary() const;  // e.g. "sm90 attention tf32 d96 m128 n64 w4 sm80_mma"
   std::string template_name() const;  // the kernel's template under templates/

@@ -62,8 +62,9 @@ void to_json(nlohmann::json& j, AttentionKernel k) { j = to_string(k); }
 void from_json(const nlohmann::json& j, AttentionKernel& k) { k = attention_kernel_from_string(j.get<std::string>()); }
 std::string to_string(AttentionSchedule s) { return enum_name(kSchedules, s); }
 
-int64_t AttentionConfig::smem_bytes(int kv_stages, int padding_bytes) const {
-  return int64_t{element_bytes(element)} * head_dim * (block_m + 2LL * kv_stages * block_n) + padding_bytes;
+int64_t AttentionConfig::smem_bytes(int q_stages, int kv_stages, int padding_bytes) const {
+  return int64_t{element_bytes(element)} * head_dim * (int64_t{q_stages} * block_m + 2LL * kv_stages * block_n) +
+         padding_bytes;
 }
 
 std::string AttentionConfig::id() const { return config_hash_id("attn_", to_json()); }
@@ -120,7 +121,7 @@ std::string attention_config_rejection(const AttentionProblem& p, const Attentio
                        schedules.dump());
   if (c.schedule == AttentionSchedule::pingpong && c.warps != 8)
     return fmt::format("ping-pong alternates two consumer warpgroups (warps 8), not {} warps", c.warps);
-  int64_t smem = c.smem_bytes(limits.at("kv_stages"), limits.at("smem_padding_bytes"));
+  int64_t smem = c.smem_bytes(limits.at("q_stages"), limits.at("kv_stages"), limits.at("smem_padding_bytes"));
   int64_t cap = family_data("attention").at("limits").at("smem_bytes").at(to_string(c.arch));
   if (smem > cap) return fmt::format("needs {} bytes of shared memory, {} has {}", smem, to_string(c.arch), cap);
   return "";
