@@ -1,7 +1,8 @@
 """Replaces, in an exported graph, each call of an op data/ir/aten_ops.json marks "decompose" by the ops of
 PyTorch's own decomposition of it (torch._decomp's table, else the op's CompositeImplicitAutograd kernel), each
-(values, indices) reduction whose indices are never read by its values-only op ("values_only"), and each in-place
-call of a pointwise op (nn.ReLU(inplace=True)'s relu_, `x += y`'s add_) on an intermediate by the op itself.
+(values, indices) reduction whose indices are never read by its values-only op ("values_only"), each in-place
+call of a pointwise op (nn.ReLU(inplace=True)'s relu_, `x += y`'s add_) on an intermediate by the op itself, and drops
+the calls that compute nothing ("drop": the dtype check torch.export writes before each .to()).
 
 A loss such as smooth_l1_loss or kl_div is one ATen op no kernel family reads; its decomposition is pointwise ops
 and a reduction, which FACT generates one kernel from. Only the listed calls change: torch.export's
@@ -62,6 +63,23 @@ def values_only(graph: torch.fx.Graph) -> list[str]:
             graph.erase_node(u)
         graph.erase_node(node)
         done.append(node.name)
+    return done
+
+
+@functools.cache
+def dropped_ops() -> frozenset[str]:
+    return frozenset(name for name, entry in op_table().items() if entry.get("drop"))
+
+
+def drop_checks(graph: torch.fx.Graph) -> list[str]:
+    """Removes the calls data/ir/aten_ops.json marks "drop" (aten._assert_tensor_metadata: a check of a traced
+    dtype and device that returns nothing): they read the value a .to() casts, which a fused op may replace
+    (Hugging Face's RMSNorm casts the normalized value back to bf16). Returns the removed calls' names."""
+    done = []
+    for node in list(graph.nodes):
+        if node.op == "call_function" and str(node.target) in dropped_ops() and not node.users:
+            graph.erase_node(node)
+            done.append(node.name)
     return done
 
 
@@ -212,7 +230,7 @@ def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphMod
 
 def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
     """Decomposes the listed calls of `ep`'s graph in place, then rewrites values-only reductions and in-place
-    pointwise calls; returns the names of the calls it replaced."""
+    pointwise calls and drops the checks that compute nothing; returns the names of the calls it replaced."""
     listed = decomposed_ops()
     gm = ep.graph_module
     done = []
@@ -231,6 +249,7 @@ def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
         done.append(node.name)
     done += values_only(gm.graph)
     done += out_of_place(gm.graph)
+    done += drop_checks(gm.graph)
     if done:
         gm.recompile()
     return done

@@ -54,4 +54,26 @@ class GraphDoc {
   Json doc_;
 };
 
+// Hugging Face's LlamaRMSNorm of a bf16 tensor: h.to(`upcast`), the norm in that dtype, .to(bf16) (`downcast`), then
+// weight * it; `add`: h is the residual sum x + y (read again after the norm), else h is x. torch.export writes the
+// casts as aten.to.dtype.
+inline GraphDoc hf_rms_norm(const std::string& upcast, bool downcast, bool add) {
+  const std::vector<int64_t> s{4, 32, 768}, r{4, 32, 1};
+  const std::string bf = "bfloat16";
+  GraphDoc d;
+  d.input("x", s, bf).input("y", s, bf).input("w", {768}, bf, "parameter");
+  if (add) d.op("h", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, s, bf);
+  d.op("h32", "aten.to.dtype", {ref_to(add ? "h" : "x"), {{"dtype", upcast}}}, s, upcast);
+  d.op("sq", "aten.pow.Tensor_Scalar", {ref_to("h32"), 2}, s, upcast);
+  d.op("ms", "aten.mean.dim", {ref_to("sq"), {-1}, true}, r, upcast);
+  d.op("ve", "aten.add.Tensor", {ref_to("ms"), 1e-5}, r, upcast);
+  d.op("rs", "aten.rsqrt.default", {ref_to("ve")}, r, upcast);
+  d.op("nm", "aten.mul.Tensor", {ref_to("h32"), ref_to("rs")}, s, upcast);
+  if (downcast) d.op("nm16", "aten.to.dtype", {ref_to("nm"), {{"dtype", bf}}}, s, bf);
+  d.op("out", "aten.mul.Tensor", {ref_to("w"), ref_to(downcast ? "nm16" : "nm")}, s, downcast ? bf : upcast);
+  d.output("out");
+  if (add) d.op("next", "aten.add.Tensor", {ref_to("h"), ref_to("out")}, s, bf).output("next");
+  return d;
+}
+
 }  // namespace fact::test

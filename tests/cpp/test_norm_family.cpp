@@ -15,6 +15,7 @@
 #include "discover/matcher.h"
 #include "discover/pattern_registry.h"
 #include "family_nvcc_check.h"
+#include "ir_test_graphs.h"
 #include "ir/ir_io.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_family.h"
@@ -147,6 +148,42 @@ TEST(NormProblem, AddNormStoresTheSumOnlyWhenTheGraphReadsIt) {
     FAIL() << "an exported node with no kernel output must be refused";
   } catch (const fact::Error& e) {
     EXPECT_TRUE(contains(e.what(), "kernel.outputs")) << e.what();
+  }
+}
+
+// Hugging Face's RMSNorm casts x to fp32 and the normalized value back before the weight: the kernel reads the bf16
+// x and computes in fp32 as it does anyway. Where x, the weight and the result differ in dtype (normalized in fp16,
+// or a result left fp32), the op could not take them: PyTorch keeps the norm, and the error says why.
+TEST(NormProblem, HuggingFaceRmsNormBetweenCastsAndMixedDtypesLeftToPyTorch) {
+  auto matched = [](const fact::test::GraphDoc& d, const std::string& rule) {
+    fact::ir::Graph g = d.graph();
+    for (auto& m : fact::discover::find_all_matches(g, fact::discover::PatternRegistry::builtin(),
+                                                    fact::ir::OpTable::builtin(), fact::ArchSpec::builtin("sm90")))
+      if (m.rule == rule && m.anchor == "out") return std::make_pair(g, m);
+    ADD_FAILURE() << rule << " did not match";
+    return std::make_pair(g, Match{});
+  };
+  for (bool add : {false, true}) {
+    auto [g, m] = matched(fact::test::hf_rms_norm("float32", true, add), add ? "add_rms_norm" : "rms_norm");
+    NormProblem p = norm_problem_from_match(m, g, Numerics::bf16, Arch::sm90);
+    EXPECT_EQ(p.kind, NormKind::rms_norm);
+    EXPECT_EQ(p.rows, 4 * 32);
+    EXPECT_EQ(p.cols, 768);
+    EXPECT_TRUE(p.has_weight);
+    EXPECT_EQ(p.has_residual, add);
+    EXPECT_EQ(p.store_sum, add);
+    EXPECT_DOUBLE_EQ(p.eps, 1e-5);
+    EXPECT_EQ(p.element, Element::bf16);
+  }
+  for (auto [upcast, downcast] : {std::pair<std::string, bool>{"float16", true}, {"float32", false}}) {
+    auto [g, m] = matched(fact::test::hf_rms_norm(upcast, downcast, false), "rms_norm");
+    try {
+      norm_problem_from_match(m, g, Numerics::bf16, Arch::sm90);
+      ADD_FAILURE() << "x " << g.at(m.inputs.at("$x")).out().dtype << ", result " << g.at("out").out().dtype
+                    << ": mixed dtypes must be refused";
+    } catch (const fact::Error& e) {
+      EXPECT_TRUE(contains(e.what(), "PyTorch keeps")) << e.what();
+    }
   }
 }
 

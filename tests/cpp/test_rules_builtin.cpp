@@ -13,6 +13,7 @@
 
 using fact::discover::Match;
 using fact::test::GraphDoc;
+using fact::test::hf_rms_norm;
 using fact::test::ref_to;
 using Json = nlohmann::json;
 
@@ -265,4 +266,30 @@ TEST(RulesBuiltin, AddNormNearMissesLeaveThePlainNorm) {
   relu.op("h", "aten.add.Tensor", {ref_to("x"), ref_to("y")}, {4, 768});
   relu.op("r", "aten.relu.default", {ref_to("h")}, {4, 768}).output("r");
   for (const auto& m : all_matches(relu)) EXPECT_NE(m.family, "normalization") << m.rule;
+}
+
+TEST(RulesBuiltin, HuggingFaceRmsNormComputesInFp32BetweenItsCasts) {
+  auto alone = all_matches(hf_rms_norm("float32", true, false));
+  const Match* m = anchored(alone, "rms_norm", "out");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->inputs.at("$x"), "x");  // the bf16 tensor the kernel reads, not its fp32 copy
+  EXPECT_EQ(m->nodes, (std::vector<std::string>{"h32", "sq", "ms", "ve", "rs", "nm", "nm16", "out"}));
+  EXPECT_DOUBLE_EQ(m->attrs.at("eps").get<double>(), 1e-5);
+  EXPECT_EQ(m->dims.at("rows"), 4 * 32);
+  EXPECT_EQ(m->dims.at("cols"), 768);
+  EXPECT_EQ(winner(hf_rms_norm("float32", true, false), "out"), "rms_norm");
+
+  auto fused = all_matches(hf_rms_norm("float32", true, true));
+  m = anchored(fused, "add_rms_norm", "out");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->nodes.front(), "h");
+  EXPECT_EQ(m->extra_outputs, (std::map<std::string, std::string>{{"sum", "h"}}));
+  EXPECT_EQ(winner(hf_rms_norm("float32", true, true), "out"), "add_rms_norm");
+
+  // Computed in fp16, not fp32: only the fp16 copy is the norm's x (a bf16 result of an fp16 x, which the
+  // normalization family leaves to PyTorch: test_norm_family.cpp).
+  auto half = all_matches(hf_rms_norm("float16", true, false));
+  m = anchored(half, "rms_norm", "out");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->inputs.at("$x"), "h32");
 }

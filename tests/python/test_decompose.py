@@ -97,3 +97,23 @@ def test_in_place_calls_through_or_under_views_keep_their_side_effect(model):
     want = model(x.clone())
     assert decompose_listed(ep) == []
     assert torch.allclose(ep.module()(x.clone()), want)
+
+
+class CastNorm(torch.nn.Module):
+    """Hugging Face's RMSNorm of a bf16 tensor: torch.export checks each .to()'s input with
+    aten._assert_tensor_metadata, a call that computes nothing but reads the norm's intermediates."""
+
+    def forward(self, x):
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return 2 * h.to(x.dtype)
+
+
+def test_export_metadata_checks_are_dropped_and_the_value_kept():
+    x = torch.randn(4, 8, dtype=torch.bfloat16)
+    ep = torch.export.export(CastNorm(), (x,))
+    assert "aten._assert_tensor_metadata.default" in ops_of(ep)
+    decompose_listed(ep)
+    assert "aten._assert_tensor_metadata.default" not in ops_of(ep)
+    assert ops_of(ep).count("aten.to.dtype") == 2
+    assert torch.equal(ep.module()(x), CastNorm()(x))

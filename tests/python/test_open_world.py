@@ -41,7 +41,7 @@ def compose_all_winning(model, work, tag):
     return work / "composed", plan
 
 
-def assert_equal_to_original(folder, rounds=2):
+def assert_equal_to_original(folder, rounds=2, tol=1e-4):
     register_reference_ops(folder / "manifest.json")
     module = load_model_new(folder)
     torch.manual_seed(0)
@@ -58,7 +58,7 @@ def assert_equal_to_original(folder, rounds=2):
             assert len(leaves(got)) == len(leaves(want))
             for a, b in zip(leaves(got), leaves(want)):
                 if isinstance(b, torch.Tensor):  # (a DynamicCache is one leaf to pytree: compared by type)
-                    torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+                    torch.testing.assert_close(a, b, atol=tol, rtol=tol)
                 else:
                     assert type(a) is type(b)
     return module
@@ -122,6 +122,23 @@ def test_library_models_trace_compose_and_equal_the_original(name, tmp_path):
     if name != "tv_resnet":  # the transformers hold GEMMs (and norms) FACT realizes
         assert manifest["accepted"], manifest["rejected"]
     assert_equal_to_original(folder)
+
+
+def test_a_bf16_llama_runs_its_norms_between_casts_as_fact_norms(tmp_path):
+    """Hugging Face's RMSNorm in bf16 is x.to(float32), the norm, .to(bf16), weight * it: one norm op (the residual
+    add before it included), not fp32 row-wise passes with PyTorch's casts and weight multiply around them."""
+    folder, plan = compose_all_winning(DATA / "hf_llama_bf16.py", tmp_path, "ow_hf_llama_bf16")
+    assert plan["numerics"] == "bf16"
+    rules = [p["rule"] for p in plan["patterns"]]
+    assert rules.count("rms_norm") == 1 and rules.count("add_rms_norm") == 4, rules  # 2 layers' 4 norms + the final
+    assert {"gemm_swiglu", "rope", "sdpa_attention"} <= set(rules), rules
+    assert "aten._assert_tensor_metadata" not in plan["left_to_pytorch"]
+    op_of = {n["name"]: n.get("op") for n in plan["ir"]["nodes"]}
+    casts = [n for p in plan["patterns"] if p["family"] == "normalization" for n in p["nodes"] if op_of[n] == "aten.to.dtype"]
+    assert len(casts) == 2 * 5  # each norm's cast to fp32 and back
+    norms = [a for a in accepted(folder) if a["family"] == "normalization"]
+    assert len(norms) == 5
+    assert_equal_to_original(folder, tol=2e-2)  # bf16: the kernel multiplies by the weight before rounding once
 
 
 @pytest.mark.parametrize("name, cause", [("data_dependent", "torch.export cannot trace"),

@@ -140,6 +140,19 @@ NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g
                               "kernel.outputs maps no normalization output (sum) to it", what, id, node));
     p.store_sum = true;
   }
+  // The op reads x, weight and bias in one dtype and writes the result in it (computing in fp32 inside, which is
+  // what Hugging Face's RMSNorm spells with casts around the norm); other mixes stay PyTorch's.
+  const std::string& x_dtype = x->out().dtype;
+  const ir::Node& anchor = g.at(m.anchor);
+  if (!anchor.outputs.empty() && anchor.out().dtype != x_dtype)
+    throw Error(fmt::format("{}: the result is {} but x is {}; PyTorch keeps the mixed-dtype norm", what,
+                            anchor.out().dtype, x_dtype));
+  for (const char* operand : {"weight", "bias"}) {
+    const ir::Node* t = bound_node(m, g, ops.value(operand, nlohmann::json()));
+    if (t && !t->outputs.empty() && t->out().dtype != x_dtype)
+      throw Error(fmt::format("{}: the {} is {} but x is {}; PyTorch keeps the mixed-dtype norm", what, operand,
+                              t->out().dtype, x_dtype));
+  }
   p.has_weight = bound_node(m, g, ops.value("weight", nlohmann::json())) != nullptr;
   p.has_bias = bound_node(m, g, ops.value("bias", nlohmann::json())) != nullptr;
   p.element = input_element(numerics);
