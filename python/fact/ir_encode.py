@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
+from fact.attention_masks import fold_attention_masks
 from fact.decompose import copy_body, decompose_listed
 
 IR_FORMAT = "fact-ir"
@@ -123,6 +124,7 @@ class Encoded:
     outputs: list
     call: dict | None  # how forward was called and what it returned (docs/ir-format.md, "call"); None: unknown
     replay_blocker: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the tracer rewrote, or chose not to, and why
 
 
 def has_attribute_path(model: torch.nn.Module | None, target: str) -> bool:
@@ -202,6 +204,7 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
     """
     inline_wrappers(ep)
     decompose_listed(ep)
+    notes = fold_attention_masks(ep)
     blockers: list[str] = []
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
     if input_names is None or len(input_names) != len(user_specs):
@@ -267,4 +270,4 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
     call, call_problem = call_structure(ep, user_placeholders)
     if call_problem:
         blockers.append(call_problem)
-    return Encoded(nodes, outputs, call, blockers[0] if blockers else None)
+    return Encoded(nodes, outputs, call, blockers[0] if blockers else None, notes)

@@ -100,6 +100,8 @@ def build_document(problem: Problem, exported: Export) -> dict:
     encoded = encode_program(exported.program, exported.input_names, exported.model)
     if encoded.replay_blocker:
         document["replay_blocker"] = encoded.replay_blocker
+    if encoded.notes:
+        document["notes"] = encoded.notes
     return {**document, "call": encoded.call, "nodes": encoded.nodes, "outputs": encoded.outputs}
 
 

@@ -38,6 +38,7 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
   plan.arch = arch.arch;
   plan.numerics = numerics;
   plan.graph = graph;
+  plan.notes = graph.notes;  // the tracer's rewrites (a folded attention mask) first: they shaped what matched
   CostContext ctx{plan.graph, arch, numerics};
 
   // A graph FACT cannot write back as ATen calls stays PyTorch's whole: matching it would only cost tuning time.

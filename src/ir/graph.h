@@ -61,6 +61,9 @@ struct Graph {
   // Why the graph cannot be written back as ATen calls (an untraceable module, a higher-order op, ...): FACT
   // then leaves the whole module to PyTorch. Empty when it can.
   std::string replay_blocker;
+  // What the tracer rewrote in the graph, or chose not to, and why (an attention mask folded into is_causal); the
+  // plan repeats them among its notes.
+  std::vector<std::string> notes;
 
   const Node* find(const std::string& name) const;  // nullptr if absent
   const Node& at(const std::string& name) const;    // throws Error if absent

@@ -149,6 +149,14 @@ Graph parse_graph(const Json& doc, const std::string& origin, const OpTable& ops
   g.trace_device = optional_string(doc, "trace_device", origin);
   if (doc.contains("init_inputs")) g.init_inputs = doc["init_inputs"];
   g.replay_blocker = optional_string(doc, "replay_blocker", origin);
+  if (doc.contains("notes") && !doc["notes"].is_null()) {
+    const Json& notes = doc["notes"];
+    if (!notes.is_array()) throw Error(origin + " field 'notes' must be an array of strings");
+    for (const auto& note : notes) {
+      if (!note.is_string()) throw Error(origin + " field 'notes' must be an array of strings, got " + note.dump());
+      g.notes.push_back(note.get<std::string>());
+    }
+  }
   if (doc.contains("call")) {
     g.call = doc["call"];
     if (!g.call.is_null() && !(g.call.is_object() && g.call.value("inputs", Json()).is_array()))
@@ -202,6 +210,7 @@ Json to_json(const Graph& graph) {
               {"init_inputs", graph.init_inputs}};
   if (!graph.call.is_null()) doc["call"] = graph.call;
   if (!graph.replay_blocker.empty()) doc["replay_blocker"] = graph.replay_blocker;
+  if (!graph.notes.empty()) doc["notes"] = graph.notes;
   Json nodes = Json::array();
   for (const auto& n : graph.nodes) {
     Json j = {{"name", n.name}, {"kind", to_string(n.kind)}};

@@ -250,6 +250,29 @@ TEST(Plan, FormatPlanNamesEveryPattern) {
   EXPECT_LT(table.find(" " + plan.entries.front().match.rule + " "), table.find("(anchor " + plan.entries.back().match.anchor + ")"));
 }
 
+// The tracer's notes (an attention mask folded into is_causal) come first among the plan's notes, in the table and
+// in plan.json, and survive the IR's JSON round trip; a notes field that is not a list of strings is refused.
+TEST(Plan, TracerNotesLeadThePlanNotes) {
+  Json doc = fact::ir::to_json(fixture("minigpt_block.json"));
+  const std::string note = "attn_mask expand_1 of scaled_dot_product_attention folded: causal (test)";
+  doc["notes"] = Json::array({note});
+  auto graph = fact::ir::parse_graph(doc, "ir.json", ops());
+  ASSERT_EQ(graph.notes, std::vector<std::string>{note});
+  EXPECT_EQ(fact::ir::to_json(graph)["notes"], doc["notes"]);
+  static const auto registry = fact::discover::PatternRegistry::builtin();
+  auto plan = fact::discover::make_plan(graph, registry, ops(), fact::ArchSpec::builtin("sm90"),
+                                        fact::Numerics::x3tf32);
+  ASSERT_FALSE(plan.notes.empty());
+  EXPECT_EQ(plan.notes.front(), note);
+  EXPECT_TRUE(has(fact::discover::format_plan(plan), "Note: " + note));
+  EXPECT_EQ(fact::discover::to_json(plan)["notes"][0], note);
+  EXPECT_FALSE(fact::ir::to_json(fixture("minigpt_block.json")).contains("notes"));  // none: no field
+  doc["notes"] = Json::array({1});
+  EXPECT_THROW(fact::ir::parse_graph(doc, "ir.json", ops()), fact::Error);
+  doc["notes"] = "one";
+  EXPECT_THROW(fact::ir::parse_graph(doc, "ir.json", ops()), fact::Error);
+}
+
 // An add-norm whose sum the block reads again (Llama in tf32, where it outranks o_proj's GEMM + residual):
 // the exported node survives the JSON round trip and is named in the table; a plan exporting a node the
 // match does not cover is refused.
