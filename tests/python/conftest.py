@@ -23,3 +23,12 @@ def kernel_abi_include(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("kernel_abi")
     subprocess.run([str(FACT_BIN), "ops", "abi-header", "--out", str(folder / "kernel_abi.h")], check=True)
     return folder
+
+
+def hf_llama_file(tmp_path: Path, dtype: str) -> Path:
+    """tests/python/data/open_world/hf_llama.py with its weights in `dtype` (float32, bfloat16), written to tmp_path."""
+    source = (REPO_ROOT / "tests" / "python" / "data" / "open_world" / "hf_llama.py").read_text()
+    assert 'return ["float32"]' in source
+    path = tmp_path / f"hf_llama_{dtype}.py"
+    path.write_text(source.replace('return ["float32"]', f'return ["{dtype}"]'))
+    return path

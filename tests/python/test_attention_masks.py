@@ -10,14 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from conftest import REPO_ROOT  # noqa: E402
+from conftest import REPO_ROOT, hf_llama_file  # noqa: E402
 from fact.attention_masks import fold_attention_masks  # noqa: E402
 from fact.ir_encode import encode_program  # noqa: E402
 from fact.problem import instantiate, load_problem  # noqa: E402
 from fact.trace import trace  # noqa: E402
 
 SDPA = torch.ops.aten.scaled_dot_product_attention.default
-HF_LLAMA = REPO_ROOT / "tests" / "python" / "data" / "open_world" / "hf_llama_bf16.py"
 BERT_PADDING = REPO_ROOT / "bench" / "problems" / "level2" / "sdpa_padding_mask_bert.py"
 # The ops transformers builds its causal mask from under torch.export (besides arange, which position ids share).
 MASK_OPS = ("aten.cumsum.default", "aten.diff.default", "aten.le.Tensor", "aten.__and__.Tensor", "aten.index.Tensor",
@@ -34,7 +33,7 @@ def sdpa_entries(ir: dict) -> list[dict]:
 
 
 def test_hf_llama_traces_to_causal_sdpa_without_the_mask_or_its_builders(tmp_path):
-    ir = traced(HF_LLAMA, tmp_path)
+    ir = traced(hf_llama_file(tmp_path, "bfloat16"), tmp_path)
     calls = sdpa_entries(ir)
     assert len(calls) == 2
     for call in calls:
@@ -48,8 +47,7 @@ def test_hf_llama_traces_to_causal_sdpa_without_the_mask_or_its_builders(tmp_pat
 
 @pytest.mark.parametrize("dtype, tol", [("float32", 1e-5), ("bfloat16", 2e-2)])
 def test_hf_llama_program_with_the_rewrite_equals_the_model(dtype, tol, tmp_path):
-    model_file = tmp_path / f"hf_llama_{dtype}.py"
-    model_file.write_text(HF_LLAMA.read_text().replace("dtype=torch.bfloat16", f"dtype=torch.{dtype}"))
+    model_file = hf_llama_file(tmp_path, dtype)
     model, inputs, _ = instantiate(load_problem(model_file), "cpu")
     with torch.no_grad():
         want = model(*inputs)

@@ -13,6 +13,7 @@ import sys
 import pytest
 import torch
 from composed_module import REPO_ROOT, fact, load_model_new, needs_fact_binary, report_accepting
+from conftest import hf_llama_file
 
 from fact.compose.reference_ops import register_reference_ops
 
@@ -127,7 +128,7 @@ def test_library_models_trace_compose_and_equal_the_original(name, tmp_path):
 def test_a_bf16_llama_runs_its_norms_between_casts_as_fact_norms(tmp_path):
     """Hugging Face's RMSNorm in bf16 is x.to(float32), the norm, .to(bf16), weight * it: one norm op (the residual
     add before it included), not fp32 row-wise passes with PyTorch's casts and weight multiply around them."""
-    folder, plan = compose_all_winning(DATA / "hf_llama_bf16.py", tmp_path, "ow_hf_llama_bf16")
+    folder, plan = compose_all_winning(hf_llama_file(tmp_path, "bfloat16"), tmp_path, "ow_hf_llama_bf16")
     assert plan["numerics"] == "bf16"
     rules = [p["rule"] for p in plan["patterns"]]
     assert rules.count("rms_norm") == 1 and rules.count("add_rms_norm") == 4, rules  # 2 layers' 4 norms + the final
