@@ -19,6 +19,8 @@ The pass never changes results; anything it is not sure about keeps the call as 
 """
 from __future__ import annotations
 
+import functools
+import json
 import operator
 from dataclasses import dataclass
 
@@ -27,22 +29,19 @@ import torch.fx
 import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind
 
+from fact.paths import data_dir
+
 SDPA = torch.ops.aten.scaled_dot_product_attention.default
 SDPA_POSITIONAL = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
 # The most a mask's producer subgraph may hold (its values, all together) to be evaluated at trace time.
 MAX_EVAL_BYTES = 1 << 30
-# Ops that return uninitialized memory: their values are not a function of their arguments.
-UNINITIALIZED = frozenset({"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"})
-# Ops whose floating-point results are the same on every device: fills, selections, casts, copies and views, and
-# single correctly rounded + - * (a mask's 0 and -inf, min_dtype times a bool). Transcendentals, division, matmuls
-# and reductions are not in it: a CPU value of theirs may differ from the device's in the last bit.
-EXACT_FLOAT = frozenset({
-    "full", "full_like", "new_full", "ones", "ones_like", "new_ones", "zeros", "zeros_like", "new_zeros",
-    "scalar_tensor", "fill", "where", "masked_fill", "tril", "triu", "clone", "contiguous", "to", "_to_copy",
-    "type_as", "alias", "expand", "expand_as", "view", "reshape", "_unsafe_view", "unsqueeze",
-    "squeeze", "slice", "select", "permute", "transpose", "t", "flatten", "unflatten", "cat", "stack", "repeat",
-    "index", "add", "sub", "mul", "neg", "maximum", "minimum", "clamp", "clamp_min", "clamp_max",
-})
+
+
+@functools.cache
+def trace_time_ops() -> dict:
+    """data/ir/trace_time_ops.json: which ops a value evaluated at trace time may be built from."""
+    return json.loads((data_dir() / "ir" / "trace_time_ops.json").read_text())
+
 
 
 @dataclass
@@ -70,13 +69,13 @@ def reading_why(node: torch.fx.Node, input_kinds: dict[str, InputKind]) -> str |
         return f"{node.name} ({name}) is not deterministic"
     if target._schema.is_mutable or node.is_impure():
         return f"{node.name} ({name}) has side effects"
-    if target._opname in UNINITIALIZED:
+    if target._opname in trace_time_ops()["uninitialized"]:
         return f"{node.name} ({name}) returns uninitialized memory"
     vals = node.meta.get("val")
     vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
     if not all(isinstance(v, torch.Tensor) for v in vals):
         return f"{node.name} ({name}) returns a value that is not a tensor"
-    if any(v.is_floating_point() or v.is_complex() for v in vals) and target._opname not in EXACT_FLOAT:
+    if any(v.is_floating_point() or v.is_complex() for v in vals) and target._opname not in trace_time_ops()["exact_float"]:
         return f"{node.name} ({name}) computes floating-point values the CPU may round differently from the device"
     if any(isinstance(a, torch.SymInt) for a in pytree.tree_leaves((node.args, node.kwargs))):
         return f"{node.name} ({name}) takes a symbolic size"

@@ -23,7 +23,7 @@ from fact.trace_options import ir_options, parse_args
 PROG = "fact-trace"
 # What fact.trace runs and reads: a change to any of them is a different tracer.
 TRACER_SOURCES = ("trace.py", "trace_options.py", "ir_encode.py", "decompose.py", "attention_masks.py", "problem.py")
-TRACER_DATA = ("ir/aten_ops.json", "ir/pointwise_ops.json")
+TRACER_DATA = ("ir/aten_ops.json", "ir/pointwise_ops.json", "ir/trace_time_ops.json")
 
 
 def cache_dir() -> Path | None:
