@@ -202,8 +202,9 @@ def fold_attention_masks(ep: torch.export.ExportedProgram) -> list[str]:
         names = ", ".join(c.name for c in calls)
         found = producers(mask, input_kinds, order)
         why = found.why
-        if why is None and value_bytes(found.nodes) > MAX_EVAL_BYTES:
-            why = f"building it takes {value_bytes(found.nodes) >> 20} MiB, more than the tracer evaluates"
+        size = value_bytes(found.nodes) if why is None else 0
+        if size > MAX_EVAL_BYTES:
+            why = f"building it takes {size >> 20} MiB, more than the tracer evaluates"
         value = None
         if why is None:
             try:

@@ -29,8 +29,9 @@ def op_table() -> dict:
 
 
 @functools.cache
-def decomposed_ops() -> frozenset[str]:
-    return frozenset(name for name, entry in op_table().items() if entry.get("decompose"))
+def ops_marked(flag: str) -> frozenset[str]:
+    """The ops data/ir/aten_ops.json marks with `flag` ("decompose", "drop")."""
+    return frozenset(name for name, entry in op_table().items() if entry.get(flag))
 
 
 def aten_overload(name: str) -> torch._ops.OpOverload:
@@ -66,18 +67,13 @@ def values_only(graph: torch.fx.Graph) -> list[str]:
     return done
 
 
-@functools.cache
-def dropped_ops() -> frozenset[str]:
-    return frozenset(name for name, entry in op_table().items() if entry.get("drop"))
-
-
 def drop_checks(graph: torch.fx.Graph) -> list[str]:
     """Removes the calls data/ir/aten_ops.json marks "drop" (aten._assert_tensor_metadata: a check of a traced
     dtype and device that returns nothing): they read the value a .to() casts, which a fused op may replace
     (Hugging Face's RMSNorm casts the normalized value back to bf16). Returns the removed calls' names."""
     done = []
     for node in list(graph.nodes):
-        if node.op == "call_function" and str(node.target) in dropped_ops() and not node.users:
+        if node.op == "call_function" and str(node.target) in ops_marked("drop") and not node.users:
             graph.erase_node(node)
             done.append(node.name)
     return done
@@ -139,7 +135,7 @@ def decomposition(op: torch._ops.OpOverload):
 def listed_decompositions() -> dict:
     """The table make_fx applies inside a decomposition, so a listed op it calls (kl_div's xlogy) goes too."""
     table = {}
-    for name in decomposed_ops():
+    for name in ops_marked("decompose"):
         target = aten_overload(name)
         if (fn := decomposition(target)) is not None:
             table[target] = fn
@@ -231,7 +227,7 @@ def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphMod
 def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
     """Decomposes the listed calls of `ep`'s graph in place, then rewrites values-only reductions and in-place
     pointwise calls and drops the checks that compute nothing; returns the names of the calls it replaced."""
-    listed = decomposed_ops()
+    listed = ops_marked("decompose")
     gm = ep.graph_module
     done = []
     for node in list(gm.graph.nodes):

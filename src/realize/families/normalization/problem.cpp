@@ -147,14 +147,14 @@ NormProblem norm_problem_from_match(const discover::Match& m, const ir::Graph& g
   if (!anchor.outputs.empty() && anchor.out().dtype != x_dtype)
     throw Error(fmt::format("{}: the result is {} but x is {}; PyTorch keeps the mixed-dtype norm", what,
                             anchor.out().dtype, x_dtype));
-  for (const char* operand : {"weight", "bias"}) {
-    const ir::Node* t = bound_node(m, g, ops.value(operand, nlohmann::json()));
+  const ir::Node* weight = bound_node(m, g, ops.value("weight", nlohmann::json()));
+  const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
+  for (auto [operand, t] : {std::pair{"weight", weight}, std::pair{"bias", bias}})
     if (t && !t->outputs.empty() && t->out().dtype != x_dtype)
       throw Error(fmt::format("{}: the {} is {} but x is {}; PyTorch keeps the mixed-dtype norm", what, operand,
                               t->out().dtype, x_dtype));
-  }
-  p.has_weight = bound_node(m, g, ops.value("weight", nlohmann::json())) != nullptr;
-  p.has_bias = bound_node(m, g, ops.value("bias", nlohmann::json())) != nullptr;
+  p.has_weight = weight != nullptr;
+  p.has_bias = bias != nullptr;
   p.element = input_element(numerics);
   p.arch = arch;
   auto eps = m.attrs.find("eps");
