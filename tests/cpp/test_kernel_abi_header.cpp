@@ -110,9 +110,10 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
 // version 4 FactConvArgs::transposed after dilation, version 5 FactConvArgs::groups after transposed, version 6
 // FactConvArgs::channels_last (which tensors are in channels-last order) after groups, version 7 FactAttentionArgs's
 // mask (pointer, strides, kind) after causal, version 8 FactGemmArgs's tile scheduler knobs (swizzle, raster,
-// splits, reduction) after stream.
-TEST(KernelAbiHeader, VersionEightLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 8);
+// splits, reduction) after stream, version 9 FactAttentionArgs's workspace (a masked call's look at its mask) after
+// mask_kind.
+TEST(KernelAbiHeader, VersionNineLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 9);
   EXPECT_EQ(offsetof(FactConvArgs, transposed), 168u);
   EXPECT_EQ(offsetof(FactConvArgs, groups), 176u);
   EXPECT_EQ(offsetof(FactConvArgs, channels_last), 184u);
@@ -124,10 +125,12 @@ TEST(KernelAbiHeader, VersionEightLayoutIsKept) {
   EXPECT_EQ(offsetof(FactGemmArgs, prepared_b), 208u);
   EXPECT_EQ(offsetof(FactGemmArgs, alpha), 216u);
   EXPECT_EQ(FACT_GEMM_MAX_VECTORS, fact::realize::kMaxEpilogueVectors);
-  EXPECT_EQ(sizeof(FactAttentionArgs), 232u);
+  EXPECT_EQ(sizeof(FactAttentionArgs), 248u);
   EXPECT_EQ(offsetof(FactAttentionArgs, causal), 180u);
   EXPECT_EQ(offsetof(FactAttentionArgs, mask), 184u);
   EXPECT_EQ(offsetof(FactAttentionArgs, mask_kind), 216u);
+  EXPECT_EQ(offsetof(FactAttentionArgs, workspace), 224u);  // v9
+  EXPECT_EQ(offsetof(FactAttentionArgs, workspace_bytes), 232u);
   EXPECT_EQ(sizeof(FactNormArgs), 112u);
   EXPECT_EQ(offsetof(FactNormArgs, eps), 96u);
   EXPECT_EQ(sizeof(FactRopeArgs), 168u);

@@ -113,6 +113,7 @@ class AttentionInputs:
 class AttentionCase(MeasureCase):
     family = "attention"
     args_type = FactAttentionArgs
+    has_workspace = True  # a masked call's look at its mask
 
     def tolerance(self) -> float:
         return TOLERANCE[self.problem.numerics]
@@ -152,10 +153,14 @@ class AttentionCase(MeasureCase):
             shape = tuple(e if st else 1 for e, st in zip((p.batch, p.heads, p.seq_q), p.mask_strides)) + (p.seq_k,)
             lengths = torch.randint(max(1, p.seq_k // 2), p.seq_k + 1, (shape[0], 1, 1, 1), device=device,
                                     generator=generator)
-            dead = ((torch.rand(shape, device=device, generator=generator) < 0.25)
-                    | (torch.arange(p.seq_k, device=device) >= lengths))
+            # Holes and biases only in the middle half of the keys: the keys before it (and after it, up to the
+            # row's length) are attended as they are, so a kernel's key blocks with nothing to mask are checked
+            # beside mixed and wholly masked ones.
+            key = torch.arange(p.seq_k, device=device)
+            window = (key >= p.seq_k // 4) & (key < 3 * p.seq_k // 4)
+            dead = ((torch.rand(shape, device=device, generator=generator) < 0.25) & window) | (key >= lengths)
             values = ~dead if p.mask == "bool" else \
-                torch.randn(shape, device=device, generator=generator).masked_fill(dead, float("-inf")).to(dt)
+                (torch.randn(shape, device=device, generator=generator) * window).masked_fill(dead, float("-inf")).to(dt)
             storage = torch.zeros(self._storage_elems("mask"), device=device, dtype=values.dtype)
             own = torch.as_strided(storage, shape, p.mask_strides + (1,))
             own.copy_(values)
@@ -184,7 +189,7 @@ class AttentionCase(MeasureCase):
             k=ptr(inp.k), k_batch_stride=kb, k_head_stride=kh, k_row_stride=kt,
             v=ptr(inp.v), v_batch_stride=vb, v_head_stride=vh, v_row_stride=vt,
             o=ptr(o), o_batch_stride=o.stride(0), o_head_stride=o.stride(1), o_row_stride=o.stride(2),
-            scale=p.scale, causal=int(p.causal), stream=ctypes.c_void_p(stream_ptr))
+            scale=p.scale, causal=int(p.causal), workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
 
     def _repeat_kv(self, t):
         """K/V heads repeated for grouped-query attention, as the module does (expand + reshape)."""
