@@ -8,7 +8,9 @@ candidates in parallel, checks every candidate on random inputs (causal and not,
 grouped-query heads, the strided Q/K/V views a module makes from one fused QKV projection) against
 float64 attention, then times the verified ones on the benchmark shapes against PyTorch in the same
 numerics: every scaled_dot_product_attention back-end that accepts the inputs, and the eager
-matmul-softmax-matmul chain. Writes OUT/attention_rows.json (rows in the schema of
+matmul-softmax-matmul chain. Masks (SDPA's attn_mask): a padding mask as Hugging Face's BERT builds it
+([batch, 1, seq, seq] bool, keys past each sample's length masked), random holes, an additive one; a masked
+call takes the kernel's workspace. Writes OUT/attention_rows.json (rows in the schema of
 bench/results/gemm_h100.json) and prints a table, with the best time of each kernel per shape.
 
 Usage (device): python3 bench/scripts/attention_h100.py --out $OUT [--numerics tf32,bf16] [--jobs 16]
@@ -135,9 +137,13 @@ class Kernel:
         self.run_fn.argtypes = [ctypes.POINTER(FactAttentionArgs)]
         self.can = getattr(self.lib, f"fact_{cid}_can_implement")
         self.can.argtypes = [ctypes.POINTER(FactAttentionArgs)]
+        self.ws = getattr(self.lib, f"fact_{cid}_workspace_bytes")
+        self.ws.argtypes = [ctypes.POINTER(FactAttentionArgs)]
+        self.ws.restype = ctypes.c_size_t
 
-    @staticmethod
-    def args(q, k, v, o, causal: bool, scale: float) -> FactAttentionArgs:
+    def args(self, q, k, v, o, causal: bool, scale: float, mask=None) -> FactAttentionArgs:
+        """The call's arguments; a mask (broadcastable to [b, h, tq, tk]) with the workspace it needs, held by
+        the returned struct's _keep."""
         a = FactAttentionArgs()
         a.batch, a.heads, a.seq_q, a.head_dim = q.shape
         a.heads_kv, a.seq_k = k.shape[1], k.shape[2]
@@ -149,20 +155,58 @@ class Kernel:
             setattr(a, f"{name}_row_stride", t.stride(2))
         a.scale, a.causal = scale, int(causal)
         a.stream = torch.cuda.current_stream().cuda_stream
+        a._keep = []
+        if mask is not None:
+            m = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+            a.mask, a.mask_kind = m.data_ptr(), 1 if m.dtype == torch.bool else 2
+            a.mask_batch_stride, a.mask_head_stride, a.mask_row_stride = m.stride(0), m.stride(1), m.stride(2)
+            n = self.ws(ctypes.byref(a))
+            ws = torch.full((max(n, 1),), 255, dtype=torch.uint8, device=q.device)  # poisoned: the kernel writes it
+            a.workspace, a.workspace_bytes = ws.data_ptr(), n
+            a._keep += [m, ws]
         return a
 
 
-def reference(q, k, v, causal: bool, scale: float) -> torch.Tensor:
-    """float64 attention written out (the module's own math), GQA by repeating K/V heads."""
+def reference(q, k, v, causal: bool, scale: float, mask=None) -> torch.Tensor:
+    """float64 attention written out (the module's own math), GQA by repeating K/V heads; a query with every key
+    masked gets 0 (PyTorch's math back-end's safe softmax, FACT's ABI)."""
     q, k, v = q.double(), k.double(), v.double()
-    group = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    s = scores(q, k, causal, scale, None if mask is None else mask if mask.dtype == torch.bool else mask.double())
+    p = s.softmax(-1)
+    return torch.where(torch.isnan(p), 0.0, p) @ v.repeat_interleave(q.shape[1] // k.shape[1], 1)
+
+
+def scores(q, k, causal: bool, scale: float, mask=None) -> torch.Tensor:
+    """scale Q K^T with the causal mask (bottom-right aligned) and attn_mask (bool: false masks; else added)."""
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
     s = (q @ k.transpose(-2, -1)) * scale
     if causal:
         tq, tk = q.shape[2], k.shape[2]
-        mask = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(tk - tq)
-        s = s.masked_fill(~mask, float("-inf"))
-    return s.softmax(-1) @ v
+        keep = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(tk - tq)
+        s = s.masked_fill(~keep, float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return s
+
+
+def make_mask(kind, b, tq, tk, dtype, device="cuda"):
+    """None, or a mask as models make them: "padding" Hugging Face BERT's [b, 1, tq, tk] bool padding mask (keys
+    past each sample's length in [tk/4, tk] masked); "holes" that with a quarter of the middle keys masked too
+    (key blocks untouched, mixed and wholly masked side by side); "additive" a [b, 1, tq, tk] bias in the inputs'
+    dtype, random where "holes" attends and -inf where it masks."""
+    if kind is None:
+        return None
+    key = torch.arange(tk, device=device)
+    lengths = torch.randint(max(1, tk // 4), tk + 1, (b, 1, 1, 1), device=device)
+    keep = (key < lengths).expand(b, 1, tq, tk)
+    if kind == "padding":
+        return keep.contiguous()
+    window = (key >= tk // 4) & (key < 3 * tk // 4)
+    keep = keep & ~((torch.rand(b, 1, tq, tk, device=device) < 0.25) & window)
+    if kind == "holes":
+        return keep
+    assert kind == "additive", kind
+    return (torch.randn(b, 1, tq, tk, device=device) * window).masked_fill(~keep, float("-inf")).to(dtype)
 
 
 def make_inputs(b, h, hkv, tq, tk, d, dtype, packed: bool):
@@ -187,27 +231,23 @@ def rel_err(x, ref) -> float:
     return float((x.double() - ref).norm() / ref.norm())
 
 
-def torch_attention(q, k, v, causal, scale):
+def torch_attention(q, k, v, causal, scale, mask=None):
     """PyTorch in the same numerics, as the module would compute it (eager chain)."""
-    group = q.shape[1] // k.shape[1]
-    if group > 1:
-        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
-    s = (q @ k.transpose(-2, -1)) * scale
-    if causal:
-        tq, tk = q.shape[2], k.shape[2]
-        mask = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(tk - tq)
-        s = s.masked_fill(~mask, float("-inf"))
-    return s.softmax(-1) @ v
+    return scores(q, k, causal, scale, mask).softmax(-1) @ v.repeat_interleave(q.shape[1] // k.shape[1], 1)
 
 
-CHECK_CASES = [  # b, h, hkv, tq, tk, causal, packed
-    (2, 4, 4, 77, 77, True, True),
-    (2, 4, 4, 300, 333, False, False),
-    (1, 8, 2, 129, 129, True, False),
-    (3, 2, 2, 200, 517, True, False),
-    (1, 2, 2, 1, 65, False, False),
-    (2, 3, 3, 512, 512, True, True),
-    (1, 4, 2, 130, 1029, True, False),  # many key blocks, a causal offset, a ragged last block, GQA
+CHECK_CASES = [  # b, h, hkv, tq, tk, causal, packed, mask
+    (2, 4, 4, 77, 77, True, True, None),
+    (2, 4, 4, 300, 333, False, False, None),
+    (1, 8, 2, 129, 129, True, False, None),
+    (3, 2, 2, 200, 517, True, False, None),
+    (1, 2, 2, 1, 65, False, False, None),
+    (2, 3, 3, 512, 512, True, True, None),
+    (1, 4, 2, 130, 1029, True, False, None),  # many key blocks, a causal offset, a ragged last block, GQA
+    (4, 3, 3, 256, 256, False, False, "padding"),
+    (2, 4, 2, 300, 333, False, False, "holes"),
+    (3, 2, 2, 200, 517, True, False, "holes"),  # with a causal offset
+    (2, 3, 3, 129, 1029, False, True, "additive"),
 ]
 
 
@@ -215,32 +255,34 @@ def check(kernel: Kernel, c: dict) -> dict:
     dtype, d = TORCH_DTYPE[c["numerics"]], c["head_dim"]
     worst, results = 0.0, []
     ok = True
-    for b, h, hkv, tq, tk, causal, packed in CHECK_CASES:
+    for b, h, hkv, tq, tk, causal, packed, mask_kind in CHECK_CASES:
         torch.manual_seed(tq * 7 + tk)
         q, k, v = make_inputs(b, h, hkv, tq, tk, d, dtype, packed and tq == tk)
+        mask = make_mask(mask_kind, b, tq, tk, dtype)
         o = output_like_module(q)
         o.fill_(float("nan"))
         scale = 1 / math.sqrt(d)
-        status = kernel.run_fn(ctypes.byref(Kernel.args(q, k, v, o, causal, scale)))
+        status = kernel.run_fn(ctypes.byref(kernel.args(q, k, v, o, causal, scale, mask)))
         torch.cuda.synchronize()
-        ref = reference(q, k, v, causal, scale)
+        ref = reference(q, k, v, causal, scale, mask)
         torch.set_float32_matmul_precision(MATMUL_PRECISION[c["numerics"]])
-        base = torch_attention(q, k, v, causal, scale)
+        base = torch_attention(q, k, v, causal, scale, mask)
         err, base_err = (rel_err(o, ref) if status == 0 else float("inf")), rel_err(base, ref)
         # Within the mode's tolerance, or 2x PyTorch's own error in the same numerics where that is larger.
         good = status == 0 and not torch.isnan(o).any().item() and err <= max(TOLERANCE[c["numerics"]], 2 * base_err)
         ok &= good
         worst = max(worst, err)
-        results.append({"case": [b, h, hkv, tq, tk, causal, packed], "status": status, "rel_err": err,
+        results.append({"case": [b, h, hkv, tq, tk, causal, packed, mask_kind], "status": status, "rel_err": err,
                         "torch_rel_err": base_err, "ok": bool(good)})
     return {"ok": bool(ok), "worst_rel_err": worst, "cases": results}
 
 
-BENCH_SHAPES = {  # name: b, h, hkv, t, d, causal, packed
-    "minigpt_attention": (128, 8, 8, 512, 96, True, True),  # Q, K, V as the block's views of one QKV projection
-    "minigpt_attention_contiguous": (128, 8, 8, 512, 96, True, False),
-    "llama3_attention": (2, 32, 8, 2048, 128, True, False),
-    "bert_attention": (32, 12, 12, 256, 64, False, False),  # BERT-base's shape (its padding mask: attention_masks_*)
+BENCH_SHAPES = {  # name: b, h, hkv, t, d, causal, packed, mask
+    "minigpt_attention": (128, 8, 8, 512, 96, True, True, None),  # Q, K, V as the block's views of one QKV projection
+    "minigpt_attention_contiguous": (128, 8, 8, 512, 96, True, False, None),
+    "llama3_attention": (2, 32, 8, 2048, 128, True, False, None),
+    "bert_attention": (32, 12, 12, 256, 64, False, False, None),  # BERT-base's shape
+    "bert_padding_mask": (32, 12, 12, 256, 64, False, False, "padding"),  # and its padding mask
 }
 
 
@@ -253,23 +295,25 @@ def sdpa_backends():
 
 def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
     from torch.nn.attention import sdpa_kernel
-    b, h, hkv, t, d, causal, packed = shape
+    b, h, hkv, t, d, causal, packed, mask_kind = shape
     dtype = TORCH_DTYPE[numerics]
     torch.set_float32_matmul_precision(MATMUL_PRECISION[numerics])
     torch.manual_seed(0)
     q, k, v = make_inputs(b, h, hkv, t, t, d, dtype, packed)
+    mask = make_mask(mask_kind, b, t, t, dtype)
     scale = 1 / math.sqrt(d)
-    ref = reference(q, k, v, causal, scale) if b * h * t * t <= 2**31 else None
+    ref = reference(q, k, v, causal, scale, mask) if b * h * t * t <= 2**31 else None
     rows, base = [], {}
     # PyTorch: each SDPA back-end alone (GQA through enable_gqa), and the eager chain.
     # A back-end without GQA support gets K/V expanded to every head first, as the module itself does
     # (the expansion is then part of its time).
     def sdpa(gqa: bool):
         if gqa:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale,
+                                                  enable_gqa=True)
         group = h // hkv
         return F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1),
-                                              is_causal=causal, scale=scale)
+                                              attn_mask=mask, is_causal=causal, scale=scale)
     for bname, backend in sdpa_backends().items():
         for gqa in ((True, False) if hkv != h else (False,)):
             try:
@@ -283,17 +327,17 @@ def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
             except RuntimeError as e:
                 base[f"sdpa_{bname}"] = {"error": str(e).splitlines()[0][:200]}
     try:
-        out = torch_attention(q, k, v, causal, scale)
-        tm = time_launches(lambda i: torch_attention(q, k, v, causal, scale), 1, warmup_ms, rep_ms)
+        out = torch_attention(q, k, v, causal, scale, mask)
+        tm = time_launches(lambda i: torch_attention(q, k, v, causal, scale, mask), 1, warmup_ms, rep_ms)
         base["eager_chain"] = {"ms": tm.ms, "rel_err": rel_err(out, ref) if ref is not None else None}
         del out
     except torch.cuda.OutOfMemoryError as e:
         base["eager_chain"] = {"error": str(e).splitlines()[0][:200]}
     torch.cuda.empty_cache()
-    best, best_by_kernel = None, {}
+    best, best_by_kernel, timed_kernels = None, {}, []
     for cid, (kernel, c) in kernels.items():
         o = output_like_module(q)
-        a = Kernel.args(q, k, v, o, causal, scale)
+        a = kernel.args(q, k, v, o, causal, scale, mask)
         if kernel.can(ctypes.byref(a)) != 0:
             continue
         kernel.run_fn(ctypes.byref(a))
@@ -301,6 +345,7 @@ def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
         tm = time_launches(lambda i: kernel.run_fn(ctypes.byref(a)), 1, warmup_ms, rep_ms)
         err = rel_err(o, ref) if ref is not None else None
         cand = {"id": cid, "config": c, "ms": tm.ms, "rel_err": err}
+        timed_kernels.append({"id": cid, "ms": tm.ms})
         if best is None or cand["ms"] < best["ms"]:
             best = cand
         name_of = c["kernel"] + (" pingpong" if c.get("schedule") == "pingpong" else "")
@@ -312,13 +357,14 @@ def bench_shape(name, shape, numerics, kernels, warmup_ms, rep_ms):
                "baseline": ("PyTorch SDPA " + bname[5:]) if bname.startswith("sdpa_") else "PyTorch eager matmul-softmax-matmul",
                "baseline_ms": bv["ms"], "baseline_rel_err": bv["rel_err"],
                "shape": {"batch": b, "heads": h, "heads_kv": hkv, "seq": t, "head_dim": d, "causal": causal,
-                         "qkv_packed": packed}}
+                         "qkv_packed": packed, "mask": mask_kind}}
         if best:
             row.update({"fact_ms": best["ms"], "speedup": bv["ms"] / best["ms"], "rel_err": best["rel_err"],
                         "config": best["config"], "kept": "fact" if best["ms"] < bv["ms"] * 0.97 else "pytorch"})
         rows.append(row)
     fastest_sdpa = min((v["ms"] for k, v in timed.items() if k.startswith("sdpa_")), default=None)
-    return rows, {"baselines": base, "best": best, "best_by_kernel": best_by_kernel, "fastest_sdpa_ms": fastest_sdpa}
+    return rows, {"baselines": base, "best": best, "best_by_kernel": best_by_kernel, "fastest_sdpa_ms": fastest_sdpa,
+                  "candidates": sorted(timed_kernels, key=lambda x: x["ms"])}
 
 
 def markdown(result: dict) -> str:
@@ -331,7 +377,8 @@ def markdown(result: dict) -> str:
              f"date {result['date']}, commit {result['commit']}, torch {result['torch']}, CUDA {result['cuda']}. "
              f"Script: bench/scripts/attention_h100.sh. Times are medians (CUDA events, back-to-back launches).", "",
              f"Verification: {n_ok}/{len(result['checks'])} candidates passed on {len(CHECK_CASES)} random cases each "
-             "(causal and not, odd sequence lengths 1/77/129/130/200/300/333/517/1029, GQA, strided QKV views) against float64; "
+             "(causal and not, odd sequence lengths 1/77/129/130/200/300/333/517/1029, GQA, strided QKV views, padding, "
+             "holed and additive masks) against float64; "
              "worst rel err per mode: " + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items())) + ".", "",
              "| problem | numerics | baseline | baseline ms | FACT ms | speedup | FACT rel err | baseline rel err | FACT config |",
              "|---|---|---|---|---|---|---|---|---|"]
