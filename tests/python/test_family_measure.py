@@ -144,6 +144,12 @@ def test_attention_with_a_padding_mask_matches_sdpa_and_rows_with_no_key_give_ze
     # The odd-length variants keep the mask, dense at their extents, still shared by the heads.
     v = case.verify_variants()[0]
     assert v.mask == kind and v.mask_strides == (333 * 333, 0, 333)
+    # Timed as models build it: a bool mask is each sample's padded tail alone (every row attends a prefix of
+    # the keys), an additive one keeps its holes and biases.
+    timed = case.make_timing_inputs("cpu").mask
+    timed_live = timed if kind == "bool" else timed > float("-inf")
+    prefix = (timed_live.int().diff(dim=-1) <= 0).all().item()
+    assert prefix == (kind == "bool") and timed.shape == inp.mask.shape and timed.stride() == inp.mask.stride()
 
 
 def test_attention_odd_length_variants_keep_the_view_construction():

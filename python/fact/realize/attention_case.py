@@ -138,7 +138,9 @@ class AttentionCase(MeasureCase):
         mask = 0 if p.mask == "none" else self._storage_elems("mask") * (1 if p.mask == "bool" else elem)
         return n * elem + mask
 
-    def make_inputs(self, device, generator=None) -> AttentionInputs:
+    def make_inputs(self, device, generator=None, holes: bool = True) -> AttentionInputs:
+        """Random inputs; a mask masks each sample's keys past a random length in [seq_k / 2, seq_k] and, with
+        holes, a quarter of the middle half of the keys (an additive one biases them too)."""
         import torch
         p = self.problem
         dt = verify.torch_dtype(p.dtype)
@@ -158,7 +160,8 @@ class AttentionCase(MeasureCase):
             # beside mixed and wholly masked ones.
             key = torch.arange(p.seq_k, device=device)
             window = (key >= p.seq_k // 4) & (key < 3 * p.seq_k // 4)
-            dead = ((torch.rand(shape, device=device, generator=generator) < 0.25) & window) | (key >= lengths)
+            holed = (torch.rand(shape, device=device, generator=generator) < 0.25) & window & holes
+            dead = holed | (key >= lengths)
             values = ~dead if p.mask == "bool" else \
                 (torch.randn(shape, device=device, generator=generator) * window).masked_fill(dead, float("-inf")).to(dt)
             storage = torch.zeros(self._storage_elems("mask"), device=device, dtype=values.dtype)
@@ -171,6 +174,12 @@ class AttentionCase(MeasureCase):
         o = buf[g:g + n].view(p.batch, p.seq_q, p.heads, p.head_dim).transpose(1, 2)
         return AttentionInputs(view("q"), view("k"), view("v"), {"o": (o, buf)},
                                None if p.mask == "none" else mask())
+
+    def make_timing_inputs(self, device) -> AttentionInputs:
+        """A bool mask timed as models build one (Hugging Face's padding masks: each sample's padded tail), not with
+        the verification's holes, which touch nearly every key block: a kernel skips the mask's work where a block
+        is untouched, SDPA's back-ends do not. An additive mask (a bias over every key) stays as verified."""
+        return self.make_inputs(device, holes=self.problem.mask != "bool")
 
     def input_tensors(self, inp: AttentionInputs) -> list:
         return [inp.q, inp.k, inp.v] + ([] if inp.mask is None else [inp.mask])

@@ -7,7 +7,8 @@ outputs (make_inputs; inputs.outputs maps each output's name to (view, guarded f
 a kernel must leave unchanged (input_tensors); the kernel's argument struct (kernel_args, of type
 args_type); a float64 replay of the matched subgraph (reference); PyTorch's ways of computing the same in
 the same numerics (baselines; the fastest is the baseline); the error bound (tolerance); the bytes one
-input set moves (bytes_per_set, for rotating sets past L2); and extra problems to verify (verify_variants).
+input set moves (bytes_per_set, for rotating sets past L2); extra problems to verify (verify_variants); and
+the inputs timed (make_timing_inputs, make_inputs' by default).
 """
 from __future__ import annotations
 
@@ -43,3 +44,8 @@ class MeasureCase:
     def verify_variants(self) -> list:
         """Extra problems verified before timing (e.g. odd lengths that no tile divides)."""
         return []
+
+    def make_timing_inputs(self, device):
+        """The inputs kernels and baselines are timed on: make_inputs' unless a family's verification inputs
+        differ from what models feed it in ways that change a kernel's time (attention masks)."""
+        return self.make_inputs(device)

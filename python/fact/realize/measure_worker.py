@@ -100,7 +100,7 @@ class Worker:
         self.bytes_per_set = self.case.bytes_per_set()
         self.n_sets = timing.rotation_count(self.bytes_per_set, self.env["l2_bytes"])
         set_matmul_precision(request.problem.numerics)
-        self.sets = [self.case.make_inputs(self.device) for _ in range(self.n_sets)]
+        self.sets = [self.case.make_timing_inputs(self.device) for _ in range(self.n_sets)]
 
     @staticmethod
     def _check(case, outputs: dict, ref: dict, buffers: dict | None = None) -> verify.Check:
