@@ -283,6 +283,7 @@ BENCH_SHAPES = {  # name: b, h, hkv, t, d, causal, packed, mask
     "llama3_attention": (2, 32, 8, 2048, 128, True, False, None),
     "bert_attention": (32, 12, 12, 256, 64, False, False, None),  # BERT-base's shape
     "bert_padding_mask": (32, 12, 12, 256, 64, False, False, "padding"),  # and its padding mask
+    "phi2_attention": (2, 32, 32, 2048, 80, True, False, None),  # Phi-2's heads of 80
 }
 
 

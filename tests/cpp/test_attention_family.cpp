@@ -389,11 +389,12 @@ namespace {
 // The first candidate of `kernel` for MiniGPT's causal head dim 96, or for Llama-3's causal GQA head dim 128.
 void expect_attention_compiles(Numerics n, Arch arch, const std::string& name,
                                AttentionKernel kernel = AttentionKernel::sm80_mma, bool llama = false,
-                               AttentionSchedule schedule = AttentionSchedule::cooperative) {
+                               AttentionSchedule schedule = AttentionSchedule::cooperative, int head_dim = 0) {
   auto t = traced(llama ? "llama3_block.json" : "minigpt_block.json");
   AttentionProblem p =
       attention_problem_from_match(t.rule(llama ? "sdpa_attention" : "sdpa_attention_manual"), t.graph, n, arch);
   ASSERT_TRUE(p.causal && p.head_dim == (llama ? 128 : 96));
+  if (head_dim) p.head_dim = head_dim;  // the kernel's text follows its config's head dim alone
   auto ranked = enumerate_attention_configs(p, 100).ranked;
   auto it = std::find_if(ranked.begin(), ranked.end(),
                          [&](const AttentionConfig& c) { return c.kernel == kernel && c.schedule == schedule; });
@@ -416,6 +417,11 @@ TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaCompiles) {
 // instantiate in a real sm_90a compile.
 TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsCompiles) {
   expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_attention", AttentionKernel::sm90_tma_ws, true);
+}
+// Head dim 80 (Phi-2's): rows of 160 bytes take the 32-byte swizzle and O's GMMA is 80 wide.
+TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsHeadDim80Compiles) {
+  expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_d80_attention", AttentionKernel::sm90_tma_ws,
+                            true, AttentionSchedule::cooperative, 80);
 }
 // The same kernel with its two consumer warpgroups taking turns (named barriers around the GMMA issue).
 TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsPingPongCompiles) {
