@@ -418,9 +418,14 @@ TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaCompiles) {
 TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsCompiles) {
   expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_attention", AttentionKernel::sm90_tma_ws, true);
 }
-// Head dim 80 (Phi-2's): rows of 160 bytes take the 32-byte swizzle and O's GMMA is 80 wide.
+// Head dim 80 (Phi-2's): rows of 160 bytes take the 32-byte swizzle and O's GMMA is 80 wide (one of CuTe's extended
+// GMMA shapes, enabled before the first CuTe header: the wgmma kernel includes CuTe's MMA headers first).
 TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsHeadDim80Compiles) {
   expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_tma_ws_d80_attention", AttentionKernel::sm90_tma_ws,
+                            true, AttentionSchedule::cooperative, 80);
+}
+TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaHeadDim80Compiles) {
+  expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_wgmma_d80_attention", AttentionKernel::sm90_wgmma,
                             true, AttentionSchedule::cooperative, 80);
 }
 // The same kernel with its two consumer warpgroups taking turns (named barriers around the GMMA issue).
