@@ -70,6 +70,7 @@ json e2e_summary(const json& first_run, const json& final_run, const std::string
                      {"reason", fallback_reason.empty() ? json(nullptr) : json(fallback_reason)},
                      {"rejected_composed_ms", fallback_reason.empty() ? json(nullptr) : number_or_null(first_run, "composed_ms")}};
   if (run.contains("timing")) e2e["timing"] = run["timing"];
+  if (run.contains("replay")) e2e["replay"] = run["replay"];  // op by op or one CUDA graph a call, and why
   return e2e;
 }
 
@@ -139,6 +140,8 @@ std::string optimize_report_markdown(const json& report) {
                       e.value("correct", false) ? "yes" : "NO", cell(e["rel_err_composed"], "{:.3g}"),
                       cell(e["rel_err_original"], "{:.3g}"));
     if (e.contains("timing")) md += e["timing"].get<std::string>() + ".\n";
+    if (e.contains("replay") && e["replay"].is_object())
+      md += "Replay of the composed module: " + e["replay"].value("why", std::string("not decided")) + ".\n";
     if (e["fallback"].value("applied", false))
       md += fmt::format("\n**Fell back to PyTorch's ops**: {}; the delivered module replays the original graph.\n",
                         e["fallback"]["reason"].get<std::string>());

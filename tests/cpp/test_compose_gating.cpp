@@ -152,6 +152,17 @@ TEST(ComposeGating, ReportHasE2eFieldsPatternsAndTables) {
   EXPECT_NE(md.find("## Patterns"), std::string::npos);
   EXPECT_NE(md.find("](chart.png)"), std::string::npos);
   EXPECT_EQ(md.find("Left to PyTorch"), std::string::npos) << "only a module that could not be traced says so";
+  EXPECT_EQ(md.find("Replay of the composed module"), std::string::npos) << "said only where the check decided it";
+
+  // The check's replay choice (op by op or one CUDA graph a call) travels into the summary and the report.
+  json graphed_run = good_run();
+  graphed_run["replay"] = {{"chosen", "cuda_graph"}, {"why", "one CUDA graph a call (1.41 ms vs 1.95 ms op by op)"}};
+  json graphed = fact::compose::e2e_summary(graphed_run, nullptr, "");
+  EXPECT_EQ(graphed["replay"]["chosen"], "cuda_graph");
+  report["e2e"] = graphed;
+  EXPECT_NE(fact::compose::optimize_report_markdown(report).find(
+                "Replay of the composed module: one CUDA graph a call (1.41 ms vs 1.95 ms op by op)."),
+            std::string::npos);
 
   json untraced = {{"model", "m.py"}, {"patterns", json::array()}, {"steps", json::array()},
                    {"left_to_pytorch", "the whole module: torch.export cannot trace Model.forward"}};

@@ -98,7 +98,7 @@ def run_copied(folder, tmp_path, script=COPIED_CHECK, **env_extra):
 def max_diff(result):
     """The MAXDIFF a successful run_copied printed."""
     assert result.returncode == 0, result.stderr
-    return float(result.stdout.split("MAXDIFF")[1])
+    return float(result.stdout.split("MAXDIFF")[1].split()[0])
 
 
 def gemm_epilogue(kernel, inputs=None):

@@ -97,6 +97,26 @@ print("GRAPHS ok")
 """
 
 
+# The graphed replay is the module's default where replay.json says so (the end-to-end check writes it where a graph
+# measured faster); FACT_CUDA_GRAPHS overrides the file; a call a graph cannot take (here: on the CPU) runs the plain
+# replay whatever the default.
+DEFAULT_CHECK = COPIED_CHECK + """
+print("GRAPHS", m.ModelNew.fact_cuda_graphs, new.fact_cuda_graphs)
+"""
+
+
+def test_replay_json_makes_the_graphed_replay_the_default_and_the_environment_overrides_it(plan, tmp_path):
+    folder = composed(plan, "replay_default")
+    plain = run_copied(folder, tmp_path / "a", script=DEFAULT_CHECK, FACT_REFERENCE_OPS="1")
+    assert plain.returncode == 0 and "GRAPHS False False" in plain.stdout, plain.stderr[-2000:]
+    (folder / "replay.json").write_text(json.dumps({"cuda_graphs": True, "chosen": "cuda_graph"}))
+    graphed = run_copied(folder, tmp_path / "b", script=DEFAULT_CHECK, FACT_REFERENCE_OPS="1")
+    assert graphed.returncode == 0 and "GRAPHS True True" in graphed.stdout, graphed.stderr[-2000:]
+    assert max_diff(graphed) < 1e-5  # on the CPU the plain replay runs
+    off = run_copied(folder, tmp_path / "c", script=DEFAULT_CHECK, FACT_REFERENCE_OPS="1", FACT_CUDA_GRAPHS="0")
+    assert off.returncode == 0 and "GRAPHS False False" in off.stdout, off.stderr[-2000:]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA GPU")
 def test_cuda_graph_replay_matches_and_captures_again_after_an_update(plan, tmp_path):
     r = run_copied(composed(plan, "graphs"), tmp_path, script=GRAPH_CHECK, FACT_REFERENCE_OPS="1",

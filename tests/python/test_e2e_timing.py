@@ -43,3 +43,18 @@ def test_batches_fill_the_target_and_order_rotates():
     assert calls["large"] == 1 and calls["mid"] == 1 and 10 <= calls["small"] <= 20
     firsts = [timed[3 * r][0] for r in range(6)]
     assert firsts == ["small", "large", "mid", "small", "large", "mid"]
+
+
+def test_the_graphed_replay_is_chosen_only_when_it_matched_and_was_clearly_faster(tmp_path):
+    from fact.compose.e2e_check import choose_replay, write_replay_choice
+    won = choose_replay(1.95, 1.41, None)
+    assert won["chosen"] == "cuda_graph" and won["why"] == "one CUDA graph a call (1.41 ms vs 1.95 ms op by op)"
+    assert choose_replay(5.21, 5.15, None)["chosen"] == "op_by_op"  # within the margin: ResNet-50's 1%
+    mismatch = choose_replay(1.95, 1.41, "its result differs from the op-by-op replay's (max abs diff 0.5)")
+    assert mismatch["chosen"] == "op_by_op" and "differs" in mismatch["why"]
+    assert choose_replay(None, None, None)["chosen"] == "op_by_op"
+    # replay.json beside model_new.py holds the choice; a later op-by-op choice removes it.
+    write_replay_choice(tmp_path, won)
+    assert (tmp_path / "replay.json").is_file()
+    write_replay_choice(tmp_path, mismatch)
+    assert not (tmp_path / "replay.json").exists()
