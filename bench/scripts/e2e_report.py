@@ -51,6 +51,7 @@ def row_of(folder: Path, report: dict) -> dict:
         "baseline_status": {k: {"status": v.get("status"), "error": v.get("error")} for k, v in variants.items()
                             if k.startswith("compile")},
         "fallback": e.get("fallback"),
+        "replay": e.get("replay"),  # op by op or one CUDA graph a call (the end-to-end check's choice)
         "accepted": [p for p in report.get("patterns", []) if p.get("accepted")],
         "kept_in_pytorch": [{"rule": p["rule"], "anchor": p["anchor"], "why": p.get("why")}
                             for p in report.get("patterns", []) if not p.get("accepted")],
@@ -116,6 +117,8 @@ def main() -> int:
         notes = []
         if (r["fallback"] or {}).get("applied"):
             notes.append("fell back: " + r["fallback"]["reason"])
+        if (r.get("replay") or {}).get("chosen") == "cuda_graph":
+            notes.append("replay: " + r["replay"]["why"])
         for k, v in r["baseline_status"].items():
             if v["status"] != "ok":
                 notes.append(f"{k} {v['status']}: {(v['error'] or '')[:80]}")
