@@ -83,6 +83,7 @@ json to_json(const ProblemResult& r) {
           {"eager_ms", optional_json(r.eager_ms)},
           {"composed_ms", optional_json(r.composed_ms)},
           {"compile_default_ms", optional_json(r.compile_default_ms)},
+          {"compile_reduce_overhead_ms", optional_json(r.compile_reduce_overhead_ms)},
           {"compile_max_autotune_ms", optional_json(r.compile_max_autotune_ms)},
           {"speedup_eager", optional_json(r.speedup_eager())},
           {"speedup_compile", optional_json(r.speedup_compile())},
@@ -107,6 +108,7 @@ ProblemResult problem_result_from_json(const json& j) {
   r.eager_ms = number(j, "eager_ms");
   r.composed_ms = number(j, "composed_ms");
   r.compile_default_ms = number(j, "compile_default_ms");
+  r.compile_reduce_overhead_ms = number(j, "compile_reduce_overhead_ms");
   r.compile_max_autotune_ms = number(j, "compile_max_autotune_ms");
   r.rel_err_composed = number(j, "rel_err_composed");
   r.rel_err_original = number(j, "rel_err_original");
@@ -168,6 +170,7 @@ ProblemResult read_problem_result(const SuiteProblem& problem, const fs::path& o
   r.eager_ms = number(e2e, "eager_ms");
   r.composed_ms = number(e2e, "composed_ms");
   r.compile_default_ms = number(e2e, "compile_default_ms");
+  r.compile_reduce_overhead_ms = number(e2e, "compile_reduce_overhead_ms");
   r.compile_max_autotune_ms = number(e2e, "compile_max_autotune_ms");
   r.rel_err_composed = number(e2e, "rel_err_composed");
   if (!r.rel_err_composed) r.rel_err_composed = worst_trial(e2e, "rel_err_composed");

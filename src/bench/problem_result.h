@@ -24,7 +24,7 @@ struct ProblemResult {
   std::string numerics;
   std::optional<double> eager_ms, composed_ms;
   // Absent when torch.compile was not timed: never read as 0 or as eager.
-  std::optional<double> compile_default_ms, compile_max_autotune_ms;
+  std::optional<double> compile_default_ms, compile_reduce_overhead_ms, compile_max_autotune_ms;
   std::optional<double> rel_err_composed, rel_err_original;
   std::optional<int> fact_patterns;          // patterns the composed module runs as FACT ops, when reported
   std::optional<int> fact_ops, graph_ops;    // graph ops inside those patterns / op nodes of the graph (views left out)

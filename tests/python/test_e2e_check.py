@@ -46,6 +46,7 @@ def test_correct_in_each_numerics(composed, tmp_path, numerics, dtype):
     r = json.loads(out.read_text())
     assert code == 0 and r["correct"] and r["dtype"] == dtype and r["numerics"] == numerics
     assert r["variants"]["compile_default"] == {"status": "skipped", "error": "not run (--no-compile)"}
+    assert r["variants"]["compile_reduce_overhead"] == {"status": "skipped", "error": "not run (--no-compile)"}
     assert 0 < r["rel_err_composed"] < (2e-2 if numerics == "bf16" else 1e-5)
 
 
@@ -55,9 +56,11 @@ def test_failing_compile_baseline_is_reported_with_its_error(composed, tmp_path)
                            "--compile-backend", "no_such_backend", "-o", str(out)])
     r = json.loads(out.read_text())
     assert code == 0 and r["correct"]
-    v = r["variants"]["compile_default"]
-    assert v["status"] == "failed" and "no_such_backend" in v["error"]
+    for name in ("compile_default", "compile_reduce_overhead"):  # reduce-overhead: torch.compile's CUDA graphs
+        v = r["variants"][name]
+        assert v["status"] == "failed" and "no_such_backend" in v["error"], name
     assert r["variants"]["compile_max_autotune"]["error"] == "not run (--no-max-autotune)"
+    assert r["compile_reduce_overhead_ms"] is None
 
 
 def test_op_missing_from_library_is_listed_before_running(composed, tmp_path):

@@ -6,7 +6,8 @@ fails KernelBench's rule still passes when the composed module is as close to fl
 FLOAT64_MARGIN on both the relative 2-norm error and the largest absolute error (each trial's "correct_by" says
 which rule passed it): deep networks in TF32, PyTorch's default for cuDNN convolutions, need it (after ResNet-50's
 53 TF32 layers two TF32 runs differ by 0.02 in their largest logits though each is within 1e-3 of float64).
-Timing (CUDA GPU only): eager (the original Model), the composed module, torch.compile (default) and
+Timing (CUDA GPU only): eager (the original Model), the composed module, torch.compile (default),
+torch.compile (mode="reduce-overhead": its CUDA graphs, the counterpart of a graphed composed module) and
 torch.compile (mode="max-autotune") of the original, all in this one process under one numerics setting,
 timed in interleaved rounds (interleaved_ms: every variant once per round, in rotated order, so clock drift
 favours none). Compile time (the first call) is recorded, not timed. A variant that fails (e.g. a compile error) is reported with its error.
@@ -50,7 +51,7 @@ DTYPE = {"fp32": torch.float32, "3xtf32": torch.float32, "tf32": torch.float32, 
 ATOL = RTOL = 1e-2  # KernelBench's tolerance
 FLOAT64_MARGIN = 2.0  # how many times the original's float64 error the composed module's may be, where the two differ
 GRAPH_WIN = 0.97  # the graphed replay is chosen when it takes at most this share of the op-by-op replay's time
-VARIANTS = ("eager", "composed", "compile_default", "compile_max_autotune")
+VARIANTS = ("eager", "composed", "compile_default", "compile_reduce_overhead", "compile_max_autotune")
 EXIT_OK, EXIT_INCORRECT, EXIT_USAGE, EXIT_OPS_MISSING = 0, 1, 2, 4
 
 
@@ -417,6 +418,7 @@ def check(argv: list[str] | None = None) -> int:
             graphed.fact_cuda_graphs = True
             timed["composed_graphed"] = graphed
         for name, mode, skip in (("compile_default", None, "--no-compile" if args.no_compile else ""),
+                                 ("compile_reduce_overhead", "reduce-overhead", "--no-compile" if args.no_compile else ""),
                                  ("compile_max_autotune", "max-autotune",
                                   "--no-compile" if args.no_compile else "--no-max-autotune" if args.no_max_autotune else "")):
             if skip:

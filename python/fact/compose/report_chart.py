@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 VARIANTS = (("eager", "eager"), ("compile_default", "torch.compile"),
+            ("compile_reduce_overhead", "torch.compile\nreduce-overhead"),
             ("compile_max_autotune", "torch.compile\nmax-autotune"), ("composed", "FACT"))
 
 
