@@ -102,3 +102,16 @@ def test_float64_rule_passes_a_module_as_close_to_float64_as_the_original():
     assert not e2e_check.as_accurate(None, err_o), "no float64 reference: KernelBench's rule alone"
     assert e2e_check.compare((composed, 3), (original, 3))[2]
     assert not e2e_check.compare((composed, 3), (original, 4))[2]
+
+
+def test_the_graphed_replay_toggles_one_instance_and_says_why_it_is_not_used_without_a_gpu(composed, monkeypatch):
+    monkeypatch.setenv("FACT_REFERENCE_OPS", "1")
+    mod = e2e_check.load_composed(composed)
+    model = mod.ModelNew(*mod.get_init_inputs()).eval()
+    model.fact_cuda_graphs = False
+    inputs = mod.get_inputs()
+    with torch.no_grad():
+        why = e2e_check.graph_mismatch(model, inputs)
+        assert not model.fact_cuda_graphs  # the op-by-op replay restored after the graphed call
+        assert why == "no graph was captured"  # a CPU call: the plain replay ran, nothing was captured
+    assert e2e_check.choose_replay(2.0, 1.0, why)["chosen"] == "op_by_op"
