@@ -51,6 +51,9 @@ DTYPE = {"fp32": torch.float32, "3xtf32": torch.float32, "tf32": torch.float32, 
 ATOL = RTOL = 1e-2  # KernelBench's tolerance
 FLOAT64_MARGIN = 2.0  # how many times the original's float64 error the composed module's may be, where the two differ
 GRAPH_WIN = 0.97  # the graphed replay is chosen when it takes at most this share of the op-by-op replay's time
+# A graphed call copies its inputs into the graph's own: past this many bytes of inputs the copy outweighs any launch
+# saving (KernelBench's level-1 inputs are GBs), so the graph is not tried.
+GRAPH_MAX_INPUT_BYTES = 1 << 30
 VARIANTS = ("eager", "composed", "compile_default", "compile_reduce_overhead", "compile_max_autotune")
 EXIT_OK, EXIT_INCORRECT, EXIT_USAGE, EXIT_OPS_MISSING = 0, 1, 2, 4
 
@@ -424,9 +427,14 @@ def check(argv: list[str] | None = None) -> int:
         variants, timed = {}, {}
         variants["eager"], timed["eager"] = run_variant("eager", lambda: original, inputs, ref, cuda)
         variants["composed"], timed["composed"] = run_variant("composed", lambda: composed, inputs, ref, cuda)
-        graphed = cuda and timed["composed"] is not None
+        input_bytes = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+        graphed = cuda and timed["composed"] is not None and input_bytes <= GRAPH_MAX_INPUT_BYTES
         if graphed:
             timed["composed_graphed"] = graphed_calls(composed)
+        elif cuda and timed["composed"] is not None:
+            result["replay"] = choose_replay(None, None, f"inputs of {input_bytes / 2**30:.1f} GiB: copying them into "
+                                                         "a graph each call outweighs its launch saving")
+            write_replay_choice(args.composed, result["replay"])
         for name, mode, skip in (("compile_default", None, "--no-compile" if args.no_compile else ""),
                                  ("compile_reduce_overhead", "reduce-overhead", "--no-compile" if args.no_compile else ""),
                                  ("compile_max_autotune", "max-autotune",
