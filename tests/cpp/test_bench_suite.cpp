@@ -227,9 +227,13 @@ TEST(BenchMetrics, FastPGeomeanAndFractionsByHand) {
   json j = to_json(cpu);
   EXPECT_TRUE(j["fast_p"]["fast_1.5"]["vs_eager"].is_null());
 
+  rs[0].compile_reduce_overhead_ms = 1.5;  // torch.compile's CUDA-graph mode, shown beside default, not in the metrics
+  EXPECT_EQ(problem_result_from_json(to_json(rs[0])).compile_reduce_overhead_ms, 1.5);
   std::string md = suite_markdown(suite_json({"bench/problems", "sm90", "tf32", 2, 1, {}}, rs));
   EXPECT_NE(md.find("| level1 | 5 | 4 | 2 (0.50) | 1 | 1 | 0.50 | 0.25 | 0.25 | 1.90x |"), std::string::npos) << md;
   EXPECT_NE(md.find("2 problem(s) not measured"), std::string::npos) << md;
+  EXPECT_NE(md.find("| level1/a | correct | — | 3 | 1 | 3.00x | 2 | 2.00x | 1.5 |"), std::string::npos) << md;
+  EXPECT_NEAR(*suite_metrics(rs)[0].geomean_speedup_compile, 2.0, 1e-12);
 }
 
 TEST(BenchGpus, VisibleDevicesList) {
