@@ -54,11 +54,7 @@ class OptimizedModule(torch.nn.Module):
         if flat is None or not on_device:
             return self.original(*args, **kwargs)
         # One CUDA graph a call where the end-to-end check chose it (the composed folder's replay.json), as ModelNew.
-        if self._graph.ModelNew.fact_cuda_graphs and self._graph._GraphedForward.usable(flat):
-            graphed = self.__dict__.setdefault("_fact_graphed", self._graph._GraphedForward())
-            if graphed.failed is None:
-                return graphed(self.original, flat)
-        return self._graph._replay(self.original, flat)
+        return self._graph._run(self, self.original, flat, self._graph.ModelNew.fact_cuda_graphs)
 
     def extra_repr(self) -> str:
         ops = self.report.fact_ops

@@ -430,14 +430,13 @@ def check(argv: list[str] | None = None) -> int:
         variants["composed"], timed["composed"] = run_variant("composed", lambda: composed, inputs, ref, cuda)
         input_bytes = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
         big_inputs = cuda and input_bytes > GRAPH_MAX_INPUT_BYTES
+        too_big = f"inputs of {input_bytes / 2**30:.1f} GiB, copied into a CUDA graph's own every call"
         graphed = cuda and timed["composed"] is not None and not big_inputs
         if graphed:
             timed["composed_graphed"] = graphed_calls(composed)
         elif cuda and timed["composed"] is not None:
-            result["replay"] = choose_replay(None, None, f"inputs of {input_bytes / 2**30:.1f} GiB: copying them into "
-                                                         "a graph each call outweighs its launch saving")
+            result["replay"] = choose_replay(None, None, too_big)
             write_replay_choice(args.composed, result["replay"])
-        too_big = f"inputs of {input_bytes / 2**30:.1f} GiB, copied into its CUDA graphs every call"
         for name, mode, skip in (("compile_default", None, "--no-compile" if args.no_compile else ""),
                                  ("compile_reduce_overhead", "reduce-overhead",
                                   "--no-compile" if args.no_compile else too_big if big_inputs else ""),
