@@ -71,6 +71,7 @@ json TuneOutcome::to_json() const {
           {"baseline_rel_err", o(baseline_rel_err)},
           {"fp32_reference_err", o(fp32_reference_err)},
           {"candidates", candidates},
+          {"variants", variants},
           {"built", built},
           {"verified", verified},
           {"seconds", seconds}};
@@ -91,6 +92,33 @@ WorkloadKey make_workload_key(const std::string& pattern, nlohmann::json shape, 
 }
 
 namespace {
+
+// The best candidate's times on the timed variants beside the baseline's (the measure result's "variants", paired by
+// their order), into out.variants and one line each.
+template <class Say>
+void report_variants(const json& res, const std::string& best, TuneOutcome& out, Say&& say) {
+  const json& base = res["baseline"].value("variants", json::array());
+  for (const auto& c : res["candidates"]) {
+    if (c.value("id", "") != best || !c.contains("variants")) continue;
+    for (size_t i = 0; i < c["variants"].size(); ++i) {
+      const json& v = c["variants"][i];
+      json b = i < base.size() ? base[i] : json::object();
+      json row = {{"problem", v.value("problem", json::object())},
+                  {"fact_ms", v.value("ms", json())},
+                  {"baseline", b.value("name", json())},
+                  {"baseline_ms", b.value("ms", json())}};
+      if (row["fact_ms"].is_number() && row["baseline_ms"].is_number())
+        say(fmt::format("also timed {}: {} {:.4f} ms, {} {:.4f} ms",
+                        row["problem"].contains("channels_last")
+                            ? "with channels_last=" + row["problem"]["channels_last"].dump()
+                            : "variant " + std::to_string(i),
+                        best,
+                        row["fact_ms"].get<double>(), row["baseline"].is_string() ? row["baseline"].get<std::string>()
+                        : "PyTorch", row["baseline_ms"].get<double>()));
+      out.variants.push_back(std::move(row));
+    }
+  }
+}
 
 // The recorded winners of the same pattern at neighbouring shapes go first (their builds are cache hits, their
 // configs won a measurement of this kernel's near twin); the ranking's last kernels make room, so top_n holds.
@@ -322,6 +350,7 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     }
   }
   save();
+  if (!best.empty()) report_variants(res, best, out, say);
 
   // A FACT kernel wins only if it verified and beats PyTorch; otherwise PyTorch's ops stay.
   if (!best.empty() && (!base.time_ms || best_ms < *base.time_ms * (1.0 - kWinMargin))) {

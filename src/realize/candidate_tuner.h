@@ -54,6 +54,9 @@ struct TuneOutcome {
   std::string baseline_name;
   int candidates = 0, built = 0, verified = 0;
   double seconds = 0;
+  // Other layouts timed beside the tuned problem (MeasureCase.timed_variants: a conv in a channels-last chain),
+  // for the best verified candidate: [{problem, fact_ms, baseline, baseline_ms}]. Reported; they decide nothing.
+  nlohmann::json variants = nlohmann::json::array();
   std::optional<double> speedup() const;
   nlohmann::json to_json() const;
 };

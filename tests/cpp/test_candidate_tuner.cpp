@@ -138,6 +138,23 @@ TEST_F(CandidateTuner, FastestVerifiedCandidateWinsAndIsReusedWithoutMeasuring) 
   EXPECT_EQ(runner_calls, 3);
 }
 
+TEST_F(CandidateTuner, TimedVariantsOfTheBestCandidateAreReportedButDecideNothing) {
+  json a = candidate("a", "ok", 0.80), b = candidate("b", "ok", 0.60);
+  a["variants"] = {{{"problem", {{"channels_last", 7}}}, {"ms", 0.30}}};
+  b["variants"] = {{{"problem", {{"channels_last", 7}}}, {"ms", 0.50}}};
+  answer = {{"device", "NVIDIA H100"},
+            {"baseline", {{"name", "torch conv"}, {"ms", 1.0}, {"rel_err", 2e-7},
+                          {"variants", {{{"problem", {{"channels_last", 7}}}, {"name", "torch conv"}, {"ms", 0.4}}}}}},
+            {"candidates", {a, b}}};
+  auto out = tune_candidates(subject("conv"), *db, options);
+  EXPECT_EQ(out.winner, "b") << "the tuned problem's time decides, not a variant's";
+  ASSERT_EQ(out.variants.size(), 1u);
+  EXPECT_DOUBLE_EQ(out.variants[0]["fact_ms"].get<double>(), 0.50) << "the best candidate's variant time";
+  EXPECT_DOUBLE_EQ(out.variants[0]["baseline_ms"].get<double>(), 0.4);
+  EXPECT_EQ(out.variants[0]["problem"]["channels_last"], 7);
+  EXPECT_EQ(out.to_json()["variants"], out.variants);
+}
+
 TEST_F(CandidateTuner, PlannedBuildsAreTheCandidatesOfAColdTuneOrTheRecordedWinner) {
   auto s = subject("norm");
   auto ids = [](const PlannedBuilds& p) {

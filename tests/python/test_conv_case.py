@@ -179,3 +179,21 @@ def test_channels_last_variant_hands_the_kernel_channels_last_tensors():
     depthwise = family_cases.parse_family_problem(
         "conv", {**PROBLEM, "k": 8, "groups": 8, "numerics": "fp32", "epilogue": ["mul", "alpha", "acc"]}, "x")
     assert family_cases.case_for("conv", depthwise).verify_variants() == []
+
+
+def test_the_channels_last_variant_is_timed_with_a_channels_last_filter(monkeypatch):
+    # What a chain of FACT convolutions hands the kernel is timed too, against cuDNN on channels-last x and w (a
+    # channels-last module's tensors); a transposed conv's filter stays as PyTorch holds it (its kernel reads it
+    # dense); inputs past the cap are not timed twice.
+    from fact.realize import conv_case
+    p = family_cases.parse_family_problem("conv", PROBLEM, "x")
+    case = family_cases.case_for("conv", p)
+    (v,) = case.timed_variants()
+    assert v.channels_last == 5 and v == case.verify_variants()[0]
+    inp = family_cases.case_for("conv", v).make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.w.permute(0, 2, 3, 1).is_contiguous() and not inp.w.is_contiguous()
+    tp = family_cases.parse_family_problem("conv", TRANSPOSED, "x")
+    (tv,) = family_cases.case_for("conv", tp).timed_variants()
+    assert family_cases.case_for("conv", tv).make_inputs("cpu", torch.Generator().manual_seed(0)).w.is_contiguous()
+    monkeypatch.setattr(conv_case, "TIMED_VARIANT_MAX_BYTES", case.bytes_per_set() - 1)
+    assert case.timed_variants() == []

@@ -128,3 +128,21 @@ def test_norm_candidates_and_baseline_through_the_same_worker(build, worker):
     assert "(variant" in ragged["message"] and "outside" in ragged["message"], ragged["message"]
     b = w.baseline()
     assert b["status"] == "ok" and len(b["alternatives"]) == 1 and "fp32_reference_err" not in b
+
+
+def test_timed_variants_are_timed_beside_the_problem_for_kernel_and_baseline(build, worker, monkeypatch):
+    # A case's timed variant (a conv's channels-last layout; here the norm's odd-row problem stands in): each
+    # candidate and the baseline are timed on it too, over sets of its own, and report it beside their own time.
+    from fact.realize.norm_case import NormCase
+    monkeypatch.setattr(NormCase, "timed_variants", lambda self: self.verify_variants())
+    w = worker({"family": "normalization", "problem": NORM, "trials": 1})
+    (variant,) = w.variants
+    assert len(w.variant_sets) == 1 and len(w.variant_sets[0]) == w.n_sets
+    good = measured(w, build("norm_cpu_abi.c", "norm_good"))
+    assert good["status"] == "ok", good["message"]
+    assert good["variants"] == [{"problem": variant.problem.to_json(), "ms": STAND_IN_MS}]
+    assert w.timed == [w.n_sets, w.n_sets], "the problem's sets, then the variant's"
+    b = w.baseline()
+    assert [v["problem"] for v in b["variants"]] == [variant.problem.to_json()] and b["variants"][0]["ms"] == STAND_IN_MS
+    ragged = measured(w, build("norm_cpu_abi.c", "norm_ragged", "-DFACT_BUG=1"))
+    assert ragged["status"] == "verify_failed" and "variants" not in ragged, "a variant is verified before it is timed"

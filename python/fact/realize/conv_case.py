@@ -26,6 +26,7 @@ from .problem_fields import JsonProblem, ProblemError, check_keys, integer, pair
 SPATIAL = 3  # FACT_CONV_SPATIAL: (d, h, w), a 2-D conv's depth 1
 REFERENCE_CHUNK_BYTES = 1 << 30  # float64 output of one slice of the batch in the reference
 REFERENCE_F64_BYTES = 2 << 30    # a larger reference is kept in float32
+TIMED_VARIANT_MAX_BYTES = 1 << 30  # an input set past this is not timed channels-last as well (a second copy)
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
 DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
@@ -205,9 +206,11 @@ class ConvCase(MeasureCase):
             return (torch.randn(*shape, device=device, dtype=torch.float32, generator=generator) * scale).to(dt)
 
         x = randn(p.n, p.c, *p.in_[own])
+        w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
         if p.channels_last & 1:
             x = channels_last_copy(x)
-        w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
+            if not p.transposed:  # a channels-last module's filters are too (cuDNN's call reads them so)
+                w = channels_last_copy(w)
         w_last = w if p.transposed or p.direct else filter_storage(p, w)
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
@@ -261,6 +264,14 @@ class ConvCase(MeasureCase):
         vector = 16 // verify.torch_dtype(p.dtype).itemsize
         bits = (1 if p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
         return [replace(p, channels_last=bits)]
+
+    def timed_variants(self) -> list:
+        """The channels-last variant, as a chain of FACT convolutions hands it over, against cuDNN's channels-last
+        kernel and PyTorch's epilogue ops on channels-last tensors (torch.compile's layout in such a chain); not
+        for inputs past TIMED_VARIANT_MAX_BYTES (a second copy of a level-1 problem's GB tensors)."""
+        if self.bytes_per_set() > TIMED_VARIANT_MAX_BYTES:
+            return []
+        return [v for v in self.verify_variants() if v.channels_last & 1]
 
     def _conv(self, x, w, bias=None):
         p = self.problem

@@ -7,8 +7,8 @@ outputs (make_inputs; inputs.outputs maps each output's name to (view, guarded f
 a kernel must leave unchanged (input_tensors); the kernel's argument struct (kernel_args, of type
 args_type); a float64 replay of the matched subgraph (reference); PyTorch's ways of computing the same in
 the same numerics (baselines; the fastest is the baseline); the error bound (tolerance); the bytes one
-input set moves (bytes_per_set, for rotating sets past L2); extra problems to verify (verify_variants); and
-the inputs timed (make_timing_inputs, make_inputs' by default).
+input set moves (bytes_per_set, for rotating sets past L2); extra problems to verify (verify_variants); the
+inputs timed (make_timing_inputs, make_inputs' by default); and other layouts timed beside them (timed_variants).
 """
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ class MeasureCase:
 
     def verify_variants(self) -> list:
         """Extra problems verified before timing (e.g. odd lengths that no tile divides)."""
+        return []
+
+    def timed_variants(self) -> list:
+        """Problems timed beside this one, kernel and baseline (verified among verify_variants): another layout
+        the composed module may hand the kernel. Their times are reported beside the tuned problem's; the
+        tuned problem's alone decide the winner."""
         return []
 
     def make_timing_inputs(self, device):

@@ -101,6 +101,10 @@ class Worker:
         self.n_sets = timing.rotation_count(self.bytes_per_set, self.env["l2_bytes"])
         set_matmul_precision(request.problem.numerics)
         self.sets = [self.case.make_timing_inputs(self.device) for _ in range(self.n_sets)]
+        # Layouts the composed module may hand the kernel instead (a conv in a channels-last chain): kernel and
+        # baseline are timed on them too, their inputs made once.
+        self.variants = [case_for(request.family, v) for v in self.case.timed_variants()]
+        self.variant_sets = [[c.make_timing_inputs(self.device) for _ in range(self.n_sets)] for c in self.variants]
 
     @staticmethod
     def _check(case, outputs: dict, ref: dict, buffers: dict | None = None) -> verify.Check:
@@ -165,9 +169,52 @@ class Worker:
                     "alternatives": ways}
         best = min(timed, key=lambda w: w["ms"])
         out = {**best, "precision": precision, "alternatives": [w for w in ways if w is not best]}
+        if self.variants:
+            out["variants"] = [self._baseline_variant(c, sets) for c, sets in zip(self.variants, self.variant_sets)]
         if fp32_errs:
             out["fp32_reference_err"] = max(fp32_errs)
         return out
+
+    def _baseline_variant(self, case, sets) -> dict:
+        """The fastest of the variant's PyTorch ways, timed (the tuned problem verified the same ways)."""
+        best = {"problem": case.problem.to_json(), "name": None, "ms": None}
+        for name, fn in case.baselines():
+            try:
+                ms = timing.time_launches(lambda i: fn(sets[i]), len(sets), self.request.warmup_ms,
+                                          self.request.rep_ms).ms
+            except Exception as e:  # noqa: BLE001 - as in baseline(): a way that does not take this layout
+                if not context_usable():
+                    raise
+                best.setdefault("messages", []).append(f"{name}: {first_line(e)}")
+                continue
+            if best["ms"] is None or ms < best["ms"]:
+                best.update(name=name, ms=ms)
+        return best
+
+    def _time(self, case, lib, sets, stream_ptr):
+        """(ms, kept bytes, workspace bytes) of the kernel over the rotating sets: one prebuilt argument struct
+        each, one shared workspace; what the composed module keeps between calls (a weight's pre-pass copy) made
+        before, as in its steady state. Raises RuntimeError naming the set whose run returned non-zero."""
+        arg_sets = [lib.bind(case.kernel_args(s, stream_ptr)) for s in sets]
+        kept = [case.keep_between_calls(lib, s, a) for s, a in zip(sets, arg_sets)]
+        workspace, ws_bytes = self._workspace(lib, arg_sets)  # held until the timing is done
+        refs = [ctypes.byref(a) for a in arg_sets]
+        run = lib.run_fn()
+        bad = []
+        prepare = case.pre_kernel()  # its time counts toward the kernel's, as in the composed module
+
+        def launch(i: int) -> None:
+            if prepare is not None:
+                prepare(sets[i])
+            if run(refs[i]) != 0 and not bad:
+                bad.append(i)
+
+        timed = timing.time_launches(launch, len(arg_sets), self.request.warmup_ms, self.request.rep_ms)
+        if bad:
+            raise RuntimeError(f"run returned non-zero while timing (input set {bad[0]})")
+        kept_bytes = max((k.numel() * k.element_size() for k in kept if k is not None), default=None)
+        del kept, workspace
+        return timed, kept_bytes, ws_bytes
 
     # -- candidates -----------------------------------------------------------------------------
     def candidate(self, cand) -> tuple[dict, bool]:
@@ -244,36 +291,18 @@ class Worker:
                 del inp, ref, snapshot, workspace, kept
         res.update(rel_err=worst.rel_err, max_abs_err=worst.max_abs_err, max_err_vs_peak=worst.max_err_vs_peak)
 
-        # Timing over the rotating sets, one prebuilt argument struct each, one shared workspace; what the
-        # composed module keeps between calls (a weight's pre-pass copy) is made before, as in its steady state.
-        arg_sets = [lib.bind(case.kernel_args(s, stream_ptr)) for s in self.sets]
         try:
-            kept = [case.keep_between_calls(lib, s, a) for s, a in zip(self.sets, arg_sets)]
-        except Exception as e:  # noqa: BLE001
-            return fail("launch_failed", f"keeping an operand between calls: {first_line(e)}", not context_usable())
-        workspace, ws_bytes = self._workspace(lib, arg_sets)  # held until the timing is done
-        refs = [ctypes.byref(a) for a in arg_sets]
-        run = lib.run_fn()
-        bad = []
-        prepare = case.pre_kernel()  # its time counts toward the kernel's, as in the composed module
-
-        def launch(i: int) -> None:
-            if prepare is not None:
-                prepare(self.sets[i])
-            if run(refs[i]) != 0 and not bad:
-                bad.append(i)
-
-        try:
-            timed = timing.time_launches(launch, len(arg_sets), self.request.warmup_ms, self.request.rep_ms)
-        except Exception as e:  # noqa: BLE001
+            timed, kept_bytes, ws_bytes = self._time(case, lib, self.sets, stream_ptr)
+            variants = [{"problem": c.problem.to_json(), "ms": self._time(c, lib, sets, stream_ptr)[0].ms}
+                        for c, sets in zip(self.variants, self.variant_sets)]
+        except Exception as e:  # noqa: BLE001 - a failing keep or launch is the candidate's failure
             lost = not context_usable()
             return fail("crashed" if lost else "launch_failed", f"while timing: {first_line(e)}", lost)
-        if bad:
-            return fail("launch_failed", f"run returned non-zero while timing (input set {bad[0]})")
         res.update(ms=timed.ms, timing=timed.to_json())
-        if any(k is not None for k in kept):
-            res["kept_between_calls_bytes"] = max(k.numel() * k.element_size() for k in kept if k is not None)
-        del kept
+        if variants:
+            res["variants"] = variants
+        if kept_bytes is not None:
+            res["kept_between_calls_bytes"] = kept_bytes
         if case.has_workspace:
             res["workspace_bytes"] = ws_bytes
         return res, False
