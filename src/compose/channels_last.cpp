@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "discover/channels_last_chain.h"
 #include "realize/kernel_family.h"
 
 namespace fact::compose {
@@ -63,12 +64,9 @@ class Layouts {
     if (auto it = covered_by_.find(user); it != covered_by_.end())
       return it->second != producer && reads_in_place(match(it->second), support_.at(it->second), value)
                  ? Reader::in_place : Reader::needs_order;
-    // Elementwise ops and those data/ir/aten_ops.json marks channels_last run on channels-last tensors as they are and
-    // write channels-last; any other (a view fails on one, a row reduction would copy it) is given PyTorch's order.
-    const ir::Node& n = g_.at(user);
-    const ir::OpInfo* info = ir::OpTable::builtin().find(n.op);
-    return n.op == "getitem" || n.category == ir::OpCategory::Elementwise || (info && info->channels_last)
-               ? Reader::keeps : Reader::needs_order;
+    // Any other op than discover's order-keeping ones (a view fails on a channels-last tensor, a row reduction would
+    // copy it) is given PyTorch's order.
+    return discover::keeps_channels_last(g_.at(user)) ? Reader::keeps : Reader::needs_order;
   }
 
   int64_t bytes(const std::string& value) const {

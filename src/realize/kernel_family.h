@@ -113,6 +113,9 @@ class KernelFamily {
   virtual ChannelsLast channels_last(const nlohmann::json& /*problem*/, const nlohmann::json& /*config*/) const {
     return {};
   }
+  // The problem as a chain of the family's ops hands it over channels-last (discover::fed_by_own_family), tuned so
+  // because the composer will: the problem itself where the family has no channels-last path.
+  virtual nlohmann::json in_channels_last_chain(const nlohmann::json& problem) const { return problem; }
   // The values the op returns, in order: "anchor" first, then the kernel outputs the config also writes.
   virtual std::vector<std::string> op_returns(const nlohmann::json& /*config*/) const { return {"anchor"}; }
 };

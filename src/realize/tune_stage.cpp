@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "core/gpu_devices.h"
 #include "core/vocabulary.h"
+#include "discover/channels_last_chain.h"
 #include "discover/plan.h"
 #include "realize/family_tuner.h"
 #include "realize/kernel_build_job.h"
@@ -49,6 +50,22 @@ EntryProblem entry_problem(const discover::Match& m, const discover::Plan& plan,
     e.error = err.what();
   }
   return e;
+}
+
+// A pattern that a chain of its family's ops feeds (a ResNet's convolutions) is tuned on the layout the composer will
+// hand it there (channels-last), not on the module's: the two can pick different winners, or none.
+void chain_channels_last(const discover::Plan& plan, std::vector<std::optional<EntryProblem>>& problems) {
+  std::vector<json> chained(problems.size());  // the problem in a chain; null where the family has no such path
+  for (size_t i = 0; i < problems.size(); ++i) {
+    if (!problems[i] || !problems[i]->family || !problems[i]->error.empty()) continue;
+    json p = problems[i]->family->in_channels_last_chain(problems[i]->problem);
+    if (p != problems[i]->problem) chained[i] = std::move(p);
+  }
+  auto chains = [&](size_t i) { return !chained[i].is_null(); };
+  std::vector<size_t> fed;  // decided on the module's problems before any changes
+  for (size_t i = 0; i < problems.size(); ++i)
+    if (chains(i) && discover::fed_by_own_family(plan, i, chains)) fed.push_back(i);
+  for (size_t i : fed) problems[i]->problem = chained[i];
 }
 
 // Builds run ahead of their measurement, several patterns at a time: each batch takes as many patterns' builds as
@@ -131,6 +148,7 @@ json tune_plan(const TunePlanRequest& o, std::ostream& out, std::ostream& log) {
   std::vector<std::optional<EntryProblem>> problems;  // none for a pattern not asked for
   for (const auto& entry : plan.entries)
     problems.push_back(wanted(entry.match) ? std::optional(entry_problem(entry.match, plan, numerics)) : std::nullopt);
+  chain_channels_last(plan, problems);
   BuildAhead ahead(plan, problems, db, to, log);
 
   json rows = json::array();

@@ -32,6 +32,8 @@ struct FamilyParts {
   std::vector<std::string> (*op_returns)(const nlohmann::json& config) = nullptr;
   // KernelFamily::channels_last; nullptr: none.
   ChannelsLast (*channels_last)(const Problem&, const Config&) = nullptr;
+  // KernelFamily::in_channels_last_chain; nullptr: the problem as it is.
+  Problem (*in_channels_last_chain)(Problem) = nullptr;
 };
 
 template <class Problem, class Config>
@@ -91,6 +93,11 @@ class TypedKernelFamily final : public KernelFamily {
 
   std::vector<std::string> op_returns(const nlohmann::json& config) const override {
     return parts_.op_returns ? parts_.op_returns(config) : KernelFamily::op_returns(config);
+  }
+
+  nlohmann::json in_channels_last_chain(const nlohmann::json& problem) const override {
+    return parts_.in_channels_last_chain ? parts_.in_channels_last_chain(Problem::from_json(problem)).to_json()
+                                         : problem;
   }
 
   ChannelsLast channels_last(const nlohmann::json& problem, const nlohmann::json& config) const override {

@@ -9,6 +9,7 @@
 
 #include "core/arch_spec.h"
 #include "core/error.h"
+#include "discover/channels_last_chain.h"
 #include "discover/pattern_registry.h"
 #include "discover/plan.h"
 #include "family_nvcc_check.h"
@@ -720,4 +721,48 @@ TEST(ConvFamily, OpWrapperParsesAgainstTorchHeaders) {
                                         .text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
+}
+
+// A chain of convolutions is tuned as the composer will hand it over: the second conv (fed by the first through ReLU
+// and avg-pooling, ops that keep channels-last order) gets the channels-last problem, a new tuning key; the first
+// (fed by the module's input) keeps the module's layout and the key it always had; a grouped conv stays channels-first.
+TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
+  GraphDoc d;
+  d.input("w1", {32, 16, 3, 3}, "float32", "parameter").input("w2", {32, 32, 3, 3}, "float32", "parameter");
+  d.input("x", {4, 16, 18, 18});
+  d.op("conv1", "aten.conv2d.default", {ref_to("x"), ref_to("w1")}, {4, 32, 16, 16});
+  d.op("relu", "aten.relu.default", {ref_to("conv1")}, {4, 32, 16, 16});
+  d.op("pool", "aten.avg_pool2d.default", {ref_to("relu"), Json::array({2, 2})}, {4, 32, 8, 8});
+  d.op("conv2", "aten.conv2d.default", {ref_to("pool"), ref_to("w2")}, {4, 32, 6, 6});
+  d.output("conv2");
+  Plan p = plan_of(d);
+  std::vector<size_t> convs;
+  for (size_t i = 0; i < p.entries.size(); ++i)
+    if (p.entries[i].match.family == "conv") convs.push_back(i);
+  ASSERT_EQ(convs.size(), 2u);
+  auto reading = [&](const std::string& input) {  // the conv whose x is `input`
+    for (size_t i : convs)
+      if (bound_node(p.entries[i].match, p.graph, p.entries[i].match.kernel["operands"]["x"])->name == input) return i;
+    throw Error("no conv reads " + input);
+  };
+  auto every = [](size_t) { return true; };
+  EXPECT_FALSE(discover::fed_by_own_family(p, reading("x"), every)) << "the module's input";
+  EXPECT_TRUE(discover::fed_by_own_family(p, reading("pool"), every)) << "conv1's value through relu and avg_pool2d";
+  EXPECT_FALSE(discover::fed_by_own_family(p, reading("pool"), [&](size_t i) { return i == reading("pool"); }))
+      << "a producer that does not write channels-last (a grouped conv's direct kernel) starts no chain";
+
+  const KernelFamily& family = *kernel_family_named("conv");
+  Json first = conv_problem_from_match(p.entries[reading("x")].match, p.graph, Numerics::x3tf32, Arch::sm90).to_json();
+  Json chained = family.in_channels_last_chain(first);
+  EXPECT_FALSE(first.contains("channels_last")) << "a channels-first problem's JSON, and so its key, is unchanged";
+  EXPECT_EQ(chained.value("channels_last", false), true);
+  EXPECT_NE(family.workload_key("conv", first).canonical(), family.workload_key("conv", chained).canonical());
+  EXPECT_EQ(family.measure_problem(chained).value("channels_last", false), true) << "the Python case reads it";
+
+  ConvProblem grouped = ConvProblem::from_json(first);
+  grouped.groups = 16;
+  grouped.k = 32;
+  EXPECT_FALSE(family.in_channels_last_chain(grouped.to_json()).contains("channels_last"));
+  grouped.channels_last = true;
+  EXPECT_THROW(grouped.validate(), Error);
 }

@@ -197,3 +197,24 @@ def test_the_channels_last_variant_is_timed_with_a_channels_last_filter(monkeypa
     assert family_cases.case_for("conv", tv).make_inputs("cpu", torch.Generator().manual_seed(0)).w.is_contiguous()
     monkeypatch.setattr(conv_case, "TIMED_VARIANT_MAX_BYTES", case.bytes_per_set() - 1)
     assert case.timed_variants() == []
+
+
+def test_a_problem_tuned_channels_last_verifies_and_times_the_modules_layout_too():
+    # The C++ problem of a conv fed by a chain of convolutions says channels_last: true; the case hands the kernel
+    # channels-last x, residual and output (the layout bits), and its other layout is the module's channels-first.
+    tree = ["add", ["mul", "alpha", "acc"], "residual"]
+    p = family_cases.parse_family_problem("conv", {**PROBLEM, "epilogue": tree, "channels_last": True}, "x")
+    assert p.channels_last == 7 and p.to_json()["channels_last"] == 7
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.x.permute(0, 2, 3, 1).is_contiguous() and case.kernel_args(inp, 0).channels_last == 7
+    (v,) = case.verify_variants()
+    assert v.channels_last == 0 and case.timed_variants() == [v]
+    assert family_cases.parse_family_problem("conv", {**PROBLEM, "channels_last": False}, "x").channels_last == 0
+    assert family_cases.parse_family_problem("conv", {**PROBLEM, "channels_last": 5}, "x").channels_last == 5
+    for bad in (9, "yes"):
+        with pytest.raises(ProblemError, match="channels_last"):
+            family_cases.parse_family_problem("conv", {**PROBLEM, "channels_last": bad}, "x")
+    grouped = {**PROBLEM, "k": 8, "groups": 8, "numerics": "fp32", "epilogue": ["mul", "alpha", "acc"]}
+    with pytest.raises(ProblemError, match="direct kernel"):
+        family_cases.parse_family_problem("conv", {**grouped, "channels_last": True}, "x")

@@ -30,7 +30,7 @@ TIMED_VARIANT_MAX_BYTES = 1 << 30  # an input set past this is not timed channel
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
 DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
-                "output_padding", "groups", "dtype", "numerics", "epilogue")
+                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last")
 
 
 def _dims(obj, key, where, minimum):
@@ -60,7 +60,8 @@ class ConvProblem(JsonProblem):
     numerics: str
     epilogue: object
     # FactConvArgs::channels_last: which tensors the verification hands the kernel channels-last (bit 1 x, 2 the
-    # residual, 4 out): 0 in the tuned problem (a module's channels-first tensors), set in verify_variants.
+    # residual, 4 out): 0 in a problem tuned on a module's channels-first tensors, channels_last_bits in one a chain
+    # of convolutions feeds (the C++ problem's channels_last), the other one in verify_variants.
     channels_last: int = 0
 
     def to_json(self) -> dict:
@@ -142,7 +143,23 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
         raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
     if p.transposed and "residual" in tree_leaves(p.tree):
         raise ProblemError(f"{where}.epilogue: a transposed convolution's epilogue reads no residual")
-    return p
+    # The C++ problem's channels_last (true: tuned as a chain of convolutions hands it over) becomes the layout bits;
+    # the bits themselves (a variant's to_json) are taken as they are.
+    layout = obj.get("channels_last", False)
+    if isinstance(layout, bool):
+        layout = channels_last_bits(p) if layout else 0
+    elif not isinstance(layout, int) or not 0 <= layout <= 7:
+        raise ProblemError(f"{where}.channels_last: {layout!r} is not true, false or FactConvArgs bits 0-7")
+    if layout and p.direct:
+        raise ProblemError(f"{where}.channels_last: a grouped convolution's direct kernel reads channels-first tensors")
+    return replace(p, channels_last=layout)
+
+
+def channels_last_bits(p: ConvProblem) -> int:
+    """FactConvArgs::channels_last as a chain of convolutions hands an implicit-GEMM kernel its tensors: x where its
+    channels are whole 16-byte vectors (TMA's unit; else the kernel pads its own copy), the residual, the output."""
+    vector = 16 // verify.torch_dtype(p.dtype).itemsize
+    return (1 if p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
 
 
 @dataclass
@@ -256,22 +273,21 @@ class ConvCase(MeasureCase):
                             workspace=None, workspace_bytes=0, stream=ctypes.c_void_p(stream_ptr))
 
     def verify_variants(self) -> list:
-        """An implicit-GEMM kernel once more with channels-last tensors, as a composed chain of convolutions hands
-        them over (x where its channels are whole 16-byte vectors, the residual, the output)."""
+        """An implicit-GEMM kernel once more in the other layout: with channels-last tensors, as a composed chain of
+        convolutions hands them over (channels_last_bits), or, tuned so, with the module's channels-first ones."""
         p = self.problem
         if p.direct:
             return []
-        vector = 16 // verify.torch_dtype(p.dtype).itemsize
-        bits = (1 if p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
-        return [replace(p, channels_last=bits)]
+        return [replace(p, channels_last=0 if p.channels_last else channels_last_bits(p))]
 
     def timed_variants(self) -> list:
-        """The channels-last variant, as a chain of FACT convolutions hands it over, against cuDNN's channels-last
-        kernel and PyTorch's epilogue ops on channels-last tensors (torch.compile's layout in such a chain); not
-        for inputs past TIMED_VARIANT_MAX_BYTES (a second copy of a level-1 problem's GB tensors)."""
+        """The other layout (verify_variants') where one of the two reads x in place: channels-last against cuDNN's
+        channels-last kernel and PyTorch's epilogue ops on channels-last tensors (torch.compile's layout in a chain),
+        channels-first against cuDNN on the module's tensors; not for inputs past TIMED_VARIANT_MAX_BYTES (a second
+        copy of a level-1 problem's GB tensors)."""
         if self.bytes_per_set() > TIMED_VARIANT_MAX_BYTES:
             return []
-        return [v for v in self.verify_variants() if v.channels_last & 1]
+        return [v for v in self.verify_variants() if (v.channels_last | self.problem.channels_last) & 1]
 
     def _conv(self, x, w, bias=None):
         p = self.problem

@@ -146,10 +146,17 @@ ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
   return out;
 }
 
+// A direct kernel (groups > 1) stages channel planes: it stays on the module's channels-first tensors.
+ConvProblem conv_in_channels_last_chain(ConvProblem p) {
+  p.channels_last = !p.direct();
+  return p;
+}
+
 const bool registered = register_typed_family<ConvProblem, ConvConfig>(
     {.name = "conv", .workload_layout = "ndhwc", .problem_from_match = conv_problem_from_match,
      .config_space = enumerate_conv_configs, .kernel = generate_conv_kernel, .op_schema = conv_op_schema,
-     .op_wrapper = generate_conv_op_wrapper, .op_call = conv_op_call, .channels_last = conv_channels_last});
+     .op_wrapper = generate_conv_op_wrapper, .op_call = conv_op_call, .channels_last = conv_channels_last,
+     .in_channels_last_chain = conv_in_channels_last_chain});
 
 }  // namespace
 }  // namespace fact::realize

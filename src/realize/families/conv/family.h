@@ -38,6 +38,9 @@ struct ConvProblem {
   Element element = Element::f32;  // x, w, out and the epilogue's tensors
   Epilogue epilogue;               // over acc, without C: "none", "bias" or a grown tree
   Arch arch = Arch::sm90;
+  // Tuned as a chain of convolutions hands it over (KernelFamily::in_channels_last_chain): x (where its channels are
+  // whole 16-byte vectors), the residual and the output channels-last; else the module's channels-first tensors.
+  bool channels_last = false;
 
   // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type; the
   // direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
@@ -82,6 +85,9 @@ struct ConvConfig {
   Element element = Element::f32;
   Epilogue epilogue;
   Arch arch = Arch::sm90;
+  // Tuned as a chain of convolutions hands it over (KernelFamily::in_channels_last_chain): x (where its channels are
+  // whole 16-byte vectors), the residual and the output channels-last; else the module's channels-first tensors.
+  bool channels_last = false;
   int tile_m = 128, tile_n = 128, tile_k = 32;
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs

@@ -93,6 +93,9 @@ std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& p, int i) {
 }
 
 void ConvProblem::validate() const {
+  if (channels_last && direct())
+    throw Error("conv problem: channels_last is set on a grouped convolution, whose direct kernel reads the module's "
+                "channels-first tensors; leave it out");
   if (spatial_dims < 1 || spatial_dims > kConvSpatial)
     throw Error(fmt::format("conv problem: {} spatial dims; FACT takes conv1d, conv2d and conv3d", spatial_dims));
   if (n <= 0 || c <= 0 || k <= 0)
@@ -140,14 +143,17 @@ void ConvProblem::validate() const {
 }
 
 nlohmann::json ConvProblem::to_json() const {
-  return {{"spatial_dims", spatial_dims}, {"n", n}, {"c", c}, {"k", k}, {"in", in}, {"filter", filter},
+  nlohmann::json j = {{"spatial_dims", spatial_dims}, {"n", n}, {"c", c}, {"k", k}, {"in", in}, {"filter", filter},
           {"out", out}, {"stride", stride}, {"padding", padding}, {"dilation", dilation},
           {"transposed", transposed}, {"output_padding", output_padding}, {"groups", groups},
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
+  if (channels_last) j["channels_last"] = true;
+  return j;
 }
 
 ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
+  // (to_json writes channels_last only when set, so a channels-first problem keeps the key it always had.)
   return parse_family_json("conv problem", "ConvProblem::to_json", [&] {
     ConvProblem p;
     p.spatial_dims = j.at("spatial_dims");
@@ -166,6 +172,7 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.element = element_from_string(j.at("element"));
     p.epilogue = Epilogue::from_json(j.value("epilogue", nlohmann::json("none")));
     p.arch = arch_from_string(j.at("arch"));
+    p.channels_last = j.value("channels_last", false);
     return p;
   });
 }
