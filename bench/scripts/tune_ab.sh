@@ -54,7 +54,7 @@ for name in problems:
     for pid in sorted(new.keys() | old.keys()):
         n, o = new.get(pid, {}), old.get(pid, {})
         layouts = [("as tuned", n, o)] + [
-            (f"channels_last={v['problem'].get('channels_last')}", v,
+            (f"channels_last={v['problem'].get('channels_last', 0)}", v,
              (o.get("variants") or [])[i] if i < len(o.get("variants") or []) else {})
             for i, v in enumerate(n.get("variants", []))]
         for layout, a, b in layouts:

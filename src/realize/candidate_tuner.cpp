@@ -107,14 +107,13 @@ void report_variants(const json& res, const std::string& best, TuneOutcome& out,
                   {"fact_ms", v.value("ms", json())},
                   {"baseline", b.value("name", json())},
                   {"baseline_ms", b.value("ms", json())}};
-      if (row["fact_ms"].is_number() && row["baseline_ms"].is_number())
-        say(fmt::format("also timed {}: {} {:.4f} ms, {} {:.4f} ms",
-                        row["problem"].contains("channels_last")
-                            ? "with channels_last=" + row["problem"]["channels_last"].dump()
-                            : "variant " + std::to_string(i),
-                        best,
-                        row["fact_ms"].get<double>(), row["baseline"].is_string() ? row["baseline"].get<std::string>()
-                        : "PyTorch", row["baseline_ms"].get<double>()));
+      if (row["fact_ms"].is_number() && row["baseline_ms"].is_number()) {
+        // (Only convolutions time a variant so far: their other layout, FactConvArgs' channels-last bits.)
+        std::string layout = "with channels_last=" + row["problem"].value("channels_last", json(0)).dump();
+        std::string baseline = row["baseline"].is_string() ? row["baseline"].get<std::string>() : "PyTorch";
+        say(fmt::format("also timed {}: {} {:.4f} ms, {} {:.4f} ms", layout, best, row["fact_ms"].get<double>(),
+                        baseline, row["baseline_ms"].get<double>()));
+      }
       out.variants.push_back(std::move(row));
     }
   }

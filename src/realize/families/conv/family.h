@@ -85,9 +85,6 @@ struct ConvConfig {
   Element element = Element::f32;
   Epilogue epilogue;
   Arch arch = Arch::sm90;
-  // Tuned as a chain of convolutions hands it over (KernelFamily::in_channels_last_chain): x (where its channels are
-  // whole 16-byte vectors), the residual and the output channels-last; else the module's channels-first tensors.
-  bool channels_last = false;
   int tile_m = 128, tile_n = 128, tile_k = 32;
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs

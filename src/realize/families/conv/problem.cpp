@@ -148,12 +148,11 @@ nlohmann::json ConvProblem::to_json() const {
           {"transposed", transposed}, {"output_padding", output_padding}, {"groups", groups},
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
-  if (channels_last) j["channels_last"] = true;
+  if (channels_last) j["channels_last"] = true;  // only when set: a channels-first problem keeps the key it always had
   return j;
 }
 
 ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
-  // (to_json writes channels_last only when set, so a channels-first problem keeps the key it always had.)
   return parse_family_json("conv problem", "ConvProblem::to_json", [&] {
     ConvProblem p;
     p.spatial_dims = j.at("spatial_dims");
