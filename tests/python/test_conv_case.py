@@ -210,6 +210,9 @@ def test_a_problem_tuned_channels_last_verifies_and_times_the_modules_layout_too
     assert inp.x.permute(0, 2, 3, 1).is_contiguous() and case.kernel_args(inp, 0).channels_last == 7
     (v,) = case.verify_variants()
     assert v.channels_last == 0 and case.timed_variants() == [v]
+    (name, _), = case.baselines()
+    assert name.startswith("torch conv (cuDNN, channels-last, TF32")
+    assert "channels-last" not in family_cases.case_for("conv", v).baselines()[0][0]
     assert family_cases.parse_family_problem("conv", {**PROBLEM, "channels_last": False}, "x").channels_last == 0
     assert family_cases.parse_family_problem("conv", {**PROBLEM, "channels_last": 5}, "x").channels_last == 5
     for bad in (9, "yes"):

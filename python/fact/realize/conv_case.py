@@ -342,7 +342,9 @@ class ConvCase(MeasureCase):
             return {"out": evaluate_conv_epilogue(module_tree, activations, acc, inp.bias, inp.residual, inp.vectors,
                                                   "the conv problem")}
 
-        name = "torch conv (cuDNN, TF32 allowed: PyTorch's default)" if p.dtype == "float32" else "torch conv (cuDNN)"
+        layout = ", channels-last" if p.channels_last & 1 else ""
+        name = (f"torch conv (cuDNN{layout}, TF32 allowed: PyTorch's default)" if p.dtype == "float32"
+                else f"torch conv (cuDNN{layout})")
         return [(name + ("" if module_tree == "acc" or tree == ["mul", "alpha", "acc"] else " + PyTorch epilogue ops"),
                  run)]
 
