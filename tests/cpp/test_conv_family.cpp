@@ -751,6 +751,31 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   EXPECT_FALSE(discover::fed_by_own_family(p, reading("pool"), [&](size_t i) { return i == reading("pool"); }))
       << "a producer that does not write channels-last (a grouped conv's direct kernel) starts no chain";
 
+  // A pattern that does not chain between two convs (a depthwise conv's direct kernel, which writes PyTorch's order)
+  // ends the chain: the walk does not pass through the ops it covers (here its ReLU and its own conv2d, both
+  // order-keeping, back to conv1) - MobileNetV2's project convs after their depthwise ones.
+  GraphDoc s;
+  s.input("w1", {32, 16, 3, 3}, "float32", "parameter").input("wd", {32, 1, 3, 3}, "float32", "parameter");
+  s.input("w2", {32, 32, 1, 1}, "float32", "parameter").input("x", {4, 16, 18, 18});
+  s.op("conv1", "aten.conv2d.default", {ref_to("x"), ref_to("w1")}, {4, 32, 16, 16});
+  s.op("dw", "aten.conv2d.default", {ref_to("conv1"), ref_to("wd"), nullptr, Json::array({1, 1}), Json::array({1, 1}),
+                                     Json::array({1, 1}), 32}, {4, 32, 16, 16});
+  s.op("relu", "aten.relu.default", {ref_to("dw")}, {4, 32, 16, 16});
+  s.op("conv2", "aten.conv2d.default", {ref_to("relu"), ref_to("w2")}, {4, 32, 16, 16});
+  s.output("conv2");
+  Plan q = plan_of(s);
+  auto reading_in = [&](const std::string& input) {
+    for (size_t i = 0; i < q.entries.size(); ++i) {
+      const Match& m = q.entries[i].match;
+      if (m.family == "conv" && bound_node(m, q.graph, m.kernel["operands"]["x"])->name == input) return i;
+    }
+    throw Error("no conv reads " + input);
+  };
+  size_t const depthwise = reading_in("conv1"), last = reading_in("relu");
+  auto not_depthwise = [&](size_t i) { return i != depthwise; };
+  EXPECT_FALSE(discover::fed_by_own_family(q, last, not_depthwise));
+  EXPECT_TRUE(discover::fed_by_own_family(q, last, every)) << "the same walk, the depthwise conv counted as chaining";
+
   const KernelFamily& family = *kernel_family_named("conv");
   Json first = conv_problem_from_match(p.entries[reading("x")].match, p.graph, Numerics::x3tf32, Arch::sm90).to_json();
   Json chained = family.in_channels_last_chain(first);
