@@ -62,10 +62,8 @@ void chain_channels_last(const discover::Plan& plan, std::vector<std::optional<E
     if (p != problems[i]->problem) chained[i] = std::move(p);
   }
   auto chains = [&](size_t i) { return !chained[i].is_null(); };
-  std::vector<size_t> fed;  // decided on the module's problems before any changes
   for (size_t i = 0; i < problems.size(); ++i)
-    if (chains(i) && discover::fed_by_own_family(plan, i, chains)) fed.push_back(i);
-  for (size_t i : fed) problems[i]->problem = chained[i];
+    if (chains(i) && discover::fed_by_own_family(plan, i, chains)) problems[i]->problem = chained[i];
 }
 
 // Builds run ahead of their measurement, several patterns at a time: each batch takes as many patterns' builds as

@@ -194,9 +194,13 @@ class Worker:
     def _time(self, case, lib, sets, stream_ptr):
         """(ms, kept bytes, workspace bytes) of the kernel over the rotating sets: one prebuilt argument struct
         each, one shared workspace; what the composed module keeps between calls (a weight's pre-pass copy) made
-        before, as in its steady state. Raises RuntimeError naming the set whose run returned non-zero."""
+        before, as in its steady state. Raises RuntimeError naming a failing keep or the set whose run returned
+        non-zero."""
         arg_sets = [lib.bind(case.kernel_args(s, stream_ptr)) for s in sets]
-        kept = [case.keep_between_calls(lib, s, a) for s, a in zip(sets, arg_sets)]
+        try:
+            kept = [case.keep_between_calls(lib, s, a) for s, a in zip(sets, arg_sets)]
+        except Exception as e:  # noqa: BLE001 - said as such in the candidate's failure
+            raise RuntimeError(f"keeping an operand between calls: {first_line(e)}") from e
         workspace, ws_bytes = self._workspace(lib, arg_sets)  # held until the timing is done
         refs = [ctypes.byref(a) for a in arg_sets]
         run = lib.run_fn()
