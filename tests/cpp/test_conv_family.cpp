@@ -122,17 +122,24 @@ TEST(ConvFamily, ImageChannelsArePaddedAndUnalignedOutputChannelsStayPyTorchs) {
   EXPECT_EQ(rp.c, 3);
   EXPECT_EQ(rp.padded_c(), 4);
   EXPECT_EQ(rp.gemm_k(), 4 * 9) << "the K loop runs over the padded channels";
-  std::string kernel = generate_conv_kernel(enumerate_conv_configs(rp, 1).ranked.at(0)).text;
+  // The unfolded kernel (a 3-channel image's configs fold their width taps first: SmallChannelConvsFoldTheirWidthTaps).
+  ConvConfig rc;
+  for (const auto& k : enumerate_conv_configs(rp, 1000).ranked)
+    if (!k.fold_width) { rc = k; break; }
+  ASSERT_FALSE(rc.fold_width);
+  ASSERT_EQ(rc.tile_k, 8) << rc.summary();
+  std::string kernel = generate_conv_kernel(rc).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kFoldWidth = false;"));
   EXPECT_TRUE(has(kernel, "transpose(a.x, base + w.x, a.n, a.c, in_pixels, padded_channels(a), stream)"));
   EXPECT_TRUE(has(kernel, "(x_in_place(a) && a.c != padded_channels(a))")) << "a channels-last x is read in place only unpadded";
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
-  const ConvConfig rc = enumerate_conv_configs(rp, 1).ranked.at(0);
   EXPECT_EQ(family->channels_last(rp.to_json(), rc.to_json()).reads, std::vector<std::string>{"residual"})
       << "so the composer never hands it a channels-last 3-channel x";
   EXPECT_TRUE(has(kernel, "r < rows ? src[r * cols + c] : Element(0)")) << "the padded channels are zero";
-  std::string op = generate_conv_op_wrapper(enumerate_conv_configs(rp, 1).ranked.at(0)).text;
-  EXPECT_TRUE(has(op, "at::constant_pad_nd(wl, {0, vector - a.c % vector})")) << "and so are the filter's";
+  std::string op = generate_conv_op_wrapper(rc).text;
+  EXPECT_TRUE(has(op, "const int64_t row = fold ? a.c * w.size(-1) : a.c;"));
+  EXPECT_TRUE(has(op, "at::constant_pad_nd(wl, {0, padded_c - row})")) << "and so are the filter's";
   GraphDoc odd;
   odd.input("w", {30, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
   odd.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 30, 16, 16});
@@ -228,7 +235,8 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
   EXPECT_TRUE(has(kernel, "struct FactAct_hardtanh_")) << "ReLU6 from the table's expr";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   std::string op = generate_conv_op_wrapper(c).text;
-  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit;")) << "w read as PyTorch holds it";
+  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit, fold = false;"))
+      << "w read as PyTorch holds it";
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_FALSE(family->channels_last(p.to_json(), c.to_json()).writes) << "channel planes in and out";
@@ -364,12 +372,76 @@ TEST(ConvFamily, KTileFitsTheChannels) {
   for (auto [c, tile_k] : std::vector<std::pair<int64_t, int>>{{64, 32}, {32, 32}, {16, 16}, {8, 8}, {3, 8}, {24, 8}, {40, 8}, {48, 16}}) {
     p.c = c;
     auto space = enumerate_conv_configs(p, 100);
-    for (const auto& k : space.ranked) EXPECT_EQ(k.tile_k, tile_k) << "c = " << c << ": " << k.summary();
-    ConvConfig wide = space.ranked.front();
+    auto unfolded = std::find_if(space.ranked.begin(), space.ranked.end(), [](const ConvConfig& k) { return !k.fold_width; });
+    ASSERT_NE(unfolded, space.ranked.end());
+    for (const auto& k : space.ranked)
+      if (!k.fold_width) EXPECT_EQ(k.tile_k, tile_k) << "c = " << c << ": " << k.summary();
+    ConvConfig wide = *unfolded;
     wide.tile_k = tile_k == 32 ? 16 : 32;
     EXPECT_TRUE(has(conv_config_rejection(p, wide), "load fewest zeros in K tiles of " + std::to_string(tile_k)))
         << conv_config_rejection(p, wide);
   }
+}
+
+// An image's few channels fill a fraction of a K step (3 fp32 channels: 16 bytes a pixel of a 32-byte K tile, 49
+// steps for a 7x7 filter), so the K loop is its steps' overhead: folding the filter's width taps into channels (x
+// gathered into x' [n, h, q, s * c]) makes 7 steps of 21 channels for ResNet's stem. The fold ranks first there, and
+// only where a tap's channels fill less than the widest K tile; unfolded configs keep their ids.
+TEST(ConvFamily, SmallChannelConvsFoldTheirWidthTaps) {
+  GraphDoc stem;
+  stem.input("w", {64, 3, 7, 7}, "float32", "parameter").input("x", {2, 3, 32, 32});
+  stem.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}),
+                                            Json::array({3, 3}), Json::array({1, 1}), 1}, {2, 64, 16, 16});
+  stem.op("relu", "aten.relu.default", {ref_to("conv2d")}, {2, 64, 16, 16});
+  stem.output("relu");
+  ConvProblem p = problem_of(stem);
+  ASSERT_TRUE(p.can_fold_width());
+  EXPECT_EQ(p.folded_c(), 24) << "7 taps of 3 channels, padded to 16-byte vectors";
+  auto space = enumerate_conv_configs(p, 1000).ranked;
+  ASSERT_FALSE(space.empty());
+  const ConvConfig& top = space.front();
+  EXPECT_TRUE(top.fold_width) << top.summary();
+  EXPECT_EQ(top.tile_k, 32) << "one 128-byte K step a filter row: 7 steps, not 21 of 8 channels";
+  EXPECT_TRUE(has(top.summary(), " fold"));
+  EXPECT_EQ(top.to_json().at("fold_width"), true);
+  EXPECT_EQ(ConvConfig::from_json(top.to_json()).id(), top.id());
+  bool unfolded = false;
+  for (const auto& k : space) {
+    unfolded |= !k.fold_width;
+    if (!k.fold_width) EXPECT_FALSE(k.to_json().contains("fold_width")) << "written only when set";
+  }
+  EXPECT_TRUE(unfolded) << "the unfolded kernels stay in the space, ranked after";
+  ConvConfig narrow = top;
+  narrow.tile_k = 8;
+  EXPECT_TRUE(has(conv_config_rejection(p, narrow), "cheapest K loop in K tiles of 32")) << conv_config_rejection(p, narrow);
+
+  std::string kernel = generate_conv_kernel(top).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kFoldWidth = true;"));
+  EXPECT_TRUE(has(kernel, "fold_width(a, ls.front(), base + w.x, stream);"));
+  EXPECT_TRUE(has(kernel, "l.filter[w] = 1;")) << "the launch is a conv of width 1 over x'";
+  EXPECT_TRUE(has(kernel, "col >= 0 && col < f.in_w ? src[ci * channel_step + col * column_step] : Element(0)"))
+      << "padding and the channels past the taps are zeros";
+  std::string op = generate_conv_op_wrapper(top).text;
+  EXPECT_TRUE(has(op, "fold = true;"));
+  EXPECT_TRUE(has(op, "if (fold) wl = wl.reshape({w.size(0), -1, row});")) << "the filter's width taps side by side";
+  const KernelFamily* family = kernel_family_named("conv");
+  ASSERT_NE(family, nullptr);
+  EXPECT_EQ(family->channels_last(p.to_json(), top.to_json()).reads, std::vector<std::string>{"residual"})
+      << "a fold gathers x in either order: no in-place read to keep channels-last for";
+
+  // Channels that fill the widest K tile, a filter one tap wide or a transposed convolution: no fold.
+  ConvConfig folded = top;
+  ConvProblem wide = p;
+  wide.c = 32;
+  EXPECT_FALSE(wide.can_fold_width());
+  EXPECT_TRUE(has(conv_config_rejection(wide, folded), "only for a forward conv")) << conv_config_rejection(wide, folded);
+  for (const auto& k : enumerate_conv_configs(wide, 1000).ranked) EXPECT_FALSE(k.fold_width) << k.summary();
+  ConvProblem one_tap = p;
+  one_tap.filter = {1, 7, 1};
+  EXPECT_FALSE(one_tap.can_fold_width());
+  ConvProblem transposed = p;
+  transposed.transposed = true;
+  EXPECT_FALSE(transposed.can_fold_width());
 }
 
 // The channels-first store stages its subtiles (32 channels by 64 rows a consumer warpgroup) in CUTLASS's two D
@@ -642,6 +714,20 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));
   EXPECT_TRUE(has(kernel, "fact_act::rsqrt_f32(x)")) << "BatchNorm's rsqrt, a generated functor";
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_residual", c.summary());
+}
+
+// A width-folded kernel (ResNet's 7x7 stride-2 stem over 3 channels): the gather of x' and the launch of width 1,
+// compiled for sm_90a.
+TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
+  GraphDoc stem;
+  stem.input("w", {64, 3, 7, 7}, "float32", "parameter").input("x", {2, 3, 32, 32});
+  stem.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}),
+                                            Json::array({3, 3}), Json::array({1, 1}), 1}, {2, 64, 16, 16});
+  stem.op("relu", "aten.relu.default", {ref_to("conv2d")}, {2, 64, 16, 16});
+  stem.output("relu");
+  ConvConfig c = enumerate_conv_configs(problem_of(stem), 1).ranked.at(0);
+  ASSERT_TRUE(c.fold_width) << c.summary();
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_folded_stem", c.summary());
 }
 
 // Two consumer warpgroups on one 128-row tile (CUTLASS's cooperative layout, built here since the conv builder refuses

@@ -76,6 +76,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["vector_checks"] = sm90_vector_checks(tree);
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
+  v["fold_width"] = boolean(c.fold_width);
   return render_family_template("conv", "kernel_template", c.id(), v);
 }
 
@@ -91,6 +92,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["direct"] = boolean(c.direct);
+  v["fold_width"] = boolean(c.fold_width);
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
@@ -137,12 +139,13 @@ OpCall conv_op_call(const OpCallSite& s) {
   return {"", expr};
 }
 
-// An implicit-GEMM kernel reads x (whole 16-byte vectors of channels) and the residual in place when they are
-// channels-last, and writes either order; a direct kernel stages channel planes, channels-first only.
+// An implicit-GEMM kernel reads x (whole 16-byte vectors of channels; a width-folded one gathers it from either
+// order) and the residual in place when they are channels-last, and writes either order; a direct kernel stages
+// channel planes, channels-first only.
 ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
   if (c.direct) return {};
   ChannelsLast out{{"residual"}, true};
-  if (p.padded_c() == p.c) out.reads.push_back("x");
+  if (p.padded_c() == p.c && !c.fold_width) out.reads.push_back("x");
   return out;
 }
 

@@ -49,6 +49,11 @@ struct ConvProblem {
   int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
   // Input channels as the kernel reads them: c zero-padded to whole 16-byte vectors (TMA's unit).
   int64_t padded_c() const;
+  // A width-folded kernel's channels (ConvConfig::fold_width): the filter's width taps times c, zero-padded alike.
+  int64_t folded_c() const;
+  // Whether folding the width taps into channels can help: a forward implicit GEMM with more than one width tap whose
+  // channels fill less than the widest K tile (an image's 3 channels: 4 of every 32 a K step loads are data).
+  bool can_fold_width() const;
   // The implicit GEMM's reduction: the padded channels times the taps (a transposed convolution's outputs each take at most
   // ceil(filter / stride) taps a dim, its phases' sub-filters).
   int64_t gemm_k() const;
@@ -89,6 +94,10 @@ struct ConvConfig {
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs
   int consumer_warpgroups = 1;  // 2: a 128-row (or taller) tile's rows split between two, CUTLASS's cooperative layout
+  // Width taps folded into channels: the kernel gathers x' [n, (z,) h, q, s * c] (channel j * c + ci of column q is
+  // x's ci at column q * stride - padding + j * dilation) and runs a conv of width 1, so that a K step loads whole
+  // taps' rows of channels instead of 16 bytes a pixel (ConvProblem::can_fold_width).
+  bool fold_width = false;
   // direct (a grouped convolution's kernel, templates/cute/conv_direct.cu.in): a CTA of conv.json's direct_threads
   // computes tile_w x direct_tile_h() outputs of one channel's plane (each lane every 32nd column, each warp
   // rows_per_warp rows), specialized on the filter, stride and dilation (loops unrolled); the fields above are unused.

@@ -52,6 +52,18 @@ int64_t ConvProblem::padded_c() const {
   return (c + vec - 1) / vec * vec;
 }
 
+int64_t ConvProblem::folded_c() const {
+  int64_t vec = 16 / element_bytes(element);
+  return (filter[2] * c + vec - 1) / vec * vec;
+}
+
+bool ConvProblem::can_fold_width() const {
+  const nlohmann::json axes = family_data("conv").at("config_space");
+  std::vector<int> widths = axes.at("k_tile_bytes");
+  return !direct() && !transposed && filter[2] > 1 &&
+         padded_c() * element_bytes(element) < *std::max_element(widths.begin(), widths.end());
+}
+
 int64_t ConvProblem::expected_out(int i) const {
   if (transposed) return (in[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (filter[i] - 1) + output_padding[i] + 1;
   return (in[i] + 2 * padding[i] - dilation[i] * (filter[i] - 1) - 1) / stride[i] + 1;

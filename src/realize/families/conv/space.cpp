@@ -16,10 +16,22 @@
 namespace fact::realize {
 namespace {
 
+// A K step's fixed cost (its barriers, TMA issue and wgmma fence) in K elements of work: a K loop of many narrow
+// steps (an image's 4 channels a tap) is that overhead, not MMAs.
+constexpr double kKStepOverhead = 16.0;
+
+// The channels a K step walks (a folded config's width taps times c) and how many K steps the loop takes.
+int64_t k_channels(const ConvProblem& p, bool fold) { return fold ? p.folded_c() : p.padded_c(); }
+double k_steps(const ConvProblem& p, bool fold, int tile_k) {
+  double taps = double(p.gemm_k() / p.padded_c()) / (fold ? double(p.filter[2]) : 1.0);
+  return taps * std::ceil(double(k_channels(p, fold)) / tile_k);
+}
+
 // Higher is better: the share of computed tile elements that are output (tiles past M or N compute padding), the
-// last wave's fill across the SMs, the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA), and the share
+// last wave's fill across the SMs, the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA), the share
 // of a tile's time spent in its K loop: with one CTA a SM its epilogue (about kEpilogueKTiles K steps of stores) is
-// exposed, which a convolution's short K loop (c * taps) does not amortize; with two the other CTA's MMAs cover it.
+// exposed, which a convolution's short K loop (c * taps) does not amortize; with two the other CTA's MMAs cover it;
+// and the K loop's useful work per step (the same for every unfolded config of a problem: its K tile is fixed).
 constexpr double kEpilogueKTiles = 4.0;
 double score(const ConvProblem& p, const ConvConfig& c) {
   double m = double(p.gemm_m()), n = double(p.k);
@@ -30,22 +42,25 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double waves = std::ceil(tiles / sms);
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
-  double k_tiles = double(p.gemm_k() / p.padded_c()) * std::ceil(double(p.padded_c()) / c.tile_k);
+  double k_tiles = k_steps(p, c.fold_width, c.tile_k);
   double overlap = c.ctas_per_sm > 1 ? 1.0 : k_tiles / (k_tiles + kEpilogueKTiles);
-  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * overlap;
+  double k_work = double(p.gemm_k() / p.padded_c() * p.c) / (k_tiles * (c.tile_k + kKStepOverhead));
+  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * overlap * k_work;
 }
 
 // The K tile (elements) among the family's widths that loads the fewest zero channels, the widest of those: the K
 // loop walks each filter tap's channels in K tiles, so a K tile wider than the channels loads zeros (a 128-byte
-// tile over 8 fp32 channels: three quarters of every load and MMA).
-int channel_k_tile(const ConvProblem& p) {
+// tile over 8 fp32 channels: three quarters of every load and MMA). A folded config's K loop is a few taps of many
+// channels: there the tile of the cheapest loop (steps times their width and overhead) is taken.
+int channel_k_tile(const ConvProblem& p, bool fold) {
   int best = 0;
-  int64_t best_loaded = 0;
+  double best_cost = 0;
   const nlohmann::json axes = family_data("conv").at("config_space");  // a copy: the loop below outlives no temporary
   for (int bytes : axes.at("k_tile_bytes")) {
     int tile_k = bytes / element_bytes(p.element);
-    int64_t loaded = (p.padded_c() + tile_k - 1) / tile_k * tile_k;
-    if (!best || loaded < best_loaded || (loaded == best_loaded && tile_k > best)) best = tile_k, best_loaded = loaded;
+    double loaded = std::ceil(double(k_channels(p, fold)) / tile_k) * tile_k;
+    double cost = fold ? k_steps(p, true, tile_k) * (tile_k + kKStepOverhead) * 1e6 + loaded : loaded;
+    if (!best || cost < best_cost || (cost == best_cost && tile_k > best)) best = tile_k, best_cost = cost;
   }
   return best;
 }
@@ -121,6 +136,7 @@ nlohmann::json ConvConfig::to_json() const {
   } else {
     j.update({{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"cluster_m", cluster_m},
               {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
+    if (fold_width) j["fold_width"] = true;  // written only when set: unfolded configs keep their ids
   }
   j["family"] = "conv";
   return j;
@@ -149,6 +165,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.cluster_n = j.at("cluster_n");
     c.ctas_per_sm = j.value("ctas_per_sm", 1);  // configs recorded before the knob ran one CTA a SM
     c.consumer_warpgroups = j.value("consumer_warpgroups", 1);  // and one consumer warpgroup
+    c.fold_width = j.value("fold_width", false);
     return c;
   });
 }
@@ -160,9 +177,10 @@ std::string ConvConfig::summary() const {
     return fmt::format("{} conv{}d {} direct {}x{} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
                        to_string(element), tile_w, direct_tile_h(), fmt::join(filter, "x"), fmt::join(stride, "x"),
                        fmt::join(dilation, "x"), epilogue.key());
-  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
+  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
                      tile_n, tile_k, cluster_m, cluster_n, ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
-                     consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "", epilogue.key());
+                     consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "",
+                     fold_width ? " fold" : "", epilogue.key());
 }
 
 int64_t conv_cta_smem_bytes(const ConvConfig& c) {
@@ -176,9 +194,14 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.direct) return direct_config_rejection(p, c);
   if (p.direct())
     return fmt::format("an implicit GEMM takes groups 1; {} groups run as the direct kernel", p.groups);
-  if (int best = channel_k_tile(p); c.tile_k != best)
-    return fmt::format("a K tile of {} channels: the problem's {} (padded) channels load fewest zeros in K tiles of {}",
-                       c.tile_k, p.padded_c(), best);
+  if (c.fold_width && !p.can_fold_width())
+    return fmt::format("width taps folded into channels: only for a forward conv of more than one width tap whose "
+                       "{} (padded) channels fill less than the widest K tile", p.padded_c());
+  if (int best = channel_k_tile(p, c.fold_width); c.tile_k != best)
+    return c.fold_width ? fmt::format("a K tile of {} channels: the folded {} channels take the cheapest K loop in K "
+                                      "tiles of {}", c.tile_k, p.folded_c(), best)
+                        : fmt::format("a K tile of {} channels: the problem's {} (padded) channels load fewest zeros "
+                                      "in K tiles of {}", c.tile_k, p.padded_c(), best);
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
@@ -231,6 +254,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
         ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); });
       }
   } else {
+    for (bool fold : axes.at("fold_width"))
     for (int k_bytes : axes.at("k_tile_bytes"))
       for (const auto& mn : axes.at("tiles_mn"))
         for (const auto& cl : axes.at("clusters_mn"))
@@ -244,6 +268,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
               c.cluster_n = cl.at(1);
               c.ctas_per_sm = ctas;
               c.consumer_warpgroups = warpgroups;
+              c.fold_width = fold;
               // Three groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
               // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
               // clusters (no gain measured so far: last).
