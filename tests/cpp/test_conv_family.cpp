@@ -138,8 +138,7 @@ TEST(ConvFamily, ImageChannelsArePaddedAndUnalignedOutputChannelsStayPyTorchs) {
       << "so the composer never hands it a channels-last 3-channel x";
   EXPECT_TRUE(has(kernel, "r < rows ? src[r * cols + c] : Element(0)")) << "the padded channels are zero";
   std::string op = generate_conv_op_wrapper(rc).text;
-  EXPECT_TRUE(has(op, "const int64_t row = fold ? a.c * w.size(-1) : a.c;"));
-  EXPECT_TRUE(has(op, "at::constant_pad_nd(wl, {0, padded_c - row})")) << "and so are the filter's";
+  EXPECT_TRUE(has(op, "at::constant_pad_nd(wl, {0, vector - a.c % vector})")) << "and so are the filter's";
   GraphDoc odd;
   odd.input("w", {30, 16, 3, 3}, "float32", "parameter").input("x", {4, 16, 18, 18});
   odd.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w")}, {4, 30, 16, 16});
@@ -235,8 +234,7 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
   EXPECT_TRUE(has(kernel, "struct FactAct_hardtanh_")) << "ReLU6 from the table's expr";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   std::string op = generate_conv_op_wrapper(c).text;
-  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit, fold = false;"))
-      << "w read as PyTorch holds it";
+  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit;")) << "w read as PyTorch holds it";
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_FALSE(family->channels_last(p.to_json(), c.to_json()).writes) << "channel planes in and out";
@@ -417,13 +415,13 @@ TEST(ConvFamily, SmallChannelConvsFoldTheirWidthTaps) {
 
   std::string kernel = generate_conv_kernel(top).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kFoldWidth = true;"));
-  EXPECT_TRUE(has(kernel, "fold_width(a, ls.front(), base + w.x, stream);"));
+  EXPECT_TRUE(has(kernel, "fold_width(a, ls.front(), base + w.x, base + w.filters, stream);"));
   EXPECT_TRUE(has(kernel, "l.filter[w] = 1;")) << "the launch is a conv of width 1 over x'";
   EXPECT_TRUE(has(kernel, "col >= 0 && col < f.in_w ? src[ci * channel_step + col * column_step] : Element(0)"))
       << "padding and the channels past the taps are zeros";
-  std::string op = generate_conv_op_wrapper(top).text;
-  EXPECT_TRUE(has(op, "fold = true;"));
-  EXPECT_TRUE(has(op, "if (fold) wl = wl.reshape({w.size(0), -1, row});")) << "the filter's width taps side by side";
+  EXPECT_TRUE(has(kernel, "w_out[fr * f.channels + j] = tap < f.taps ? src[tap * f.padded_c + ci] : Element(0);"))
+      << "the filter's width taps side by side, from the ABI's unfolded filter (the op and the tuner hand that one)";
+  EXPECT_TRUE(has(kernel, "const void* filter = kFoldWidth ? base + w.filters : a.w;"));
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(family->channels_last(p.to_json(), top.to_json()).reads, std::vector<std::string>{"residual"})

@@ -92,7 +92,6 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["direct"] = boolean(c.direct);
-  v["fold_width"] = boolean(c.fold_width);
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
