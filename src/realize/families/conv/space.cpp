@@ -19,6 +19,14 @@ namespace {
 // A K step's fixed cost (its barriers, TMA issue and wgmma fence) in K elements of work: a K loop of many narrow
 // steps (an image's 4 channels a tap) is that overhead, not MMAs.
 constexpr double kKStepOverhead = 16.0;
+// A tile's epilogue in the same units: about kEpilogueKTiles K steps of 128 bytes of fp32 channels.
+constexpr double kEpilogueKTiles = 4.0;
+constexpr double kEpilogueCost = kEpilogueKTiles * (32 + kKStepOverhead);
+// A width fold's x' gather (s times x's bytes, written and read again) against its shorter K loop: measured on the
+// H200, KernelBench's 8-channel 3x3 convs (9 K steps of 8 channels -> 3 of 32, under their epilogue) ran 1.5-3.5%
+// slower folded, ResNet's 3-channel 7x7 stem (49 steps -> 7) 2.8x faster; a fold ranks first where it cuts the
+// tile's time by more than this.
+constexpr double kFoldGain = 1.15;
 
 // The channels a K step walks (a folded config's width taps times c) and how many K steps the loop takes.
 int64_t k_channels(const ConvProblem& p, bool fold) { return fold ? p.folded_c() : p.padded_c(); }
@@ -28,11 +36,9 @@ double k_steps(const ConvProblem& p, bool fold, int tile_k) {
 }
 
 // Higher is better: the share of computed tile elements that are output (tiles past M or N compute padding), the
-// last wave's fill across the SMs, the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA), the share
-// of a tile's time spent in its K loop: with one CTA a SM its epilogue (about kEpilogueKTiles K steps of stores) is
-// exposed, which a convolution's short K loop (c * taps) does not amortize; with two the other CTA's MMAs cover it;
-// and the K loop's useful work per step (the same for every unfolded config of a problem: its K tile is fixed).
-constexpr double kEpilogueKTiles = 4.0;
+// last wave's fill across the SMs, the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA), and a tile's
+// time: its K loop (steps times their width and overhead) and its epilogue, which with one CTA a SM follows the K
+// loop (a convolution's short K loop does not amortize it) and with two overlaps the other CTA's MMAs.
 double score(const ConvProblem& p, const ConvConfig& c) {
   double m = double(p.gemm_m()), n = double(p.k);
   double tiles_m = std::ceil(m / c.tile_m), tiles_n = std::ceil(n / c.tile_n);
@@ -42,10 +48,10 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double waves = std::ceil(tiles / sms);
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
-  double k_tiles = k_steps(p, c.fold_width, c.tile_k);
-  double overlap = c.ctas_per_sm > 1 ? 1.0 : k_tiles / (k_tiles + kEpilogueKTiles);
-  double k_work = double(p.gemm_k() / p.padded_c() * p.c) / (k_tiles * (c.tile_k + kKStepOverhead));
-  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * overlap * k_work;
+  double k_loop = k_steps(p, c.fold_width, c.tile_k) * (c.tile_k + kKStepOverhead);
+  double tile_time = c.ctas_per_sm > 1 ? std::max(k_loop, kEpilogueCost) : k_loop + kEpilogueCost;
+  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * (kEpilogueCost / tile_time) /
+         (c.fold_width ? kFoldGain : 1.0);
 }
 
 // The K tile (elements) among the family's widths that loads the fewest zero channels, the widest of those: the K
