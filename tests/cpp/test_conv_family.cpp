@@ -47,6 +47,17 @@ GraphDoc conv_relu_bias(const std::string& dtype = "float32", int64_t c = 16) {
   return d;
 }
 
+// ResNet's stem, small: x [2, 3, 32, 32], w [64, 3, 7, 7], stride 2, padding 3 -> [2, 64, 16, 16], then ReLU.
+GraphDoc resnet_stem() {
+  GraphDoc d;
+  d.input("w", {64, 3, 7, 7}, "float32", "parameter").input("x", {2, 3, 32, 32});
+  d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}), Json::array({3, 3}),
+                                         Json::array({1, 1}), 1}, {2, 64, 16, 16});
+  d.op("relu", "aten.relu.default", {ref_to("conv2d")}, {2, 64, 16, 16});
+  d.output("relu");
+  return d;
+}
+
 const Match& conv_match(const Plan& p) {
   for (const auto& e : p.entries)
     if (e.match.family == "conv") return e.match;
@@ -386,12 +397,7 @@ TEST(ConvFamily, KTileFitsTheChannels) {
 // gathered into x' [n, h, q, s * c]) makes 7 steps of 21 channels for ResNet's stem. The fold ranks first there, is
 // offered only where a tap's channels fill less than the widest K tile, and unfolded configs keep their ids.
 TEST(ConvFamily, SmallChannelConvsFoldTheirWidthTaps) {
-  GraphDoc stem;
-  stem.input("w", {64, 3, 7, 7}, "float32", "parameter").input("x", {2, 3, 32, 32});
-  stem.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}),
-                                            Json::array({3, 3}), Json::array({1, 1}), 1}, {2, 64, 16, 16});
-  stem.op("relu", "aten.relu.default", {ref_to("conv2d")}, {2, 64, 16, 16});
-  stem.output("relu");
+  GraphDoc stem = resnet_stem();
   ConvProblem p = problem_of(stem);
   ASSERT_TRUE(p.can_fold_width());
   EXPECT_EQ(p.folded_c(), 24) << "7 taps of 3 channels, padded to 16-byte vectors";
@@ -726,12 +732,7 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
 // A width-folded kernel (ResNet's 7x7 stride-2 stem over 3 channels): the gather of x' and the launch of width 1,
 // compiled for sm_90a.
 TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
-  GraphDoc stem;
-  stem.input("w", {64, 3, 7, 7}, "float32", "parameter").input("x", {2, 3, 32, 32});
-  stem.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}),
-                                            Json::array({3, 3}), Json::array({1, 1}), 1}, {2, 64, 16, 16});
-  stem.op("relu", "aten.relu.default", {ref_to("conv2d")}, {2, 64, 16, 16});
-  stem.output("relu");
+  GraphDoc stem = resnet_stem();
   ConvConfig c = enumerate_conv_configs(problem_of(stem), 1).ranked.at(0);
   ASSERT_TRUE(c.fold_width) << c.summary();
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_folded_stem", c.summary());

@@ -52,7 +52,7 @@ struct ConvProblem {
   // A width-folded kernel's channels (ConvConfig::fold_width): the filter's width taps times c, zero-padded alike.
   int64_t folded_c() const;
   // Whether folding the width taps into channels can help: a forward implicit GEMM with more than one width tap whose
-  // channels fill less than the widest K tile (an image's 3 channels: 4 of every 32 a K step loads are data).
+  // channels fill less than the widest K tile (an image's 3 channels: one 16-byte vector a tap, a K step each).
   bool can_fold_width() const;
   // The implicit GEMM's reduction: the padded channels times the taps (a transposed convolution's outputs each take at most
   // ceil(filter / stride) taps a dim, its phases' sub-filters).

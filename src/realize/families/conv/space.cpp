@@ -3,6 +3,7 @@
 // the implicit GEMM's tiles fill the output and the machine and how much of each tile's epilogue is hidden.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -60,12 +61,12 @@ double score(const ConvProblem& p, const ConvConfig& c) {
 // channels: there the tile of the cheapest loop (steps times their width and overhead) is taken.
 int channel_k_tile(const ConvProblem& p, bool fold) {
   int best = 0;
-  double best_cost = 0;
+  std::pair<double, double> best_cost;  // (the K loop's cost where folded, channels loaded)
   const nlohmann::json axes = family_data("conv").at("config_space");  // a copy: the loop below outlives no temporary
   for (int bytes : axes.at("k_tile_bytes")) {
     int tile_k = bytes / element_bytes(p.element);
     double loaded = std::ceil(double(k_channels(p, fold)) / tile_k) * tile_k;
-    double cost = fold ? k_steps(p, true, tile_k) * (tile_k + kKStepOverhead) * 1e6 + loaded : loaded;
+    std::pair<double, double> cost{fold ? k_steps(p, true, tile_k) * (tile_k + kKStepOverhead) : 0.0, loaded};
     if (!best || cost < best_cost || (cost == best_cost && tile_k > best)) best = tile_k, best_cost = cost;
   }
   return best;
