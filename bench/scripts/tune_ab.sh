@@ -2,7 +2,9 @@
 # A kernel template against another version of itself, on the device: every problem's patterns of one family tuned
 # with the working tree's template, then with OLD in its place, each from an empty kernel cache and tuning database,
 # so both measure the same ranked configs (a template's code is not in the ranking). For changes inside a kernel
-# (an epilogue's stores) where a suite's per-problem times would mix in everything else.
+# (an epilogue's stores) where a suite's per-problem times would mix in everything else. TEMPLATE may also be a data
+# file the tune reads: data/families/conv.json against a copy with one config axis narrowed (e.g. "fold_width":
+# [false]) measures what each ranking picks.
 # Usage (device): bash bench/scripts/tune_ab.sh FAMILY TEMPLATE OLD TOP problem.py...
 #   TEMPLATE: the tree's file (e.g. templates/cutlass/conv_output_store.hpp.in); OLD: the other version, carried in an
 #   ignored folder (e.g. `mkdir -p .ab && git show HEAD~1:TEMPLATE > .ab/old.in`, carry .ab).

@@ -421,13 +421,13 @@ TEST(ConvFamily, SmallChannelConvsFoldTheirWidthTaps) {
 
   std::string kernel = generate_conv_kernel(top).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kFoldWidth = true;"));
-  EXPECT_TRUE(has(kernel, "fold_width(a, ls.front(), base + w.x, base + w.filters, stream);"));
+  EXPECT_TRUE(has(kernel, "fold_width(a, p.launches.front(), base + w.x, base + w.filters, stream);"));
   EXPECT_TRUE(has(kernel, "l.filter[w] = 1;")) << "the launch is a conv of width 1 over x'";
   EXPECT_TRUE(has(kernel, "col >= 0 && col < f.in_w ? src[ci * channel_step + col * column_step] : Element(0)"))
       << "padding and the channels past the taps are zeros";
   EXPECT_TRUE(has(kernel, "w_out[fr * f.channels + j] = tap < f.taps ? src[tap * f.padded_c + ci] : Element(0);"))
       << "the filter's width taps side by side, from the ABI's unfolded filter (the op and the tuner hand that one)";
-  EXPECT_TRUE(has(kernel, "const void* filter = kFoldWidth ? base + w.filters : a.w;"));
+  EXPECT_TRUE(has(kernel, "const void* filter = kFoldWidth ? base + w.filters : a.transposed ? base + w.filters + l.filter_offset : a.w;"));
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(family->channels_last(p.to_json(), top.to_json()).reads, std::vector<std::string>{"residual"})
@@ -486,7 +486,7 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "KernelImplicitTmaWarpSpecializedSm90;"));
   EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
   EXPECT_TRUE(has(kernel, "a.vectors[0]"));
-  EXPECT_TRUE(has(kernel, "if (!x_in_place(a)) {")) << "x arrives channels-first unless the call says otherwise";
+  EXPECT_TRUE(has(kernel, "else if (!x_in_place(a))")) << "x arrives channels-first unless the call says otherwise";
   EXPECT_TRUE(has(kernel, "store.channels_last = (a.channels_last & kOutLast) != 0;"));
   EXPECT_TRUE(has(kernel, "using StoreNode =\n    fact_evt::ConvOutputStore<")) << "the tree's last node writes the output";
   EXPECT_TRUE(has(kernel, "fusion::Sm90EVT<StoreNode, FusionTree>"));
@@ -495,6 +495,10 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "ElementC, Layout, kAlignment, void, Layout")) << "D is void: no channels-last copy of the output";
   EXPECT_FALSE(has(kernel, "transpose(out_last")) << "and no transpose after the conv";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
+  // A call like the last ones launches the params kept for it (no TMA descriptors encoded, no attribute set again).
+  EXPECT_TRUE(has(kernel, "if (p.params.empty() || p.params_workspace != a.workspace)"));
+  EXPECT_TRUE(has(kernel, "if (Conv::run(p.params[i], stream) != cutlass::Status::kSuccess) {"));
+  EXPECT_TRUE(has(kernel, "std::memcmp(&p.key, &a, kCallKeyBytes) == 0")) << "every field up to alpha is the key";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.vectors[0] = held[0].data_ptr();"));
   EXPECT_TRUE(has(op, conv_op_schema(c)));
@@ -689,8 +693,8 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
             "torch.ops.fact." + c.id() + "(x, w, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [], "
             "w_constant=True)");
   std::string kernel = generate_conv_kernel(c).text;
-  EXPECT_TRUE(has(kernel, "gather(a, l, sub_filter, stream);"));
-  EXPECT_TRUE(has(kernel, "for (const Launch& l : ls)")) << "one forward launch a phase";
+  EXPECT_TRUE(has(kernel, "if (a.transposed) gather(a, p.launches[i], base + w.filters + p.launches[i].filter_offset, stream);"));
+  EXPECT_TRUE(has(kernel, "for (size_t i = 0; i < p.launches.size(); ++i) {")) << "one forward launch a phase";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.k = w.size(1 - w_in);")) << "w is [c, k, ...] when transposed";
 }
