@@ -39,6 +39,12 @@ ConvDims spatial_attr(const discover::Match& m, const char* name, int dims, int6
 
 std::string dims_text(const ConvDims& d) { return fmt::format("{}", fmt::join(d, "x")); }
 
+// channels rounded up to whole 16-byte vectors of the element (TMA's unit).
+int64_t whole_vectors(int64_t channels, Element element) {
+  int64_t vec = 16 / element_bytes(element);
+  return (channels + vec - 1) / vec * vec;
+}
+
 }  // namespace
 
 Numerics ConvProblem::numerics() const {
@@ -47,15 +53,9 @@ Numerics ConvProblem::numerics() const {
   return direct() ? Numerics::fp32 : Numerics::tf32;
 }
 
-int64_t ConvProblem::padded_c() const {
-  int64_t vec = 16 / element_bytes(element);
-  return (c + vec - 1) / vec * vec;
-}
+int64_t ConvProblem::padded_c() const { return whole_vectors(c, element); }
 
-int64_t ConvProblem::folded_c() const {
-  int64_t vec = 16 / element_bytes(element);
-  return (filter[2] * c + vec - 1) / vec * vec;
-}
+int64_t ConvProblem::folded_c() const { return whole_vectors(filter[2] * c, element); }
 
 bool ConvProblem::can_fold_width() const {
   const nlohmann::json axes = family_data("conv").at("config_space");
