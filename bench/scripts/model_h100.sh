@@ -2,7 +2,9 @@
 # One whole model (bench/models/*.py: torchvision's ResNet-50, MobileNetV2, ...) through `fact optimize` on the device,
 # resumable over calls: the tuning database of the previous call, carried in .bench-state/<model>.sqlite, keeps every
 # workload tuned so far (its winners spend none of the tuning budget).
-# Usage (device): [BUDGET=s] [LIMIT=s] bash bench/scripts/model_h100.sh bench/models/tv_resnet50.py
+# Usage (device): [BUDGET=s] [LIMIT=s] [TOP=n] bash bench/scripts/model_h100.sh bench/models/tv_resnet50.py
+#   TOP: candidates measured per pattern (1: the ranking's first; more for workloads deleted from a carried database
+#   to be tuned again).
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state (copy $OUT/<model>.sqlite there).
 # Returns in $OUT: <model>.tgz (the optimize folder without binaries: report.json/md, tune.json, e2e.log, ...) and
 # <model>.sqlite (the tuning database). Merge: fusion_report.py --benchmark conv --models <unpacked folder>.
@@ -15,7 +17,7 @@ mkdir -p "$out"
 [ -f ".bench-state/$name.sqlite" ] && cp ".bench-state/$name.sqlite" "$out/tuning.sqlite" && echo "resuming from .bench-state/$name.sqlite"
 # torch.compile default and reduce-overhead are timed, max-autotune (minutes of compiling a model) is not; the
 # end-to-end check times the composed module op by op and as one CUDA graph and delivers the faster (replay.json).
-timeout "${LIMIT:-540}" "$FACT_BIN" optimize "$model" --out "$out" --top 1 \
+timeout "${LIMIT:-540}" "$FACT_BIN" optimize "$model" --out "$out" --top "${TOP:-1}" \
   --tune-budget "${BUDGET:-360}" --no-max-autotune --db "$out/tuning.sqlite" > "$out/log.txt" 2>&1
 echo "optimize exit $?"
 grep -E "e2e_check: |falling back|Fell back" "$out/e2e.log" "$out/log.txt" | head -12

@@ -9,7 +9,8 @@
 #   TEMPLATE: the tree's file (e.g. templates/cutlass/conv_output_store.hpp.in); OLD: the other version, carried in an
 #   ignored folder (e.g. `mkdir -p .ab && git show HEAD~1:TEMPLATE > .ab/old.in`, carry .ab).
 # Returns in $OUT: <new|old>/<problem>.json (fact tune --report, with each pattern's timed layouts under "variants"),
-# <new|old>/<problem>.log, and ab.md / ab.json (per pattern and timed layout: best kernel and baseline, both versions).
+# <new|old>/<problem>.log, and ab.md / ab.json (per pattern and timed layout: best kernel and baseline, both versions;
+# each version's measured candidates).
 set -uo pipefail
 source bench/scripts/device_env.sh
 family=$1 template=$2 old=$3 top=$4
@@ -35,8 +36,9 @@ for version in new old; do
   wait
   echo "$version: $(( $(date +%s) - start )) s"
 done
-# What comes back from $OUT is limited in count: the plans, measurement folders and databases stay here.
-rm -rf "$OUT"/new/work-* "$OUT"/old/work-* "$OUT"/*/*.plan.json "$OUT"/*/tuning.sqlite
+# What comes back from $OUT is limited in count: the plans, measurement folders and databases stay here (each
+# version's measured candidates go into ab.json first).
+rm -rf "$OUT"/new/work-* "$OUT"/old/work-* "$OUT"/*/*.plan.json
 python3 - "$OUT" "$@" <<'PY' | tee "$OUT/ab.md"
 import json, os, sys
 out, problems = sys.argv[1], [os.path.basename(p)[:-3] for p in sys.argv[2:]]
@@ -65,5 +67,19 @@ for name in problems:
                           "new_baseline_ms": a.get("baseline_ms"), "old_baseline_ms": b.get("baseline_ms")})
             print(f"| {name} | {pid} | {layout} | {ms(a.get('fact_ms'))} | {ms(b.get('fact_ms'))} | "
                   f"{ms(a.get('baseline_ms'))} / {ms(b.get('baseline_ms'))} |")
-json.dump({"rows": table}, open(f"{out}/ab.json", "w"), indent=1)
+# Every measured candidate of each version: config (tile, CTAs a SM, warpgroups, cluster, splits, ...), time, status.
+import sqlite3
+candidates = {}
+for version in ("new", "old"):
+    try:
+        db = sqlite3.connect(f"{out}/{version}/tuning.sqlite")
+        candidates[version] = [
+            {"workload": w, "config_id": c, "status": st, "time_ms": t,
+             "config": {k: v for k, v in json.loads(cfg).items() if k not in ("epilogue", "arch", "element", "family")}}
+            for w, c, st, t, cfg in db.execute("SELECT workload_id, config_id, status, time_ms, config FROM candidates "
+                                               "ORDER BY workload_id, time_ms")]
+    except sqlite3.Error as e:
+        candidates[version] = {"error": str(e)}
+json.dump({"rows": table, "candidates": candidates}, open(f"{out}/ab.json", "w"), indent=1)
 PY
+rm -f "$OUT"/*/tuning.sqlite

@@ -213,8 +213,10 @@ TuneOutcome tune_candidates(const TuneSubject& subject, TuningDb& db, const Tune
     out.status = "cached";
     out.workload_id = w->workload_id;
     out.winner = w->config_id;
-    out.fact_ms = w->time_ms;
     out.baseline_ms = w->baseline_ms;
+    out.baseline_name = w->baseline_name;
+    // A PyTorch winner reports the fastest FACT kernel it beat (none: no candidate ran), as a fresh tune does.
+    out.fact_ms = w->config_id == kBaselineWinner ? w->best_candidate_ms : w->time_ms;
     if (w->config_id != kBaselineWinner) {
       out.winner_config = w->config;
       TuneCandidate recorded = subject.rebuild(w->config);

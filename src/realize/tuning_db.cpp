@@ -494,12 +494,15 @@ void TuningDb::set_winner(long long workload_id, const std::string& winner) {
 namespace {
 
 // A winner from a row of (workload id, winner, its candidate's config, its time, baseline ms, device name).
+// Columns: id, winner, the winner's config and time, baseline ms, device, baseline name, fastest ok candidate's ms.
 Winner read_winner(Statement& s) {
   Winner w;
   w.workload_id = s.integer(0);
   w.config_id = s.text(1);
   w.baseline_ms = s.real(4);
   w.device_name = s.text(5);
+  w.baseline_name = s.text(6);
+  w.best_candidate_ms = s.real(7);
   if (w.config_id == kBaselineWinner) {
     w.time_ms = w.baseline_ms;
   } else {
@@ -513,7 +516,8 @@ Winner read_winner(Statement& s) {
 
 std::optional<Winner> TuningDb::get_winner(const WorkloadKey& key) {
   Statement s(db_, path_, R"sql(
-SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name
+SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name, w.baseline_name,
+  (SELECT MIN(b.time_ms) FROM candidates b WHERE b.workload_id = w.id AND b.status = 'ok')
 FROM workloads w LEFT JOIN candidates c ON c.workload_id = w.id AND c.config_id = w.winner
 WHERE w.key = ? AND w.winner IS NOT NULL)sql");
   s.bind(1, key.canonical());
@@ -547,7 +551,7 @@ std::vector<Winner> TuningDb::neighbour_winners(const WorkloadKey& key, const st
   const WorkloadKey c = canonicalized(key);
   const nlohmann::json fixed = without_fields(c.shape, free_fields);
   Statement s(db_, path_, R"sql(
-SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name, w.shape
+SELECT w.id, w.winner, c.config, c.time_ms, w.baseline_ms, w.device_name, w.baseline_name, NULL, w.shape
 FROM workloads w JOIN candidates c ON c.workload_id = w.id AND c.config_id = w.winner
 WHERE w.pattern = ? AND w.dtype = ? AND w.layout = ? AND w.numerics = ? AND w.arch = ? AND w.cutlass_version = ?
   AND w.nvcc_version = ? AND w.key <> ? AND w.winner <> ? ORDER BY w.id)sql");
@@ -555,7 +559,7 @@ WHERE w.pattern = ? AND w.dtype = ? AND w.layout = ? AND w.numerics = ? AND w.ar
   s.bind(6, c.cutlass_version).bind(7, c.nvcc_version).bind(8, key.canonical()).bind(9, std::string(kBaselineWinner));
   std::vector<std::pair<double, Winner>> found;
   while (s.step()) {
-    nlohmann::json shape = parse_stored_json(s.text(6));
+    nlohmann::json shape = parse_stored_json(s.text(8));
     if (s.is_null(2) || without_fields(shape, free_fields) != fixed) continue;
     found.emplace_back(free_field_distance(shape, c.shape, free_fields), read_winner(s));
   }

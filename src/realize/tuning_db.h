@@ -75,6 +75,8 @@ struct Winner {
   nlohmann::json config;                // null for the baseline
   std::optional<double> time_ms;
   std::optional<double> baseline_ms;
+  std::string baseline_name;
+  std::optional<double> best_candidate_ms;  // the fastest "ok" candidate's time (what a baseline winner beat)
   std::string device_name;              // the GPU it was measured on ("" when not recorded)
 };
 

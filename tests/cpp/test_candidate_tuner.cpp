@@ -200,6 +200,11 @@ TEST_F(CandidateTuner, AWinNeedsMoreThanTheMarginOtherwisePyTorchIsKept) {
   EXPECT_NE(out.message.find("best FACT kernel a took 0.9800 ms, torch.matmul 1.0000 ms"), std::string::npos) << out.message;
   EXPECT_TRUE(out.library.empty());
   EXPECT_EQ(db->get_winner(out.key)->config_id, kBaselineWinner);
+  auto again = tune_candidates(subject("gemm_close"), *db, options);
+  EXPECT_EQ(again.status, "cached");
+  EXPECT_DOUBLE_EQ(*again.fact_ms, 0.98) << "a cached PyTorch winner reports the kernel it beat, not its own time";
+  EXPECT_DOUBLE_EQ(*again.baseline_ms, 1.0);
+  EXPECT_EQ(again.baseline_name, "torch.matmul");
 
   answer["candidates"] = {candidate("a", "ok", 0.969)};
   options.force = true;

@@ -2,6 +2,7 @@
 // (per-channel [K, 1, 1] vectors are row broadcasts), the problem's checks (TMA's channel alignment, groups, output
 // extents), the config spaces (implicit GEMM, direct), the kernels and op wrapper rendered from their templates, the
 // composed call, and (tests named *Nvcc*) nvcc compiles for sm_90a.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -318,7 +319,7 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
   EXPECT_TRUE(has(kernel, "constexpr int kCtasPerSm = 2;"));
   EXPECT_TRUE(has(kernel, "constexpr int kCtaSmem = 114688;")) << "112 KB a CTA, from conv.json's limits";
   EXPECT_EQ(conv_cta_smem_bytes(space.ranked.front()), 114688);
-  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm>;"));
+  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits>;"));
   EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = CtasPerSm;"))
       << "the launch bounds that keep nvcc to 128 registers with 2";
   ConvConfig old = ConvConfig::from_json([&] { auto j = space.ranked.front().to_json(); j.erase("ctas_per_sm"); return j; }());
@@ -497,7 +498,7 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   // A call like the last ones launches the params kept for it (no TMA descriptors encoded, no attribute set again).
   EXPECT_TRUE(has(kernel, "if (p.params.empty() || p.params_workspace != a.workspace)"));
-  EXPECT_TRUE(has(kernel, "if (Conv::run(p.params[i], stream) != cutlass::Status::kSuccess) {"));
+  EXPECT_TRUE(has(kernel, "Conv::run(p.params[i], stream) != cutlass::Status::kSuccess) {"));
   EXPECT_TRUE(has(kernel, "std::memcmp(&p.key, &a, kCallKeyBytes) == 0")) << "every field up to alpha is the key";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.vectors[0] = held[0].data_ptr();"));
@@ -745,7 +746,8 @@ TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
 // Two consumer warpgroups on one 128-row tile (CUTLASS's cooperative layout, built here since the conv builder refuses
 // that schedule) in a 2x1 cluster, whose CTAs walk neighbouring tiles together so the filter tile is multicast on
 // every tile: the persistent loop's cluster path and its register hand-over, compiled for sm_90a.
-TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterCompile) {
+// Split in two, too: each unit's K range, the partials and the arrival counts of a cluster's tiles.
+TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterSplitKCompile) {
   GraphDoc d = conv_relu_bias();
   ConvProblem p = problem_of(d);
   ConvConfig c = enumerate_conv_configs(p, 1).ranked.at(0);
@@ -755,9 +757,11 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterCompile) {
   c.cluster_n = 1;
   c.ctas_per_sm = 1;
   c.consumer_warpgroups = 2;
+  c.splits = 2;
   ASSERT_EQ(conv_config_rejection(p, c), "");
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr int kConsumerWarpGroups = 2;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kSplits = 2;"));
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_2wg_cluster", c.summary());
 }
 
@@ -888,4 +892,55 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   EXPECT_FALSE(family.in_channels_last_chain(grouped.to_json()).contains("channels_last"));
   grouped.channels_last = true;
   EXPECT_THROW(grouped.validate(), Error);
+}
+
+// A ReLU'd convolution of x [n, c, size, size] by a k x c x filter x filter weight (stride 1, "same" padding).
+GraphDoc conv_relu_square(int64_t n, int64_t c, int64_t k, int64_t size, int64_t filter) {
+  GraphDoc d;
+  const std::vector<int64_t> out = {n, k, size, size};
+  d.input("w", {k, c, filter, filter}, "float32", "parameter").input("x", {n, c, size, size});
+  d.op("conv2d", "aten.conv2d.default", {ref_to("x"), ref_to("w"), nullptr, Json::array({1, 1}),
+                                         Json::array({filter / 2, filter / 2}), Json::array({1, 1}), 1}, out);
+  d.op("relu", "aten.relu.default", {ref_to("conv2d")}, out);
+  d.output("relu");
+  return d;
+}
+
+// ResNet-50's layer4 at batch 32: 1568 output pixels of 2048 -> 512 channels make 52 128x128 tiles for 264 resident
+// CTAs, each a K loop of 64 steps; split-K runs them as units of part of the loop, reduced by the last. Layer1's 56x56
+// images (784 tiles) have CTAs enough and never split.
+TEST(ConvFamily, FewTilesOfLongKLoopsSplitK) {
+  GraphDoc deep = conv_relu_square(32, 2048, 512, 7, 1);
+  ConvProblem p = problem_of(deep);
+  auto space = enumerate_conv_configs(p, 1000).ranked;
+  ASSERT_FALSE(space.empty());
+  const ConvConfig& top = space.front();
+  EXPECT_GT(top.splits, 1) << top.summary();
+  EXPECT_TRUE(has(top.summary(), fmt::format(" splitk{}", top.splits)));
+  EXPECT_EQ(top.to_json().at("splits"), top.splits);
+  EXPECT_EQ(ConvConfig::from_json(top.to_json()).id(), top.id());
+  for (const auto& k : space)
+    if (k.splits == 1) EXPECT_FALSE(k.to_json().contains("splits")) << "written only when set: unsplit ids unchanged";
+  EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const ConvConfig& k) { return k.splits == 1; }));
+  std::string kernel = generate_conv_kernel(top).text;
+  EXPECT_TRUE(has(kernel, fmt::format("constexpr int kSplits = {};", top.splits)));
+  EXPECT_TRUE(has(kernel, "fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits>"));
+  EXPECT_TRUE(has(kernel, "if (k_tiles < kSplits) return FACT_ERR_SHAPE;")) << "each split needs a K tile";
+  EXPECT_TRUE(has(kernel, "ConvKernel::reset_arrivals(p.params[i], stream) != cudaSuccess"))
+      << "the arrival counts are zeroed before every launch";
+  EXPECT_TRUE(has(kernel, "Barrier::wait_eq(params.arrivals, mma_thread_idx, int(tile), Splits - 1);"));
+
+  GraphDoc wide = conv_relu_square(32, 64, 256, 56, 1);
+  ConvProblem wp = problem_of(wide);
+  auto wide_space = enumerate_conv_configs(wp, 1000).ranked;
+  EXPECT_EQ(wide_space.front().splits, 1) << wide_space.front().summary();
+  // A 1x1 conv of 64 channels has 2 K tiles of 32: no third split; nor does a transposed convolution split.
+  ConvConfig three = wide_space.front();
+  three.splits = 3;
+  EXPECT_TRUE(has(conv_config_rejection(wp, three), "3 splits of a K loop of 2 K tiles")) << conv_config_rejection(wp, three);
+  three.splits = 2;
+  EXPECT_EQ(conv_config_rejection(wp, three), "");
+  ConvProblem transposed = wp;
+  transposed.transposed = true;
+  EXPECT_TRUE(has(conv_config_rejection(transposed, three), "forward convolution only"));
 }

@@ -77,6 +77,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["fold_width"] = boolean(c.fold_width);
+  v["splits"] = std::to_string(c.splits);
   return render_family_template("conv", "kernel_template", c.id(), v);
 }
 

@@ -98,6 +98,10 @@ struct ConvConfig {
   // x's ci at column q * stride - padding + j * dilation) and runs a conv of width 1, so that a K step loads whole
   // taps' rows of channels instead of 16 bytes a pixel (ConvProblem::can_fold_width).
   bool fold_width = false;
+  // Split-K: each tile's K loop cut into this many units of work, which CTAs take like tiles; all but the last store
+  // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
+  // problems of fewer tiles than the CTAs resident at once (small images of many channels).
+  int splits = 1;
   // direct (a grouped convolution's kernel, templates/cute/conv_direct.cu.in): a CTA of conv.json's direct_threads
   // computes tile_w x direct_tile_h() outputs of one channel's plane (each lane every 32nd column, each warp
   // rows_per_warp rows), specialized on the filter, stride and dilation (loops unrolled); the fields above are unused.

@@ -1,6 +1,7 @@
 // The conv config (id, summary, JSON) and its config space: every (tile, K tile, cluster, CTAs a SM, consumer
-// warpgroups) of the family's data file whose accumulators fit the consumer warpgroups' registers, ranked by how well
-// the implicit GEMM's tiles fill the output and the machine and how much of each tile's epilogue is hidden.
+// warpgroups, fold, splits) of the family's data file whose accumulators fit the consumer warpgroups' registers,
+// ranked by how well the implicit GEMM's tiles fill the output and the machine and how much of each tile's epilogue
+// is hidden.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -23,6 +24,8 @@ constexpr double kKStepOverhead = 16.0;
 // A tile's epilogue in the same units: about kEpilogueKTiles K steps of 128 bytes of fp32 channels.
 constexpr double kEpilogueKTiles = 4.0;
 constexpr double kEpilogueCost = kEpilogueKTiles * (32 + kKStepOverhead);
+// Split-K must cut the modelled time by this much to rank first (its partials' traffic is modelled only roughly).
+constexpr double kSplitGain = 1.15;
 // A width fold's x' gather (s times x's bytes, written and read again) against its shorter K loop: measured on the
 // H200, KernelBench's 8-channel 3x3 convs (9 K steps of 8 channels -> 3 of 32, under their epilogue) ran 1.5-3.5%
 // slower folded, ResNet's 3-channel 7x7 stem (49 steps -> 7) 2.8x faster; a fold ranks first where it cuts the
@@ -50,9 +53,17 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
   double k_loop = k_steps(p, c.fold_width, c.tile_k) * (c.tile_k + kKStepOverhead);
-  double tile_time = c.ctas_per_sm > 1 ? std::max(k_loop, kEpilogueCost) : k_loop + kEpilogueCost;
-  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * (kEpilogueCost / tile_time) /
-         (c.fold_width ? kFoldGain : 1.0);
+  auto tile_time = [&](double loop) { return c.ctas_per_sm > 1 ? std::max(loop, kEpilogueCost) : loop + kEpilogueCost; };
+  // Split-K: the units' waves over the CTAs resident at once (two a SM overlap, each mostly waiting on its loads),
+  // each a split's K loop and the last's reduction (a partial's store and load each about half an epilogue).
+  double split_gain = 1;
+  if (c.splits > 1) {
+    double slots = sms * c.ctas_per_sm, s = c.splits;
+    double split_time = std::ceil(tiles * s / slots) * (tile_time(k_loop / s) + (s - 1) * kEpilogueCost / 2);
+    split_gain = std::ceil(tiles / slots) * tile_time(k_loop) / split_time / kSplitGain;
+  }
+  return utilization * (0.6 + 0.4 * fill) * std::min(1.0, 0.5 + 0.5 * intensity) * (kEpilogueCost / tile_time(k_loop)) *
+         split_gain / (c.fold_width ? kFoldGain : 1.0);
 }
 
 // The K tile (elements) among the family's widths that loads the fewest zero channels, the widest of those: the K
@@ -144,6 +155,7 @@ nlohmann::json ConvConfig::to_json() const {
     j.update({{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"cluster_m", cluster_m},
               {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
     if (fold_width) j["fold_width"] = true;  // written only when set: unfolded configs keep their ids
+    if (splits > 1) j["splits"] = splits;    // and unsplit ones
   }
   j["family"] = "conv";
   return j;
@@ -173,6 +185,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.ctas_per_sm = j.value("ctas_per_sm", 1);  // configs recorded before the knob ran one CTA a SM
     c.consumer_warpgroups = j.value("consumer_warpgroups", 1);  // and one consumer warpgroup
     c.fold_width = j.value("fold_width", false);
+    c.splits = j.value("splits", 1);
     return c;
   });
 }
@@ -184,10 +197,11 @@ std::string ConvConfig::summary() const {
     return fmt::format("{} conv{}d {} direct {}x{} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
                        to_string(element), tile_w, direct_tile_h(), fmt::join(filter, "x"), fmt::join(stride, "x"),
                        fmt::join(dilation, "x"), epilogue.key());
-  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element), tile_m,
-                     tile_n, tile_k, cluster_m, cluster_n, ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
-                     consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "",
-                     fold_width ? " fold" : "", epilogue.key());
+  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
+                     tile_m, tile_n, tile_k, cluster_m, cluster_n,
+                     ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
+                     consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "", fold_width ? " fold" : "",
+                     splits > 1 ? fmt::format(" splitk{}", splits) : "", epilogue.key());
 }
 
 int64_t conv_cta_smem_bytes(const ConvConfig& c) {
@@ -211,6 +225,12 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
                                       "in K tiles of {}", c.tile_k, p.padded_c(), best);
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
+  if (c.splits < 1) return fmt::format("{} splits of the K loop: 1 or more", c.splits);
+  if (c.splits > 1 && p.transposed)
+    return "split-K for a forward convolution only: a transposed one's phases each have a K loop of their own";
+  if (c.splits > 1 && k_steps(p, c.fold_width, c.tile_k) < c.splits)
+    return fmt::format("{} splits of a K loop of {} K tiles: each split needs one", c.splits,
+                       k_steps(p, c.fold_width, c.tile_k));
   if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
     return fmt::format("{} consumer warpgroups: 1 or 2 only", c.consumer_warpgroups);
   // Two consumer warpgroups split the tile's rows in wgmma's 64-row steps.
@@ -262,6 +282,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
       }
   } else {
     for (bool fold : axes.at("fold_width"))
+    for (int splits : axes.at("splits"))
     for (int k_bytes : axes.at("k_tile_bytes"))
       for (const auto& mn : axes.at("tiles_mn"))
         for (const auto& cl : axes.at("clusters_mn"))
@@ -276,6 +297,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
               c.ctas_per_sm = ctas;
               c.consumer_warpgroups = warpgroups;
               c.fold_width = fold;
+              c.splits = splits;
               // Three groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
               // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
               // clusters (no gain measured so far: last).
