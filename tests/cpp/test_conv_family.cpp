@@ -932,15 +932,20 @@ TEST(ConvFamily, FewTilesOfLongKLoopsSplitK) {
 
   GraphDoc wide = conv_relu_square(32, 64, 256, 56, 1);
   ConvProblem wp = problem_of(wide);
-  auto wide_space = enumerate_conv_configs(wp, 1000).ranked;
-  EXPECT_EQ(wide_space.front().splits, 1) << wide_space.front().summary();
-  // A 1x1 conv of 64 channels has 2 K tiles of 32: no third split; nor does a transposed convolution split.
-  ConvConfig three = wide_space.front();
+  for (const auto& k : enumerate_conv_configs(wp, 1000).ranked) EXPECT_EQ(k.splits, 1) << k.summary();
+  ConvConfig split = enumerate_conv_configs(wp, 1).ranked.at(0);
+  split.splits = 2;
+  EXPECT_TRUE(has(conv_config_rejection(wp, split), "fewer than the CTAs resident at once")) << conv_config_rejection(wp, split);
+  // Layer3's 1x1 of 64 -> 256 channels at 7x7 (fewer tiles) has 2 K tiles of 32: no third split; nor does a
+  // transposed convolution split.
+  GraphDoc short_k = conv_relu_square(32, 64, 256, 7, 1);
+  ConvProblem sp = problem_of(short_k);
+  ConvConfig three = enumerate_conv_configs(sp, 1).ranked.at(0);
   three.splits = 3;
-  EXPECT_TRUE(has(conv_config_rejection(wp, three), "3 splits of a K loop of 2 K tiles")) << conv_config_rejection(wp, three);
+  EXPECT_TRUE(has(conv_config_rejection(sp, three), "3 splits of a K loop of 2 K tiles")) << conv_config_rejection(sp, three);
   three.splits = 2;
-  EXPECT_EQ(conv_config_rejection(wp, three), "");
-  ConvProblem transposed = wp;
+  EXPECT_EQ(conv_config_rejection(sp, three), "");
+  ConvProblem transposed = sp;
   transposed.transposed = true;
   EXPECT_TRUE(has(conv_config_rejection(transposed, three), "forward convolution only"));
 }
