@@ -246,7 +246,9 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
   EXPECT_TRUE(has(kernel, "struct FactAct_hardtanh_")) << "ReLU6 from the table's expr";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
   std::string op = generate_conv_op_wrapper(c).text;
-  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit;")) << "w read as PyTorch holds it";
+  EXPECT_TRUE(has(op, "const bool implicit = !true, as_is = transposed || !implicit, any_layout = false;"))
+      << "w read as PyTorch holds it, x and out channels-first";
+  EXPECT_TRUE(has(kernel, "constexpr bool kChannelsLast = false;"));
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_FALSE(family->channels_last(p.to_json(), c.to_json()).writes) << "channel planes in and out";
@@ -269,7 +271,7 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
     enumerate_conv_configs(problem_of(wide), 1);
     FAIL() << "32 input channels a group";
   } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "stages one plane at a time")) << e.what();
+    EXPECT_TRUE(has(e.what(), "reads each output's group channel by channel")) << e.what();
   }
 }
 
@@ -778,7 +780,7 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
 }
 
 // The direct kernel of a depthwise convolution with a grown epilogue (two per-channel vectors, ReLU6's generated
-// functor) and of a 3-D grouped one with a residual, compiled for sm_90a.
+// functor) and of a 3-D grouped one with a residual, off a chain and in one, compiled for sm_90a.
 TEST(ConvCodegenNvcc, Sm90Fp32DirectGroupedKernelsCompile) {
   GraphDoc d = depthwise_bn_relu6();
   ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
@@ -793,6 +795,12 @@ TEST(ConvCodegenNvcc, Sm90Fp32DirectGroupedKernelsCompile) {
   ASSERT_TRUE(c3.direct && c3.epilogue.tree.reads_source("residual")) << c3.summary();
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_depthwise", c.summary());
   expect_kernel_compiles(c3.arch, generate_conv_kernel(c3).text, "sm90_fp32_conv3d_grouped_residual", c3.summary());
+  // The same 3-D grouped convolution in a chain: the element kernel, any layout.
+  ConvProblem chained = problem_of(g3);
+  chained.channels_last = true;
+  ConvConfig cl = enumerate_conv_configs(chained, 1).ranked.at(0);
+  ASSERT_TRUE(cl.direct && cl.channels_last) << cl.summary();
+  expect_kernel_compiles(cl.arch, generate_conv_kernel(cl).text, "sm90_fp32_conv3d_grouped_channels_last", cl.summary());
 }
 
 #include <filesystem>
@@ -886,12 +894,37 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   EXPECT_NE(family.workload_key("conv", first).canonical(), family.workload_key("conv", chained).canonical());
   EXPECT_EQ(family.measure_problem(chained).value("channels_last", false), true) << "the Python case reads it";
 
+  // A grouped convolution in a chain is tuned channels-last too, by the direct kernel of an element a thread (so
+  // MobileNet's depthwise convs keep their 1x1 neighbours channels-last); off a chain, by the plane-staging one.
   ConvProblem grouped = ConvProblem::from_json(first);
   grouped.groups = 16;
   grouped.k = 32;
-  EXPECT_FALSE(family.in_channels_last_chain(grouped.to_json()).contains("channels_last"));
-  grouped.channels_last = true;
-  EXPECT_THROW(grouped.validate(), Error);
+  Json grouped_chained = family.in_channels_last_chain(grouped.to_json());
+  EXPECT_EQ(grouped_chained.value("channels_last", false), true);
+  ConvProblem gc = ConvProblem::from_json(grouped_chained);
+  auto space = enumerate_conv_configs(gc, 1000).ranked;
+  ASSERT_EQ(space.size(), 1u) << "one kernel: no tile to tune";
+  const ConvConfig& elements = space.front();
+  EXPECT_TRUE(elements.direct && elements.channels_last) << elements.summary();
+  EXPECT_TRUE(has(elements.summary(), "direct channels-last")) << elements.summary();
+  EXPECT_FALSE(elements.to_json().contains("tile_w"));
+  EXPECT_EQ(ConvConfig::from_json(elements.to_json()).id(), elements.id());
+  ChannelsLast layout = family.channels_last(grouped_chained, elements.to_json());
+  EXPECT_EQ(layout.reads, (std::vector<std::string>{"x", "residual"}));
+  EXPECT_TRUE(layout.writes);
+  for (const auto& k : enumerate_conv_configs(grouped, 1000).ranked) EXPECT_FALSE(k.channels_last) << k.summary();
+  EXPECT_TRUE(has(conv_config_rejection(grouped, elements), "tuned on the module's channels-first tensors"));
+  std::string kernel = generate_conv_kernel(elements).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kChannelsLast = true;"));
+  EXPECT_TRUE(has(kernel, "conv_direct_elements<<<grid, kElementThreads, 0"));
+  EXPECT_TRUE(has(kernel, "x_last ? (image * g.in_pixels + pixel) * a.c + c : (image * a.c + c) * g.in_pixels + pixel"));
+  EXPECT_TRUE(has(kernel, "out[out_last ? last : first] = static_cast<Element>("));
+  EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
+  std::string op = generate_conv_op_wrapper(elements).text;
+  EXPECT_TRUE(has(op, "any_layout = true;"));
+  EXPECT_TRUE(has(op, "if (any_layout && (!implicit || padded_c == a.c) && "))
+      << "a direct kernel reads a channels-last x of any channel count in place";
+  EXPECT_TRUE(has(op, "_empty(sizes, x.options(), true && channels_last);")) << "the meta impl agrees";
 }
 
 // A ReLU'd convolution of x [n, c, size, size] by a k x c x filter x filter weight (stride 1, "same" padding).

@@ -219,5 +219,31 @@ def test_a_problem_tuned_channels_last_verifies_and_times_the_modules_layout_too
         with pytest.raises(ProblemError, match="channels_last"):
             family_cases.parse_family_problem("conv", {**PROBLEM, "channels_last": bad}, "x")
     grouped = {**PROBLEM, "k": 8, "groups": 8, "numerics": "fp32", "epilogue": ["mul", "alpha", "acc"]}
-    with pytest.raises(ProblemError, match="direct kernel"):
-        family_cases.parse_family_problem("conv", {**grouped, "channels_last": True}, "x")
+    assert family_cases.parse_family_problem("conv", {**grouped, "channels_last": True}, "x").channels_last == 5, \
+        "a grouped conv in a chain: its direct kernel takes channels-last x and out"
+
+
+def test_a_depthwise_conv_in_a_chain_is_handed_channels_last_tensors_and_a_dense_filter():
+    # MobileNet's depthwise convs between channels-last 1x1 convs: the direct kernel of an element a thread reads x and
+    # writes out channels-last (any channel count: no TMA vectors), w dense as its op wrapper hands it; verified and
+    # timed once more on the module's channels-first tensors.
+    depthwise = {**PROBLEM, "k": 16, "groups": 8, "numerics": "fp32", "padding": [0, 1, 1], "out": [1, 10, 10],
+                 "c": 8, "channels_last": True}
+    p = family_cases.parse_family_problem("conv", depthwise, "x")
+    assert p.direct and p.channels_last == 5
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.x.permute(0, 2, 3, 1).is_contiguous() and not inp.x.is_contiguous()
+    assert inp.w.is_contiguous() and inp.w_last is inp.w
+    out, _ = inp.outputs["out"]
+    assert out.permute(0, 2, 3, 1).is_contiguous() and not out.is_contiguous()
+    args = case.kernel_args(inp, 0)
+    assert args.channels_last == 5 and args.w == inp.w.data_ptr() and args.x == inp.x.data_ptr()
+    ref = case.reference(inp)["out"]
+    want = F.conv2d(inp.x.double(), inp.w.double(), inp.bias.double(), padding=1, groups=8).relu() + \
+        inp.vectors["vec0"].double().reshape(-1, 1, 1)
+    assert torch.allclose(ref, want)
+    (v,) = case.verify_variants()
+    assert v.channels_last == 0 and case.timed_variants() == [v]
+    odd = family_cases.parse_family_problem("conv", {**depthwise, "c": 6, "k": 12, "groups": 6}, "x")
+    assert odd.channels_last == 5, "6 fp32 channels are no whole vectors, which only an implicit GEMM's x needs"

@@ -150,16 +150,15 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
         layout = channels_last_bits(p) if layout else 0
     elif not isinstance(layout, int) or not 0 <= layout <= 7:
         raise ProblemError(f"{where}.channels_last: {layout!r} is not true, false or FactConvArgs bits 0-7")
-    if layout and p.direct:
-        raise ProblemError(f"{where}.channels_last: a grouped convolution's direct kernel reads channels-first tensors")
     return replace(p, channels_last=layout)
 
 
 def channels_last_bits(p: ConvProblem) -> int:
-    """FactConvArgs::channels_last as a chain of convolutions hands an implicit-GEMM kernel its tensors: x where its
-    channels are whole 16-byte vectors (TMA's unit; else the kernel pads its own copy), the residual, the output."""
+    """FactConvArgs::channels_last as a chain of convolutions hands a kernel its tensors: x (an implicit GEMM's where
+    its channels are whole 16-byte vectors, TMA's unit; else the kernel pads its own copy), the residual, the
+    output."""
     vector = 16 // verify.torch_dtype(p.dtype).itemsize
-    return (1 if p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
+    return (1 if p.direct or p.c % vector == 0 else 0) | (2 if "residual" in tree_leaves(p.tree) else 0) | 4
 
 
 @dataclass
@@ -226,7 +225,9 @@ class ConvCase(MeasureCase):
         w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
         if p.channels_last & 1:
             x = channels_last_copy(x)
-            if not p.transposed:  # a channels-last module's filters are too (cuDNN's call reads them so)
+            # A channels-last module's filters are too (cuDNN's call reads them so); a direct kernel reads w dense,
+            # as its op wrapper hands it.
+            if not p.transposed and not p.direct:
                 w = channels_last_copy(w)
         w_last = w if p.transposed or p.direct else filter_storage(p, w)
         slots = tree_slots(p.tree)
@@ -274,10 +275,12 @@ class ConvCase(MeasureCase):
 
     def verify_variants(self) -> list:
         """An implicit-GEMM kernel once more in the other layout: with channels-last tensors, as a composed chain of
-        convolutions hands them over (channels_last_bits), or, tuned so, with the module's channels-first ones."""
+        convolutions hands them over (channels_last_bits), or, tuned so, with the module's channels-first ones. A
+        direct kernel tuned in a chain (the element kernel, any layout) once more channels-first; one tuned
+        channels-first stages channel planes, channels-first only."""
         p = self.problem
         if p.direct:
-            return []
+            return [replace(p, channels_last=0)] if p.channels_last else []
         return [replace(p, channels_last=0 if p.channels_last else channels_last_bits(p))]
 
     def timed_variants(self) -> list:

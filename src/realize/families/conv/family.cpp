@@ -27,7 +27,10 @@ std::string boolean(bool b) { return b ? "true" : "false"; }
 // constants, the epilogue tree as one float expression per output element.
 GeneratedSource generate_conv_direct_kernel(const ConvConfig& c) {
   const EpilogueTree& tree = c.epilogue.tree;
-  TemplateValues v = kernel_slots(c, {"spatial_dims", "tile_w", "rows_per_warp"});
+  TemplateValues v = kernel_slots(c, {"spatial_dims"});
+  // (A chain's config has no tile: the plane-staging kernel it also compiles, unused, keeps the defaults.)
+  v["tile_w"] = std::to_string(c.tile_w);
+  v["rows_per_warp"] = std::to_string(c.rows_per_warp);
   for (int i = 0; i < kConvSpatial; ++i) {
     v[fmt::format("filter{}", i)] = std::to_string(c.filter[i]);
     v[fmt::format("stride{}", i)] = std::to_string(c.stride[i]);
@@ -42,6 +45,7 @@ GeneratedSource generate_conv_direct_kernel(const ConvConfig& c) {
   v["epilogue_expression"] = scalar_epilogue_expression(tree);
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
+  v["channels_last"] = boolean(c.channels_last);
   // Each vector slot's value for the CTA's channel: a per-channel one's entry, a one-element one's value.
   std::string loads, checks;
   for (const auto& [i, kind] : vector_slot_kinds(tree)) {
@@ -93,6 +97,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["direct"] = boolean(c.direct);
+  v["any_layout"] = boolean(!c.direct || c.channels_last);
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
@@ -140,18 +145,19 @@ OpCall conv_op_call(const OpCallSite& s) {
 }
 
 // An implicit-GEMM kernel reads x (whole 16-byte vectors of channels; a width-folded one gathers it from either
-// order) and the residual in place when they are channels-last, and writes either order; a direct kernel stages
-// channel planes, channels-first only.
+// order) and the residual in place when they are channels-last, and writes either order; a direct kernel staging
+// channel planes is channels-first only, a chain's (an element a thread) reads and writes either order.
 ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
-  if (c.direct) return {};
+  if (c.direct) return c.channels_last ? ChannelsLast{{"x", "residual"}, true} : ChannelsLast{};
   ChannelsLast out{{"residual"}, true};
   if (p.padded_c() == p.c && !c.fold_width) out.reads.push_back("x");
   return out;
 }
 
-// A direct kernel (groups > 1) stages channel planes: it stays on the module's channels-first tensors.
+// Every convolution a chain feeds is tuned channels-last; a grouped one then by the direct kernel of an element a
+// thread (MobileNet's depthwise convs keep their 1x1 neighbours' layout).
 ConvProblem conv_in_channels_last_chain(ConvProblem p) {
-  p.channels_last = !p.direct();
+  p.channels_last = true;
   return p;
 }
 

@@ -38,8 +38,9 @@ struct ConvProblem {
   Element element = Element::f32;  // x, w, out and the epilogue's tensors
   Epilogue epilogue;               // over acc, without C: "none", "bias" or a grown tree
   Arch arch = Arch::sm90;
-  // Tuned as a chain of convolutions hands it over (KernelFamily::in_channels_last_chain): x (where its channels are
-  // whole 16-byte vectors), the residual and the output channels-last; else the module's channels-first tensors.
+  // Tuned as a chain of convolutions hands it over (KernelFamily::in_channels_last_chain): x (an implicit GEMM's where
+  // its channels are whole 16-byte vectors), the residual and the output channels-last; else the module's
+  // channels-first tensors.
   bool channels_last = false;
 
   // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type; the
@@ -107,6 +108,10 @@ struct ConvConfig {
   // rows_per_warp rows), specialized on the filter, stride and dilation (loops unrolled); the fields above are unused.
   bool direct = false;
   int tile_w = 64, rows_per_warp = 4;
+  // A direct config for a chain of convolutions (ConvProblem::channels_last; MobileNet's depthwise convs between 1x1
+  // ones): one thread an output element, channels fastest, x, the residual and out read and written in whichever
+  // order FactConvArgs::channels_last gives, so the chain stays channels-last; tile_w and rows_per_warp unused.
+  bool channels_last = false;
   ConvDims filter{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1};
   int direct_tile_h() const;  // the warps times rows_per_warp
 

@@ -105,9 +105,6 @@ std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& p, int i) {
 }
 
 void ConvProblem::validate() const {
-  if (channels_last && direct())
-    throw Error("conv problem: channels_last is set on a grouped convolution, whose direct kernel reads the module's "
-                "channels-first tensors; leave it out");
   if (spatial_dims < 1 || spatial_dims > kConvSpatial)
     throw Error(fmt::format("conv problem: {} spatial dims; FACT takes conv1d, conv2d and conv3d", spatial_dims));
   if (n <= 0 || c <= 0 || k <= 0)

@@ -108,11 +108,22 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (!p.direct()) return "a direct kernel: the problem has groups 1, which the implicit GEMM takes";
   if (c.filter != p.filter || c.stride != p.stride || c.dilation != p.dilation)
     return "the direct config is specialized for another filter, stride or dilation";
+  if (c.channels_last != p.channels_last)
+    return c.channels_last ? "a direct kernel an element a thread, for a chain of convolutions (channels-last); the "
+                             "problem is tuned on the module's channels-first tensors"
+                           : "a direct kernel staging channel planes (channels-first); the problem is tuned channels-last, "
+                             "as a chain of convolutions hands it over";
+  if (int64_t cg = p.c / p.groups; cg > limits.at("direct_max_group_channels").get<int64_t>())
+    return fmt::format("{} input channels a group: the direct kernel reads each output's group channel by channel, so "
+                       "it takes at most {}", cg, limits.at("direct_max_group_channels").get<int64_t>());
+  if (c.channels_last) {  // no tile: an element a thread, every tap unrolled
+    if (int64_t taps = c.filter[0] * c.filter[1] * c.filter[2]; taps > limits.at("direct_max_filter_taps").get<int64_t>())
+      return fmt::format("a {}x{}x{} filter: the channels-last direct kernel unrolls at most {} taps", c.filter[0],
+                         c.filter[1], c.filter[2], limits.at("direct_max_filter_taps").get<int64_t>());
+    return "";
+  }
   if (c.tile_w % 32 || c.tile_w <= 0 || c.rows_per_warp <= 0)
     return fmt::format("a {}-column tile of {} rows a warp: whole warps of columns only", c.tile_w, c.rows_per_warp);
-  if (int64_t cg = p.c / p.groups; cg > limits.at("direct_max_group_channels").get<int64_t>())
-    return fmt::format("{} input channels a group: the direct kernel stages one plane at a time, so it takes at most {}",
-                       cg, limits.at("direct_max_group_channels").get<int64_t>());
   if (int64_t taps = c.filter[1] * c.filter[2]; taps > limits.at("direct_max_filter_taps").get<int64_t>())
     return fmt::format("a {}x{} filter plane: the direct kernel keeps at most {} taps in registers", c.filter[1],
                        c.filter[2], limits.at("direct_max_filter_taps").get<int64_t>());
@@ -148,7 +159,9 @@ int64_t conv_epilogue_smem_bytes(const ConvConfig& c) {
 nlohmann::json ConvConfig::to_json() const {
   nlohmann::json j = {{"spatial_dims", spatial_dims}, {"element", element}, {"epilogue", epilogue.to_json()},
                       {"arch", arch}};
-  if (direct) {
+  if (direct && channels_last) {
+    j.update({{"direct", true}, {"channels_last", true}, {"filter", filter}, {"stride", stride}, {"dilation", dilation}});
+  } else if (direct) {
     j.update({{"direct", true}, {"tile_w", tile_w}, {"rows_per_warp", rows_per_warp}, {"filter", filter},
               {"stride", stride}, {"dilation", dilation}});
   } else {
@@ -170,8 +183,11 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.arch = j.at("arch");
     c.direct = j.value("direct", false);
     if (c.direct) {
-      c.tile_w = j.at("tile_w");
-      c.rows_per_warp = j.at("rows_per_warp");
+      c.channels_last = j.value("channels_last", false);
+      if (!c.channels_last) {
+        c.tile_w = j.at("tile_w");
+        c.rows_per_warp = j.at("rows_per_warp");
+      }
       c.filter = j.at("filter");
       c.stride = j.at("stride");
       c.dilation = j.at("dilation");
@@ -194,9 +210,10 @@ std::string ConvConfig::id() const { return config_hash_id("conv_", to_json()); 
 
 std::string ConvConfig::summary() const {
   if (direct)
-    return fmt::format("{} conv{}d {} direct {}x{} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
-                       to_string(element), tile_w, direct_tile_h(), fmt::join(filter, "x"), fmt::join(stride, "x"),
-                       fmt::join(dilation, "x"), epilogue.key());
+    return fmt::format("{} conv{}d {} direct {} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
+                       to_string(element),
+                       channels_last ? std::string("channels-last") : fmt::format("{}x{}", tile_w, direct_tile_h()),
+                       fmt::join(filter, "x"), fmt::join(stride, "x"), fmt::join(dilation, "x"), epilogue.key());
   return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
                      tile_m, tile_n, tile_k, cluster_m, cluster_n,
                      ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
@@ -277,7 +294,14 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   base.element = p.element;
   base.epilogue = p.epilogue;
   base.arch = p.arch;
-  if (p.direct()) {
+  if (p.direct() && p.channels_last) {  // a chain's: one kernel, an element a thread
+    ConvConfig c = base;
+    c.direct = c.channels_last = true;
+    c.filter = p.filter;
+    c.stride = p.stride;
+    c.dilation = p.dilation;
+    ranking.add(c, conv_config_rejection(p, c), [] { return 1.0; });
+  } else if (p.direct()) {
     for (int tile_w : axes.at("direct").at("tile_w"))
       for (int rows : axes.at("direct").at("rows_per_warp")) {
         ConvConfig c = base;
