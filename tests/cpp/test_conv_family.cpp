@@ -734,6 +734,13 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
   EXPECT_TRUE(has(kernel, "constexpr bool kHasResidual = true;"));
   EXPECT_TRUE(has(kernel, "fact_act::rsqrt_f32(x)")) << "BatchNorm's rsqrt, a generated functor";
   expect_kernel_compiles(c.arch, kernel, "sm90_fp32_conv2d_residual", c.summary());
+  // A 32-channel-wide tile (MobileNet's narrow projections), the same epilogue.
+  ConvConfig narrow = c;
+  narrow.tile_m = 128;
+  narrow.tile_n = 32;
+  ASSERT_EQ(conv_config_rejection(problem_of(d), narrow), "");
+  expect_kernel_compiles(narrow.arch, generate_conv_kernel(narrow).text, "sm90_fp32_conv2d_residual_n32",
+                         narrow.summary());
 }
 
 // A width-folded kernel (ResNet's 7x7 stride-2 stem over 3 channels): the gather of x' and the launch of width 1,
@@ -937,6 +944,16 @@ GraphDoc conv_relu_square(int64_t n, int64_t c, int64_t k, int64_t size, int64_t
   d.op("relu", "aten.relu.default", {ref_to("conv2d")}, out);
   d.output("relu");
   return d;
+}
+
+// MobileNetV2's projections to 24 or 32 channels: a 64-wide tile computes over half of its columns as padding, so a
+// 32-wide one ranks first there; 128 channels keep the wider tiles.
+TEST(ConvFamily, NarrowOutputChannelsTakeTilesOf32) {
+  GraphDoc narrow = conv_relu_square(32, 144, 24, 56, 1);
+  const ConvConfig top = enumerate_conv_configs(problem_of(narrow), 1).ranked.at(0);
+  EXPECT_EQ(top.tile_n, 32) << top.summary();
+  GraphDoc wide = conv_relu_square(32, 144, 128, 56, 1);
+  EXPECT_GE(enumerate_conv_configs(problem_of(wide), 1).ranked.at(0).tile_n, 64);
 }
 
 // ResNet-50's layer4 at batch 32: 1568 output pixels of 2048 -> 512 channels make 52 128x128 tiles for 264 resident
