@@ -234,11 +234,15 @@ def test_a_depthwise_conv_in_a_chain_is_handed_channels_last_tensors_and_a_dense
     case = family_cases.case_for("conv", p)
     inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
     assert inp.x.permute(0, 2, 3, 1).is_contiguous() and not inp.x.is_contiguous()
-    assert inp.w.is_contiguous() and inp.w_last is inp.w
+    assert inp.w_last.is_contiguous() and torch.equal(inp.w_last, inp.w), "the kernel's filter dense, same values"
     out, _ = inp.outputs["out"]
     assert out.permute(0, 2, 3, 1).is_contiguous() and not out.is_contiguous()
     args = case.kernel_args(inp, 0)
-    assert args.channels_last == 5 and args.w == inp.w.data_ptr() and args.x == inp.x.data_ptr()
+    assert args.channels_last == 5 and args.w == inp.w_last.data_ptr() and args.x == inp.x.data_ptr()
+    grouped = family_cases.case_for("conv", family_cases.parse_family_problem(
+        "conv", {**depthwise, "groups": 4, "k": 8}, "x")).make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert grouped.w.permute(0, 2, 3, 1).is_contiguous() and not grouped.w.is_contiguous(), "cuDNN's: the module's"
+    assert grouped.w_last.is_contiguous() and torch.equal(grouped.w_last, grouped.w), "the kernel's: dense"
     ref = case.reference(inp)["out"]
     want = F.conv2d(inp.x.double(), inp.w.double(), inp.bias.double(), padding=1, groups=8).relu() + \
         inp.vectors["vec0"].double().reshape(-1, 1, 1)

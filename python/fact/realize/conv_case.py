@@ -222,14 +222,13 @@ class ConvCase(MeasureCase):
             return (torch.randn(*shape, device=device, dtype=torch.float32, generator=generator) * scale).to(dt)
 
         x = randn(p.n, p.c, *p.in_[own])
-        w = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
+        w = w_dense = randn(*p.w_shape, scale=1.0 / math.sqrt(p.reduction))
         if p.channels_last & 1:
             x = channels_last_copy(x)
-            # A channels-last module's filters are too (cuDNN's call reads them so); a direct kernel reads w dense,
-            # as its op wrapper hands it.
-            if not p.transposed and not p.direct:
+            if not p.transposed:  # a channels-last module's filters are too (cuDNN's call reads them so)
                 w = channels_last_copy(w)
-        w_last = w if p.transposed or p.direct else filter_storage(p, w)
+        # A transposed or direct kernel reads w dense, as its op wrapper hands it.
+        w_last = w_dense if p.transposed or p.direct else filter_storage(p, w)
         slots = tree_slots(p.tree)
         bias = randn(p.k, scale=0.5) if "bias" in slots else None
         residual = randn(*p.out_shape) if "residual" in tree_leaves(p.tree) else None
