@@ -3,8 +3,8 @@
 # resumable over calls: the tuning database of the previous call, carried in .bench-state/<model>.sqlite, keeps every
 # workload tuned so far (its winners spend none of the tuning budget).
 # Usage (device): [BUDGET=s] [LIMIT=s] [TOP=n] bash bench/scripts/model_h100.sh bench/models/tv_resnet50.py
-#   TOP: candidates measured per pattern (1: the ranking's first; more for workloads deleted from a carried database
-#   to be tuned again).
+#   TOP: candidates measured per pattern (1: the ranking's first; more for workloads removed from a carried database
+#   to be tuned again: `build/fact db list --db .bench-state/<model>.sqlite`, then `build/fact db forget ID...`).
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state (copy $OUT/<model>.sqlite there).
 # Returns in $OUT: <model>.tgz (the optimize folder without binaries: report.json/md, tune.json, e2e.log, ...) and
 # <model>.sqlite (the tuning database). Merge: fusion_report.py --benchmark conv --models <unpacked folder>.

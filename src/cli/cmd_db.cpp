@@ -1,5 +1,6 @@
-// `fact db list`, `show ID`, `export FILE`, `import FILE`: the tuning database that `fact tune` fills.
+// `fact db list`, `show ID`, `forget ID...`, `export FILE`, `import FILE`: the tuning database that `fact tune` fills.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
@@ -114,7 +115,8 @@ void show(const std::string& db_path, long long id, bool as_json) {
 }
 
 [[maybe_unused]] const bool registered = register_command("db", [](CLI::App& app) {
-  auto* db = app.add_subcommand("db", "list, show, export and import the tuning database (what `fact tune` measured)");
+  auto* db = app.add_subcommand("db", "list, show, forget, export and import the tuning database (what `fact tune` "
+                                      "measured)");
   db->require_subcommand(1);
   auto db_path = std::make_shared<std::string>();
   const std::string db_help = "tuning database (default: $FACT_TUNING_DB, else ~/.cache/fact/tuning.sqlite)";
@@ -130,6 +132,22 @@ void show(const std::string& db_path, long long id, bool as_json) {
   show_cmd->add_option("--db", *db_path, db_help);
   show_cmd->add_flag("--json", *as_json, "print the workload and candidates as JSON");
   show_cmd->callback([db_path, id, as_json] { show(*db_path, *id, *as_json); });
+
+  auto ids = std::make_shared<std::vector<long long>>();
+  auto* forget_cmd = db->add_subcommand("forget", "remove workloads (candidates, baseline, winner) so the next tune "
+                                                  "measures them again");
+  forget_cmd->add_option("ID", *ids, "workload ids, as `fact db list` prints them")->required();
+  forget_cmd->add_option("--db", *db_path, db_help);
+  forget_cmd->callback([db_path, ids] {
+    auto tuning = TuningDb::open(db_path->empty() ? default_tuning_db_path() : std::filesystem::path(*db_path));
+    std::vector<long long> missing;
+    int forgotten = 0;
+    for (long long id : *ids) tuning.forget_workload(id) ? ++forgotten : (missing.push_back(id), 0);
+    std::cout << fmt::format("{} workload(s) removed from {}\n", forgotten, tuning.path().string());
+    if (!missing.empty())
+      throw Error(fmt::format("no workload {} in tuning database '{}'; `fact db list` shows the ids",
+                              fmt::join(missing, ", "), tuning.path().string()));
+  });
 
   auto file = std::make_shared<std::string>();
   auto* export_cmd = db->add_subcommand("export", "write every workload (candidates, baseline, winner) to a JSON file");

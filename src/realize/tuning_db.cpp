@@ -491,10 +491,20 @@ void TuningDb::set_winner(long long workload_id, const std::string& winner) {
   t.commit();
 }
 
+bool TuningDb::forget_workload(long long workload_id) {
+  Transaction t(db_, path_);
+  Statement(db_, path_, "DELETE FROM candidates WHERE workload_id = ?").bind(1, workload_id).step();
+  Statement s(db_, path_, "DELETE FROM workloads WHERE id = ?");
+  s.bind(1, workload_id).step();
+  const bool found = sqlite3_changes(db_) > 0;
+  t.commit();
+  return found;
+}
+
 namespace {
 
-// A winner from a row of (workload id, winner, its candidate's config, its time, baseline ms, device name).
-// Columns: id, winner, the winner's config and time, baseline ms, device, baseline name, fastest ok candidate's ms.
+// A winner from a row of (workload id, winner, its candidate's config and time, baseline ms, device name, baseline
+// name, the fastest ok candidate's ms).
 Winner read_winner(Statement& s) {
   Winner w;
   w.workload_id = s.integer(0);

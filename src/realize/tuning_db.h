@@ -115,6 +115,10 @@ class TuningDb {
   // field's ratio; `key`'s own workload is left out. A tune seeds its candidates with them.
   std::vector<Winner> neighbour_winners(const WorkloadKey& key, const std::vector<std::string>& free_fields);
 
+  // Removes a workload with its candidates, baseline and winner, so that the next tune measures it again; false when
+  // there is no such workload.
+  bool forget_workload(long long workload_id);
+
   std::vector<WorkloadSummary> list_workloads();
   std::optional<WorkloadDetail> show_workload(long long workload_id);
 

@@ -127,6 +127,15 @@ TEST(TuningDb, RoundTripSurvivesReopen) {
   EXPECT_TRUE(all[1].winner.empty());
   EXPECT_FALSE(all[1].best_ms);
   EXPECT_FALSE(db.show_workload(id + 100));
+
+  // Forgotten: the workload, its candidates and its winner, so the next tune measures it again; the other stays.
+  EXPECT_TRUE(db.forget_workload(id));
+  EXPECT_FALSE(db.show_workload(id));
+  EXPECT_FALSE(db.get_winner(gemm_key()));
+  EXPECT_EQ(db.list_workloads().size(), 1u);
+  EXPECT_FALSE(db.forget_workload(id)) << "already gone";
+  long long again = db.upsert_workload(gemm_key(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(db.show_workload(again)->candidates.size(), 0u) << "no candidate of the forgotten workload comes back";
 }
 
 TEST(TuningDb, WinnerIsReusedByAnEquivalentKeyAndLookupIsFast) {
