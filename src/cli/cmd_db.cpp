@@ -142,7 +142,10 @@ void show(const std::string& db_path, long long id, bool as_json) {
     auto tuning = TuningDb::open(db_path->empty() ? default_tuning_db_path() : std::filesystem::path(*db_path));
     std::vector<long long> missing;
     int forgotten = 0;
-    for (long long id : *ids) tuning.forget_workload(id) ? ++forgotten : (missing.push_back(id), 0);
+    for (long long id : *ids) {
+      if (tuning.forget_workload(id)) ++forgotten;
+      else missing.push_back(id);
+    }
     std::cout << fmt::format("{} workload(s) removed from {}\n", forgotten, tuning.path().string());
     if (!missing.empty())
       throw Error(fmt::format("no workload {} in tuning database '{}'; `fact db list` shows the ids",

@@ -243,9 +243,9 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.splits < 1) return fmt::format("{} splits of the K loop: 1 or more", c.splits);
-  if (c.splits > 1 && p.transposed)
-    return "split-K for a forward convolution only: a transposed one's phases each have a K loop of their own";
   if (c.splits > 1) {
+    if (p.transposed)
+      return "split-K for a forward convolution only: a transposed one's phases each have a K loop of their own";
     // Where the tiles alone fill the resident CTAs, splitting only adds units of work (measured on the H200, ResNet's
     // 128-channel 3x3 at 56x56: 392 tiles of 128x64, split in two, 0.061 ms; the best unsplit config 0.046).
     const int64_t tiles = ceil_div(p.gemm_m(), c.tile_m) * ceil_div(p.k, c.tile_n);
@@ -253,10 +253,9 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
     if (tiles >= resident)
       return fmt::format("split-K where the tiles are fewer than the CTAs resident at once: {} tiles of {}x{} fill the "
                          "{}", tiles, c.tile_m, c.tile_n, resident);
+    if (double k_tiles = k_steps(p, c.fold_width, c.tile_k); k_tiles < c.splits)
+      return fmt::format("{} splits of a K loop of {} K tiles: each split needs one", c.splits, k_tiles);
   }
-  if (c.splits > 1 && k_steps(p, c.fold_width, c.tile_k) < c.splits)
-    return fmt::format("{} splits of a K loop of {} K tiles: each split needs one", c.splits,
-                       k_steps(p, c.fold_width, c.tile_k));
   if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
     return fmt::format("{} consumer warpgroups: 1 or 2 only", c.consumer_warpgroups);
   // Two consumer warpgroups split the tile's rows in wgmma's 64-row steps.
