@@ -67,6 +67,20 @@ TEST(ComposeModuleWriter, AcceptedPatternIsOneFactCallAndRejectedOneKeepsItsReas
   EXPECT_EQ(manifest["accepted"].size(), 1u);
 }
 
+// A cached PyTorch winner whose workload never had a verified FACT kernel (no fact_ms) says so, not "? ms".
+TEST(ComposeModuleWriter, KeptPatternWithoutAVerifiedKernelSaysSo) {
+  auto plan = minigpt_plan();
+  size_t accepted = 0, rejected = 0;
+  json report = report_for(plan, &accepted, &rejected);
+  for (auto& row : report["rows"])
+    if (row["winner"] == "torch") {
+      row["status"] = "cached";
+      row["fact_ms"] = nullptr;
+    }
+  auto verdicts = fact::compose::pattern_verdicts(plan, report, "report.json");
+  EXPECT_EQ(verdicts[rejected].reason, "PyTorch kept: no FACT kernel verified (torch 1.01 ms)");
+}
+
 TEST(ComposeModuleWriter, ReportOfAnotherPlanIsAnError) {
   auto plan = minigpt_plan();
   json report = {{"format", "fact-tune-report"},

@@ -787,7 +787,8 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
 }
 
 // The direct kernel of a depthwise convolution with a grown epilogue (two per-channel vectors, ReLU6's generated
-// functor) and of a 3-D grouped one with a residual, off a chain and in one, compiled for sm_90a.
+// functor) and of a 3-D grouped one with a residual, off a chain and in one, and a depthwise one in a chain, compiled
+// for sm_90a.
 TEST(ConvCodegenNvcc, Sm90Fp32DirectGroupedKernelsCompile) {
   GraphDoc d = depthwise_bn_relu6();
   ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
@@ -808,6 +809,15 @@ TEST(ConvCodegenNvcc, Sm90Fp32DirectGroupedKernelsCompile) {
   ConvConfig cl = enumerate_conv_configs(chained, 1).ranked.at(0);
   ASSERT_TRUE(cl.direct && cl.channels_last) << cl.summary();
   expect_kernel_compiles(cl.arch, generate_conv_kernel(cl).text, "sm90_fp32_conv3d_grouped_channels_last", cl.summary());
+  // A depthwise one in a chain (MobileNet's): the vector kernel, its BatchNorm vectors loaded per channel.
+  GraphDoc dwd = depthwise_bn_relu6(48, 48);
+  ConvProblem depthwise = problem_of(dwd);
+  depthwise.channels_last = true;
+  ConvConfig dw = enumerate_conv_configs(depthwise, 1).ranked.at(0);
+  ASSERT_TRUE(dw.direct && dw.channels_last) << dw.summary();
+  const std::string text = generate_conv_kernel(dw).text;
+  EXPECT_NE(text.find("conv_depthwise_vectors<<<"), std::string::npos);
+  expect_kernel_compiles(dw.arch, text, "sm90_fp32_conv2d_depthwise_channels_last", dw.summary());
 }
 
 #include <filesystem>
