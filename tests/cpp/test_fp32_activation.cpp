@@ -141,6 +141,18 @@ TEST(Fp32Activation, SiluWithinThreeUlp) {
   EXPECT_LE(w.ulps, kMaxUnits) << "at x = " << w.at;
 }
 
+// mish through one exp and a division (n / (n + 2)) against tanh(log1p(exp(x))) in double.
+TEST(Fp32Activation, MishWithinThreeUlp) {
+  auto ref = [](double x) { return x * std::tanh(std::log1p(std::exp(x))); };
+  Worst w = worst_error(fact_act::mish, ref, none);  // x is exact; the function's own conditioning is mild
+  EXPECT_GT(w.checked, 25000);
+  EXPECT_LE(w.ulps, kMaxUnits) << "at x = " << w.at;
+  EXPECT_EQ(fact_act::mish(0.0f), 0.0f);
+  EXPECT_EQ(fact_act::mish(1e30f), 1e30f);
+  EXPECT_EQ(fact_act::mish(-1e30f), 0.0f);
+  EXPECT_TRUE(std::isnan(fact_act::mish(NAN)));
+}
+
 TEST(Fp32Activation, LimitsAndSpecialValues) {
   for (auto f : {fact_act::gelu_tanh, fact_act::gelu_erf, fact_act::silu}) {
     EXPECT_EQ(f(0.0f), 0.0f);
