@@ -32,6 +32,8 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-compile-baselines", o->no_compile, "do not time torch.compile (default and max-autotune)");
   cmd->add_flag("--no-max-autotune", o->no_max_autotune, "do not time torch.compile(mode=\"max-autotune\") (slow to compile)");
+  cmd->add_flag("--profile-kernels", o->profile_kernels,
+                "also write each timed variant's CUDA kernels, ms a call (torch.profiler), to OUT/profile.json");
   cmd->add_option("--agent", o->agent, "builtin (default, no network) or llm (generates kernels for uncovered fragments)")
       ->check(CLI::IsMember({"builtin", "llm"}));
   cmd->add_option("--endpoint", o->endpoint, "OpenAI-compatible base URL (with --agent llm)");

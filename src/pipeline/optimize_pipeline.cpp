@@ -105,6 +105,7 @@ json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, in
   // Without a GPU nothing is timed, so the torch.compile baselines would only cost compile time.
   if (!baselines || !gpu) argv.push_back("--no-compile");
   if (run.o.no_max_autotune) argv.push_back("--no-max-autotune");
+  if (run.o.profile_kernels && gpu) argv.insert(argv.end(), {"--profile", (run.dir / "profile.json").string()});
   run.log << "[5/5] " << title << "\n" << std::flush;
   auto start = std::chrono::steady_clock::now();
   // In the Python worker: a composed module that crashes it fails this check only (the gate then falls back),

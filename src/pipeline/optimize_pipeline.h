@@ -21,6 +21,7 @@ struct OptimizeRequest {
   int tune_budget_s = 0;              // 0: none; else patterns not in the database are not tuned past it
   bool no_compile = false;             // do not time torch.compile
   bool no_max_autotune = false;        // do not time torch.compile(mode="max-autotune")
+  bool profile_kernels = false;        // the end-to-end check also writes each variant's CUDA kernels (profile.json)
   // llm: after discovery, the LLM agent generates, verifies and registers kernels for uncovered row-wise fragments
   // and discovery runs again to pick them up. builtin: unchanged pipeline.
   std::string agent = "builtin";

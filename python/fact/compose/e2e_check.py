@@ -25,7 +25,8 @@ the reference ops (--reference) are loaded; otherwise the result lists them in "
 status is 4, so `fact optimize` can compose again without them.
 
 Usage: python -m fact.compose.e2e_check COMPOSED_DIR [--lib libfact_ops.so | --reference]
-           [--numerics tf32] [--trials 5] [--iters 20] [--no-compile] [--no-max-autotune] [-o result.json]
+           [--numerics tf32] [--trials 5] [--iters 20] [--no-compile] [--no-max-autotune] [--profile kernels.json]
+           [-o result.json]
 Exit status: 0 correct; 1 composed output differs from the original; 2 bad usage; 4 ops missing.
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 
 import torch
 
+from fact.compose.kernel_profile import profile_variants, summary_lines, write_profile
 from fact.gpu_lock import holds_gpu
 from fact.realize.op_library_load import load_op_library
 
@@ -298,6 +300,8 @@ def argument_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-compile", action="store_true", help="skip both torch.compile baselines")
     ap.add_argument("--no-max-autotune", action="store_true", help="skip torch.compile(mode='max-autotune') (slow)")
     ap.add_argument("--compile-backend", default="inductor", help="torch.compile backend of the baselines")
+    ap.add_argument("--profile", type=Path,
+                    help="also write each timed variant's CUDA kernels (torch.profiler, ms a call) to this JSON file")
     ap.add_argument("-o", "--output")
     return ap
 
@@ -467,6 +471,11 @@ def check(argv: list[str] | None = None) -> int:
         for name, ms in measured.items():
             variants[name]["ms"] = ms
             print(f"e2e_check: {name}: {ms:.4f} ms", file=sys.stderr)
+        if args.profile and cuda and timed:
+            profiles = profile_variants(timed, inputs)
+            write_profile(args.profile, profiles, {"device": result["device"], "torch": result["torch"],
+                                                   "numerics": args.numerics})
+            print("\n".join(f"e2e_check: profile: {line}" for line in summary_lines(profiles)), file=sys.stderr)
     result["variants"] = variants
     result["timing"] = (f"median of {args.iters} interleaved rounds (each variant once per round, rotated order), "
                         "each a CUDA-event-timed batch of back-to-back calls" if cuda else
