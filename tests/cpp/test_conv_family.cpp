@@ -321,7 +321,8 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
   EXPECT_TRUE(has(kernel, "constexpr int kCtasPerSm = 2;"));
   EXPECT_TRUE(has(kernel, "constexpr int kCtaSmem = 114688;")) << "112 KB a CTA, from conv.json's limits";
   EXPECT_EQ(conv_cta_smem_bytes(space.ranked.front()), 114688);
-  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits>;"));
+  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong>;"));
+  EXPECT_TRUE(has(kernel, "constexpr bool kPingPong = false;"));
   EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = CtasPerSm;"))
       << "the launch bounds that keep nvcc to 128 registers with 2";
   ConvConfig old = ConvConfig::from_json([&] { auto j = space.ranked.front().to_json(); j.erase("ctas_per_sm"); return j; }());
@@ -338,7 +339,7 @@ TEST(ConvFamily, TwoConsumerWarpgroupsShareTallTiles) {
   auto space = enumerate_conv_configs(p, 1000);
   bool cooperative = false, two_ctas = false;
   for (const auto& c : space.ranked)
-    if (c.consumer_warpgroups == 2) {
+    if (c.consumer_warpgroups == 2 && !c.pingpong) {
       cooperative = true;
       two_ctas |= c.ctas_per_sm == 2;
       EXPECT_EQ(c.tile_m % 128, 0) << c.summary();
@@ -786,6 +787,17 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_2wg_2cta", c.summary());
 }
 
+GraphDoc conv_relu_square(int64_t n, int64_t c, int64_t k, int64_t size, int64_t filter);
+
+// A ping-pong kernel (two one-warpgroup consumers taking tiles in turn, 384 threads), compiled for sm_90a.
+TEST(ConvCodegenNvcc, Sm90Fp32PingPongCompiles) {
+  GraphDoc d = conv_relu_square(64, 64, 128, 256, 3);
+  auto top = enumerate_conv_configs(problem_of(d), 3).ranked;
+  ASSERT_EQ(top.size(), 3u);
+  ASSERT_TRUE(top[2].pingpong) << top[2].summary();
+  expect_kernel_compiles(top[2].arch, generate_conv_kernel(top[2]).text, "sm90_fp32_conv2d_pingpong", top[2].summary());
+}
+
 // The direct kernel of a depthwise convolution with a grown epilogue (two per-channel vectors, ReLU6's generated
 // functor) and of a 3-D grouped one with a residual, off a chain and in one, and a depthwise one in a chain, compiled
 // for sm_90a.
@@ -966,6 +978,43 @@ TEST(ConvFamily, NarrowOutputChannelsTakeTilesOf32) {
   EXPECT_GE(enumerate_conv_configs(problem_of(wide), 1).ranked.at(0).tile_n, 64);
 }
 
+// KernelBench level2/4's shape (64 channels of 256x256 images -> 128, 3x3) after a costly activation: ping-pong
+// configs (two one-warpgroup consumers taking tiles in turn, each epilogue under the other's MMAs) take the ranking's
+// third turn, on tiles one warpgroup holds; they need one CTA a SM and unsplit tiles, and leave other configs' ids
+// alone.
+TEST(ConvFamily, PingPongWarpgroupsTakeTheThirdTurn) {
+  GraphDoc d = conv_relu_square(64, 64, 128, 256, 3);
+  ConvProblem p = problem_of(d);
+  auto top = enumerate_conv_configs(p, 3).ranked;
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_FALSE(top[0].pingpong || top[1].pingpong) << top[0].summary() << " / " << top[1].summary();
+  const ConvConfig pp = top[2];
+  ASSERT_TRUE(pp.pingpong && pp.consumer_warpgroups == 2 && pp.ctas_per_sm == 1 && pp.splits == 1) << pp.summary();
+  EXPECT_LE(pp.tile_m * pp.tile_n / 128, 128) << "one warpgroup holds a tile's accumulators";
+  EXPECT_TRUE(has(pp.summary(), " 2wg pingpong")) << pp.summary();
+  EXPECT_EQ(pp.to_json().at("pingpong"), true);
+  EXPECT_EQ(ConvConfig::from_json(pp.to_json()).id(), pp.id());
+  EXPECT_FALSE(top[0].to_json().contains("pingpong")) << "written only when set: other configs keep their ids";
+  ConvConfig bad = pp;
+  bad.ctas_per_sm = 2;
+  EXPECT_TRUE(has(conv_config_rejection(p, bad), "ping-pong takes two consumer warpgroups, one CTA a SM"));
+  bad = pp;
+  bad.consumer_warpgroups = 1;
+  EXPECT_TRUE(has(conv_config_rejection(p, bad), "ping-pong takes"));
+  bad = pp;
+  bad.tile_m = 128;
+  bad.tile_n = 256;
+  EXPECT_TRUE(has(conv_config_rejection(p, bad), "256 accumulators")) << conv_config_rejection(p, bad);
+  std::string kernel = generate_conv_kernel(pp).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kPingPong = true;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kMmaWarpGroups = kPingPong ? 1 : kConsumerWarpGroups;"));
+  EXPECT_TRUE(has(kernel, "if constexpr (PingPong) math_order.wait();"));
+  ConvConfig one = pp;  // each warpgroup's epilogue stages 64-row subtiles, as one warpgroup's does
+  one.pingpong = false;
+  one.consumer_warpgroups = 1;
+  EXPECT_EQ(conv_epilogue_smem_bytes(pp), conv_epilogue_smem_bytes(one));
+}
+
 // ResNet-50's layer4 at batch 32: 1568 output pixels of 2048 -> 512 channels make 52 128x128 tiles for 264 resident
 // CTAs, each a K loop of 64 steps; split-K runs them as units of part of the loop, reduced by the last. Layer1's 56x56
 // images (784 tiles) have CTAs enough and never split.
@@ -984,7 +1033,7 @@ TEST(ConvFamily, FewTilesOfLongKLoopsSplitK) {
   EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const ConvConfig& k) { return k.splits == 1; }));
   std::string kernel = generate_conv_kernel(top).text;
   EXPECT_TRUE(has(kernel, fmt::format("constexpr int kSplits = {};", top.splits)));
-  EXPECT_TRUE(has(kernel, "fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits>"));
+  EXPECT_TRUE(has(kernel, "fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong>"));
   EXPECT_TRUE(has(kernel, "if (k_tiles < kSplits) return FACT_ERR_SHAPE;")) << "each split needs a K tile";
   EXPECT_TRUE(has(kernel, "ConvKernel::reset_arrivals(p.params[i], stream) != cudaSuccess"))
       << "the arrival counts are zeroed before every launch";

@@ -82,6 +82,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["fold_width"] = boolean(c.fold_width);
   v["splits"] = std::to_string(c.splits);
+  v["pingpong"] = boolean(c.pingpong);
   return render_family_template("conv", "kernel_template", c.id(), v);
 }
 

@@ -95,6 +95,9 @@ struct ConvConfig {
   int cluster_m = 1, cluster_n = 1;
   int ctas_per_sm = 1;  // 2: half the shared memory and 128 registers a thread, so one CTA's stores overlap another's MMAs
   int consumer_warpgroups = 1;  // 2: a 128-row (or taller) tile's rows split between two, CUTLASS's cooperative layout
+  // With two consumer warpgroups: each takes tiles of its own in turn (CUTLASS's ping-pong), their MMAs one after
+  // the other and their epilogues likewise, so one's epilogue runs under the other's MMAs (one CTA a SM, unsplit).
+  bool pingpong = false;
   // Width taps folded into channels: the kernel gathers x' [n, (z,) h, q, s * c] (channel j * c + ci of column q is
   // x's ci at column q * stride - padding + j * dilation) and runs a conv of width 1, so that a K step loads whole
   // taps' rows of channels instead of 16 bytes a pixel (ConvProblem::can_fold_width).

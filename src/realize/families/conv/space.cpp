@@ -1,7 +1,7 @@
 // The conv config (id, summary, JSON) and its config space: every (tile, K tile, cluster, CTAs a SM, consumer
-// warpgroups, fold, splits) of the family's data file whose accumulators fit the consumer warpgroups' registers,
-// ranked by how well the implicit GEMM's tiles fill the output and the machine and how much of each tile's epilogue
-// is hidden.
+// warpgroups, ping-pong, fold, splits) of the family's data file whose accumulators fit the consumer warpgroups'
+// registers, ranked by how well the implicit GEMM's tiles fill the output and the machine and how much of each tile's
+// epilogue is hidden.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -53,7 +53,9 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
   double k_loop = k_steps(p, c.fold_width, c.tile_k) * (c.tile_k + kKStepOverhead);
-  auto tile_time = [&](double loop) { return c.ctas_per_sm > 1 ? std::max(loop, kEpilogueCost) : loop + kEpilogueCost; };
+  // Two CTAs a SM, or ping-pong's two warpgroups, overlap one tile's epilogue with another's MMAs.
+  const bool overlapped = c.ctas_per_sm > 1 || c.pingpong;
+  auto tile_time = [&](double loop) { return overlapped ? std::max(loop, kEpilogueCost) : loop + kEpilogueCost; };
   // Split-K: the units' waves over the CTAs resident at once (two a SM overlap, each mostly waiting on its loads),
   // each a split's K loop and the last's reduction (a partial's store and load each about half an epilogue).
   double split_gain = 1;
@@ -146,7 +148,7 @@ int ConvConfig::direct_tile_h() const {
 }
 
 int64_t conv_epilogue_smem_bytes(const ConvConfig& c) {
-  const int64_t epi_m = c.consumer_warpgroups == 1 ? 64 : 128, epi_n = std::min(c.tile_n, 32);
+  const int64_t epi_m = c.consumer_warpgroups == 1 || c.pingpong ? 64 : 128, epi_n = std::min(c.tile_n, 32);
   const int64_t subtile = epi_m * epi_n * element_bytes(c.element);
   const int64_t subtiles = (c.tile_m / epi_m) * (c.tile_n / epi_n);
   // CUTLASS's D stages (min(subtiles, 2), allocated though D is void: the store node stages in them) and, with a
@@ -169,6 +171,7 @@ nlohmann::json ConvConfig::to_json() const {
               {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
     if (fold_width) j["fold_width"] = true;  // written only when set: unfolded configs keep their ids
     if (splits > 1) j["splits"] = splits;    // and unsplit ones
+    if (pingpong) j["pingpong"] = true;      // and cooperative ones
   }
   j["family"] = "conv";
   return j;
@@ -202,6 +205,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.consumer_warpgroups = j.value("consumer_warpgroups", 1);  // and one consumer warpgroup
     c.fold_width = j.value("fold_width", false);
     c.splits = j.value("splits", 1);
+    c.pingpong = j.value("pingpong", false);
     return c;
   });
 }
@@ -217,7 +221,9 @@ std::string ConvConfig::summary() const {
   return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
                      tile_m, tile_n, tile_k, cluster_m, cluster_n,
                      ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
-                     consumer_warpgroups > 1 ? fmt::format(" {}wg", consumer_warpgroups) : "", fold_width ? " fold" : "",
+                     consumer_warpgroups > 1 ? fmt::format(" {}wg{}", consumer_warpgroups, pingpong ? " pingpong" : "")
+                                             : "",
+                     fold_width ? " fold" : "",
                      splits > 1 ? fmt::format(" splitk{}", splits) : "", epilogue.key());
 }
 
@@ -258,11 +264,14 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   }
   if (c.consumer_warpgroups < 1 || c.consumer_warpgroups > 2)
     return fmt::format("{} consumer warpgroups: 1 or 2 only", c.consumer_warpgroups);
-  // Two consumer warpgroups split the tile's rows in wgmma's 64-row steps.
-  if (c.consumer_warpgroups == 2 && c.tile_m % 128)
+  if (c.pingpong && (c.consumer_warpgroups != 2 || c.ctas_per_sm != 1 || c.splits != 1))
+    return fmt::format("ping-pong takes two consumer warpgroups, one CTA a SM and unsplit tiles (not {}, {}, {})",
+                       c.consumer_warpgroups, c.ctas_per_sm, c.splits);
+  // Two cooperative consumer warpgroups split the tile's rows in wgmma's 64-row steps.
+  if (c.consumer_warpgroups == 2 && !c.pingpong && c.tile_m % 128)
     return fmt::format("two consumer warpgroups need a tile of a multiple of 128 rows (not {})", c.tile_m);
-  // The consumer warpgroups hold the whole tile's fp32 accumulators in registers.
-  int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * c.consumer_warpgroups);
+  // The consumer warpgroups hold the whole tile's fp32 accumulators in registers (ping-pong: each its own tile's).
+  int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * (c.pingpong ? 1 : c.consumer_warpgroups));
   // Two CTAs share the SM's 64K registers, the producer handing its own to the consumers (the kernel's setmaxnreg):
   // 216 a consumer thread with one warpgroup, 96 with two, of which conv.json's limits hold accumulators.
   const char* accumulator_limit = c.ctas_per_sm == 1         ? "max_accumulators_per_thread"
@@ -319,7 +328,8 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
       for (const auto& mn : axes.at("tiles_mn"))
         for (const auto& cl : axes.at("clusters_mn"))
           for (int ctas : axes.at("ctas_per_sm"))
-            for (int warpgroups : axes.at("consumer_warpgroups")) {
+            for (int warpgroups : axes.at("consumer_warpgroups"))
+            for (bool pingpong : axes.at("pingpong")) {
               ConvConfig c = base;
               c.tile_m = mn.at(0);
               c.tile_n = mn.at(1);
@@ -330,10 +340,13 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
               c.consumer_warpgroups = warpgroups;
               c.fold_width = fold;
               c.splits = splits;
-              // Three groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
+              c.pingpong = pingpong;
+              // Four groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
               // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
-              // clusters (no gain measured so far: last).
-              size_t group = c.cluster_m * c.cluster_n > 1                         ? 2
+              // ping-pong warpgroups (an epilogue under the other warpgroup's MMAs, on the full tile), clusters (no
+              // gain measured so far: last).
+              size_t group = c.cluster_m * c.cluster_n > 1                         ? 3
+                             : c.pingpong                                          ? 2
                              : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 1
                                                                                 : 0;
               ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); }, group);
