@@ -1005,6 +1005,15 @@ TEST(ConvFamily, PingPongWarpgroupsTakeTheThirdTurn) {
   bad.tile_m = 128;
   bad.tile_n = 256;
   EXPECT_TRUE(has(conv_config_rejection(p, bad), "256 accumulators")) << conv_config_rejection(p, bad);
+  // ResNet's layer4 at batch 32 (1568 pixels): 52 tiles of 128x128 are too few for two a SM (narrower tiles not).
+  GraphDoc small = conv_relu_square(32, 512, 512, 7, 3);
+  ConvProblem sp = problem_of(small);
+  for (const auto& k : enumerate_conv_configs(sp, 1000).ranked)
+    EXPECT_FALSE(k.pingpong && k.tile_m * k.tile_n >= 128 * 128) << k.summary();
+  ConvConfig few = pp;
+  few.tile_k = enumerate_conv_configs(sp, 1).ranked.at(0).tile_k;
+  EXPECT_TRUE(has(conv_config_rejection(sp, few), "ping-pong where each SM has two tiles at least"))
+      << conv_config_rejection(sp, few);
   std::string kernel = generate_conv_kernel(pp).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kPingPong = true;"));
   EXPECT_TRUE(has(kernel, "constexpr int kMmaWarpGroups = kPingPong ? 1 : kConsumerWarpGroups;"));

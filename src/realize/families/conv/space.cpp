@@ -267,6 +267,13 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.pingpong && (c.consumer_warpgroups != 2 || c.ctas_per_sm != 1 || c.splits != 1))
     return fmt::format("ping-pong takes two consumer warpgroups, one CTA a SM and unsplit tiles (not {}, {}, {})",
                        c.consumer_warpgroups, c.ctas_per_sm, c.splits);
+  // A ping-pong CTA overlaps only where each of its warpgroups has a tile: with fewer than two tiles a SM the second
+  // idles and the first's epilogue is exposed again.
+  if (const int64_t tiles = ceil_div(p.gemm_m(), c.tile_m) * ceil_div(p.k, c.tile_n),
+      sms = int64_t{ArchSpec::of(p.arch).sm_count};
+      c.pingpong && tiles < 2 * sms)
+    return fmt::format("ping-pong where each SM has two tiles at least: {} tiles of {}x{} for {} SMs", tiles, c.tile_m,
+                       c.tile_n, sms);
   // Two cooperative consumer warpgroups split the tile's rows in wgmma's 64-row steps.
   if (c.consumer_warpgroups == 2 && !c.pingpong && c.tile_m % 128)
     return fmt::format("two consumer warpgroups need a tile of a multiple of 128 rows (not {})", c.tile_m);
