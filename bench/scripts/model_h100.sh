@@ -5,7 +5,8 @@
 # Usage (device): [BUDGET=s] [LIMIT=s] [TOP=n] [PROFILE=1] bash bench/scripts/model_h100.sh bench/models/tv_resnet50.py
 #   PROFILE=1: the end-to-end check also writes profile.json (each variant's CUDA kernels, ms a call).
 #   TOP: candidates measured per pattern (1: the ranking's first; more for workloads removed from a carried database
-#   to be tuned again: `build/fact db list --db .bench-state/<model>.sqlite`, then `build/fact db forget ID...`).
+#   to be tuned again: `build/fact db list --db .bench-state/<model>.sqlite`, then `build/fact db forget ID...` or
+#   `build/fact db forget --matching "groups=" --db ...`).
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state (copy $OUT/<model>.sqlite there).
 # Returns in $OUT: <model>.tgz (the optimize folder without binaries: report.json/md, tune.json, e2e.log, ...) and
 # <model>.sqlite (the tuning database). Merge: fusion_report.py --benchmark conv --models <unpacked folder>.

@@ -1,4 +1,4 @@
-// `fact db list`, `show ID`, `forget ID...`, `export FILE`, `import FILE`: the tuning database that `fact tune` fills.
+// `fact db list`, `show ID`, `forget ID... [--matching TEXT]`, `export FILE`, `import FILE`: the tuning database that `fact tune` fills.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -134,12 +134,24 @@ void show(const std::string& db_path, long long id, bool as_json) {
   show_cmd->callback([db_path, id, as_json] { show(*db_path, *id, *as_json); });
 
   auto ids = std::make_shared<std::vector<long long>>();
+  auto matching = std::make_shared<std::vector<std::string>>();
   auto* forget_cmd = db->add_subcommand("forget", "remove workloads (candidates, baseline, winner) so the next tune "
                                                   "measures them again");
-  forget_cmd->add_option("ID", *ids, "workload ids, as `fact db list` prints them")->required();
+  forget_cmd->add_option("ID", *ids, "workload ids, as `fact db list` prints them");
+  forget_cmd->add_option("--matching", *matching,
+                         "also every workload whose `fact db list` text holds this (repeated: all of them), e.g. "
+                         "\"groups=144\" or \"pattern=conv\"");
   forget_cmd->add_option("--db", *db_path, db_help);
-  forget_cmd->callback([db_path, ids] {
+  forget_cmd->callback([db_path, ids, matching] {
+    if (ids->empty() && matching->empty()) throw Error("fact db forget: name workload ids, or --matching TEXT");
     auto tuning = TuningDb::open(db_path->empty() ? default_tuning_db_path() : std::filesystem::path(*db_path));
+    for (const auto& w : matching->empty() ? std::vector<WorkloadSummary>{} : tuning.list_workloads()) {
+      const std::string text = workload_text(w.key);
+      if (std::all_of(matching->begin(), matching->end(),
+                      [&](const std::string& m) { return text.find(m) != std::string::npos; }) &&
+          std::find(ids->begin(), ids->end(), w.id) == ids->end())
+        ids->push_back(w.id);
+    }
     std::vector<long long> missing;
     int forgotten = 0;
     for (long long id : *ids) {
