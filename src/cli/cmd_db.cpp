@@ -1,4 +1,5 @@
-// `fact db list`, `show ID`, `forget ID... [--matching TEXT]`, `export FILE`, `import FILE`: the tuning database that `fact tune` fills.
+// `fact db list`, `show ID`, `forget ID... [--matching TEXT]`, `export FILE`, `import FILE`: the tuning database
+// that `fact tune` fills.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -140,7 +141,7 @@ void show(const std::string& db_path, long long id, bool as_json) {
   forget_cmd->add_option("ID", *ids, "workload ids, as `fact db list` prints them");
   forget_cmd->add_option("--matching", *matching,
                          "also every workload whose `fact db list` text holds this (repeated: all of them), e.g. "
-                         "\"groups=144\" or \"pattern=conv\"");
+                         "\"groups=144\" or \"k=1000\"");
   forget_cmd->add_option("--db", *db_path, db_help);
   forget_cmd->callback([db_path, ids, matching] {
     if (ids->empty() && matching->empty()) throw Error("fact db forget: name workload ids, or --matching TEXT");
