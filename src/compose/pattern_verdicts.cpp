@@ -71,14 +71,14 @@ std::vector<PatternVerdict> pattern_verdicts(const discover::Plan& plan, const j
     bool has_winner = (status == "tuned" || status == "cached") && row.contains("config") &&
                       row["config"].is_object() && row.contains("winner") && row["winner"].is_string();
     if (!has_winner) {
-      // A cached PyTorch winner without an ok candidate in the database had none verified.
-      if ((status == "tuned" || status == "cached") && row.contains("fact_ms") && row["fact_ms"].is_number())
-        v.reason = fmt::format("PyTorch kept: best FACT kernel {} vs {} {}", ms(row, "fact_ms"),
-                               row.value("baseline", std::string("PyTorch")), ms(row, "baseline_ms"));
-      else if (status == "tuned" || status == "cached")
-        v.reason = fmt::format("PyTorch kept: no FACT kernel verified ({} {})",
-                               row.value("baseline", std::string("PyTorch")), ms(row, "baseline_ms"));
-      else
+      if (status == "tuned" || status == "cached") {
+        const std::string baseline =
+            fmt::format("{} {}", row.value("baseline", std::string("PyTorch")), ms(row, "baseline_ms"));
+        // A cached PyTorch winner without an ok candidate in the database had none verified.
+        v.reason = row.contains("fact_ms") && row["fact_ms"].is_number()
+                       ? fmt::format("PyTorch kept: best FACT kernel {} vs {}", ms(row, "fact_ms"), baseline)
+                       : fmt::format("PyTorch kept: no FACT kernel verified ({})", baseline);
+      } else
         v.reason = fmt::format("PyTorch kept: {}: {}", status.empty() ? "no status" : status, row.value("message", ""));
       continue;
     }

@@ -249,13 +249,15 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.splits < 1) return fmt::format("{} splits of the K loop: 1 or more", c.splits);
+  // The output's tiles against the SMs: split-K and ping-pong are for few and many tiles a SM.
+  const int64_t tiles = ceil_div(p.gemm_m(), c.tile_m) * ceil_div(p.k, c.tile_n);
+  const int64_t sms = ArchSpec::of(p.arch).sm_count;
   if (c.splits > 1) {
     if (p.transposed)
       return "split-K for a forward convolution only: a transposed one's phases each have a K loop of their own";
     // Where the tiles alone fill the resident CTAs, splitting only adds units of work (measured on the H200, ResNet's
     // 128-channel 3x3 at 56x56: 392 tiles of 128x64, split in two, 0.061 ms; the best unsplit config 0.046).
-    const int64_t tiles = ceil_div(p.gemm_m(), c.tile_m) * ceil_div(p.k, c.tile_n);
-    const int64_t resident = int64_t{ArchSpec::of(p.arch).sm_count} * c.ctas_per_sm;
+    const int64_t resident = sms * c.ctas_per_sm;
     if (tiles >= resident)
       return fmt::format("split-K where the tiles are fewer than the CTAs resident at once: {} tiles of {}x{} fill the "
                          "{}", tiles, c.tile_m, c.tile_n, resident);
@@ -269,16 +271,15 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
                        c.consumer_warpgroups, c.ctas_per_sm, c.splits);
   // A ping-pong CTA overlaps only where each of its warpgroups has a tile: with fewer than two tiles a SM the second
   // idles and the first's epilogue is exposed again.
-  if (const int64_t tiles = ceil_div(p.gemm_m(), c.tile_m) * ceil_div(p.k, c.tile_n),
-      sms = int64_t{ArchSpec::of(p.arch).sm_count};
-      c.pingpong && tiles < 2 * sms)
+  if (c.pingpong && tiles < 2 * sms)
     return fmt::format("ping-pong where each SM has two tiles at least: {} tiles of {}x{} for {} SMs", tiles, c.tile_m,
                        c.tile_n, sms);
   // Two cooperative consumer warpgroups split the tile's rows in wgmma's 64-row steps.
   if (c.consumer_warpgroups == 2 && !c.pingpong && c.tile_m % 128)
     return fmt::format("two consumer warpgroups need a tile of a multiple of 128 rows (not {})", c.tile_m);
   // The consumer warpgroups hold the whole tile's fp32 accumulators in registers (ping-pong: each its own tile's).
-  int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * (c.pingpong ? 1 : c.consumer_warpgroups));
+  const int tile_warpgroups = c.pingpong ? 1 : c.consumer_warpgroups;
+  int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * tile_warpgroups);
   // Two CTAs share the SM's 64K registers, the producer handing its own to the consumers (the kernel's setmaxnreg):
   // 216 a consumer thread with one warpgroup, 96 with two, of which conv.json's limits hold accumulators.
   const char* accumulator_limit = c.ctas_per_sm == 1         ? "max_accumulators_per_thread"
