@@ -124,6 +124,19 @@ TEST(EpilogueTree, Sm90VisitorTreeFollowsTheTreeWithFusedMultiplyAdds) {
   EXPECT_TRUE(sm90_evt_rejection(tree(R"(["add", {"row": "bias"}, {"col": "bias"}])")).has_value());
 }
 
+TEST(EpilogueTree, DivisionByAPowerOfTwoIsAMultiplyInTheVisitorTree) {
+  // x / 2 and x / -0.25 are exact multiplies; x / 3 and x / vec0 stay divisions (1 / 3 rounds).
+  EpilogueTree t = tree(R"(["add", ["div", ["div", "acc", 2.0], -0.25], ["div", ["div", "acc", 3.0], {"row": "vec0"}]])");
+  EXPECT_EQ(t.with_exact_reciprocals().text(), tree(R"(["add", ["mul", ["mul", "acc", 0.5], -4.0],
+                                                            ["div", ["div", "acc", 3.0], {"row": "vec0"}]])").text());
+  std::string type = sm90_evt_type(t, true), args = sm90_evt_arguments(t);
+  EXPECT_TRUE(contains(type, "// add(mul(mul(acc,0.5),-4),div(div(acc,3),row(vec0)))"));
+  EXPECT_TRUE(contains(args, "{ {ElementCompute(0.5)}, {nullptr}, {ScalarStride{}} }"));
+  EXPECT_TRUE(contains(args, "{ {ElementCompute(3)}, {nullptr}, {ScalarStride{}} }"));
+  // The tree itself (its text, the tuning key) is unchanged.
+  EXPECT_EQ(t.text(), "add(div(div(acc,2),-0.25),div(div(acc,3),row(vec0)))");
+}
+
 TEST(EpilogueTree, Sm80TakesTheLinearCombinationAndBroadcastFormsAndRefusesOthers) {
   EXPECT_EQ(sm80_epilogue(Epilogue::named("bias_relu").tree, false).output_op,
             "cutlass::epilogue::thread::LinearCombinationRelu");

@@ -134,12 +134,12 @@ std::optional<std::string> sm90_evt_rejection(const EpilogueTree& tree) {
 
 std::string sm90_evt_type(const EpilogueTree& tree, bool fp32_accurate, bool transposed) {
   if (auto why = sm90_evt_rejection(tree)) throw Error(*why);
-  return type_of(tree, fp32_accurate, transposed, 0);
+  return type_of(tree.with_exact_reciprocals(), fp32_accurate, transposed, 0);
 }
 
 std::string sm90_evt_arguments(const EpilogueTree& tree, bool transposed) {
   if (auto why = sm90_evt_rejection(tree)) throw Error(*why);
-  return arguments_of(tree, transposed, 0);
+  return arguments_of(tree.with_exact_reciprocals(), transposed, 0);
 }
 
 std::string sm90_evt_functors(const EpilogueTree& tree) {

@@ -1,6 +1,7 @@
 #include "realize/families/gemm/epilogue_tree.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <utility>
 
@@ -123,6 +124,17 @@ EpilogueTree EpilogueTree::binary(BinaryOp op, EpilogueTree x, EpilogueTree y) {
   t.children.push_back(std::move(x));
   t.children.push_back(std::move(y));
   return t;
+}
+
+EpilogueTree EpilogueTree::with_exact_reciprocals() const {
+  EpilogueTree t = *this;
+  for (auto& c : t.children) c = c.with_exact_reciprocals();
+  if (t.kind != EpilogueNodeKind::binary || t.op != BinaryOp::div || !t.children[1].is_constant()) return t;
+  int exponent = 0;
+  const double c = t.children[1].value;
+  // A power of two whose reciprocal is a normal float: both are exact in fp32.
+  if (!std::isfinite(c) || std::fabs(std::frexp(c, &exponent)) != 0.5 || exponent < -125 || exponent > 126) return t;
+  return binary(BinaryOp::mul, std::move(t.children[0]), constant(1.0 / c));
 }
 
 nlohmann::json EpilogueTree::to_json() const {

@@ -82,6 +82,10 @@ struct EpilogueTree {
   bool has_activation() const;
   std::vector<std::string> activations() const;              // the activation names used, sorted, unique
   int node_count() const;
+  // The same function with every division by a constant power of two a multiplication by its reciprocal (exact, and
+  // in an sm90 visitor tree, where a constant is a run-time argument, a multiply instead of a division guarded by
+  // a branch around each element).
+  EpilogueTree with_exact_reciprocals() const;
 
   friend bool operator==(const EpilogueTree& a, const EpilogueTree& b) { return a.text() == b.text(); }
 };
