@@ -127,6 +127,19 @@ class Encoded:
     notes: list[str] = field(default_factory=list)  # what the tracer rewrote, or chose not to, and why
 
 
+# A constant forward makes from Python numbers travels in the IR by value up to this many elements.
+MAX_CONSTANT_VALUES = 64
+
+
+def constant_value(ep: ExportedProgram, target: str):
+    """A forward-made constant's values as nested lists (a number for a 0-d one), or None where they are unknown
+    (traced on meta) or too many."""
+    value = ep.constants.get(target)
+    if not isinstance(value, torch.Tensor) or value.device.type == "meta" or value.numel() > MAX_CONSTANT_VALUES:
+        return None
+    return value.detach().cpu().tolist()
+
+
 def has_attribute_path(model: torch.nn.Module | None, target: str) -> bool:
     if model is None:
         return True
@@ -212,6 +225,7 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
     user_names = dict(zip((s.arg.name for s in user_specs), input_names))
 
     kinds: dict[str, tuple[str, str]] = {}
+    values: dict[str, object] = {}  # forward-made constants' values, by placeholder
     for spec in ep.graph_signature.input_specs:
         name = getattr(spec.arg, "name", None)
         if spec.kind not in PLACEHOLDER_KINDS:
@@ -221,7 +235,14 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
         kind = PLACEHOLDER_KINDS[spec.kind]
         target = user_names[name] if kind == "input" else spec.target
         if kind == "constant" and not has_attribute_path(model, target):
-            blockers.append(f"tensor constant {target} is made inside forward, not an attribute the module keeps")
+            # Made inside forward (torch.tensor(self.value)): the IR holds a small one's value, which the composed
+            # module makes again.
+            if constant_value(ep, target) is None:
+                blockers.append(f"tensor constant {target} is made inside forward, not an attribute the module keeps, "
+                                f"and {'its value was not traced' if target in ep.constants else 'is not in the program'}"
+                                f" (or has over {MAX_CONSTANT_VALUES} elements)")
+            else:
+                values[name] = constant_value(ep, target)
         kinds[name] = (kind, target)
 
     user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
@@ -240,7 +261,8 @@ def encode_program(ep: ExportedProgram, input_names: list[str] | None = None,
                 continue
             if kind == "input":
                 user_placeholders.append(node)
-            nodes.append({"name": node.name, "kind": kind, "target": target, "outputs": metas})
+            nodes.append({"name": node.name, "kind": kind, "target": target, "outputs": metas,
+                          **({"value": values[node.name]} if node.name in values else {})})
         elif node.op == "call_function":
             entry = {
                 "name": node.name,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from fact.ir_encode import IR_FORMAT, IR_VERSION, encode_program, encode_value, forward_input_names
+from fact.ir_encode import IR_FORMAT, IR_VERSION, encode_program, encode_value, forward_input_names, has_attribute_path
 from fact.problem import Problem, ProblemError, first_line, instantiate, load_problem, where
 from fact.trace_options import parse_args
 
@@ -55,14 +55,24 @@ def untraceable(device: str, why: str) -> Export:
     return Export(None, [], None, device, failure=why)
 
 
-def export_on(problem: Problem, device: str) -> Export:
+def export_on(problem: Problem, device: str, created_on_device: bool = True) -> Export:
+    """created_on_device: tensors that forward() creates land on `device` too, as the inputs (else on PyTorch's
+    default device: on meta, a constant forward makes from Python numbers then keeps its value)."""
     model, inputs, init_inputs = instantiate(problem, device)
-    with torch.device(device):  # tensors that forward() creates land on the same device as the inputs
+    with torch.device(device) if created_on_device else contextlib.nullcontext():
         try:
             program = torch.export.export(model, tuple(inputs))
         except Exception as e:
             raise TraceError(f"{where(problem.path, e)}: torch.export cannot trace Model.forward: {first_line(e)}") from e
     return Export(program, init_inputs, forward_input_names(model, len(inputs)), device, model=model)
+
+
+def valueless_constants(exported: Export) -> list[str]:
+    """Tensor constants forward() makes (torch.tensor(self.value)) whose values a meta trace lost."""
+    ep = exported.program
+    return [name for name, value in ep.constants.items()
+            if isinstance(value, torch.Tensor) and value.device.type == "meta"
+            and not has_attribute_path(exported.model, name)]
 
 
 def export_with_fallback(problem: Problem, device: str | None) -> Export:
@@ -73,7 +83,19 @@ def export_with_fallback(problem: Problem, device: str | None) -> Export:
         except TraceError as e:
             return untraceable(device, str(e))
     try:
-        return export_on(problem, "meta")
+        exported = export_on(problem, "meta")
+        if valueless_constants(exported):
+            # torch.tensor(number) in forward landed on meta, value and all: trace once more with forward's own
+            # tensors made where PyTorch makes them (the composed module makes them again from their values).
+            # torch.tensor(number, device=x.device) lands on meta either way: then on real CPU tensors.
+            for device, own_device in (("meta", False), ("cpu", True)):
+                try:
+                    again = export_on(problem, device, created_on_device=own_device)
+                    if not valueless_constants(again):
+                        return again
+                except (ProblemError, TraceError):
+                    pass
+        return exported
     except (ProblemError, TraceError) as meta_error:
         try:
             exported = export_on(problem, "cpu")

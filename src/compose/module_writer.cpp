@@ -113,6 +113,19 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
   json state = json::array();  // the parameters and buffers read, in order: [kind, dotted name] (model_new's _STATE)
   std::string device_source;
   std::string body;
+  // Constants forward() made from Python numbers (ir::Node::value), made again once the inputs' device is known.
+  std::vector<size_t> made_constants;
+  auto emit_made_constants = [&] {
+    for (size_t c : made_constants) {
+      const ir::Node& constant = g.nodes[c];
+      std::string where = fmt::format("IR constant '{}'", constant.name);
+      body += fmt::format("{}v{} = _constant(self, {}, {}, torch.{}, {})  # {}\n", kIndent, c,
+                          python_expr(json(constant.name), var, "None", where),
+                          python_expr(constant.value, var, "None", where), constant.out().dtype,
+                          device_source.empty() ? "next(self.parameters()).device" : device_source, constant.name);
+    }
+    made_constants.clear();
+  };
   // With no FACT op accepted the original forward runs as written: replaying its ATen graph op by op can only
   // add Python dispatch time, and the composed module must never be slower than the original.
   if (covered_by.empty())
@@ -135,10 +148,16 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
         state.push_back({node.kind == ir::NodeKind::Parameter ? "parameter" : "buffer", node.target});
         break;
       case ir::NodeKind::Constant:
+        if (!node.value.is_null()) {  // made by forward from Python numbers: made again, once, where the inputs are
+          made_constants.push_back(i);
+          vars[node.name] = out;
+          continue;
+        }
         // Lifted constants are plain attributes of the module, not registered parameters or buffers.
         body += fmt::format("{}{} = self.{}  # {}\n", kIndent, out, node.target, node.name);
         break;
       case ir::NodeKind::Op: {
+        emit_made_constants();  // every placeholder precedes the ops: the inputs' device is known here
         if (auto it = covered_by.find(node.name); it != covered_by.end()) {
           const auto& m = plan.entries[it->second->entry].match;
           if (node.name != m.anchor) continue;  // folded into the fact op call at the anchor
@@ -171,6 +190,7 @@ std::string model_new_source(const discover::Plan& plan, const std::vector<Patte
     }
     vars[node.name] = out;
   }
+  emit_made_constants();
   std::vector<std::string> results;
   for (const auto& o : g.outputs) results.push_back(python_expr(o, var, "None", "graph outputs"));
   std::string unpack = params.empty() ? "" : fmt::format("{}{}, = flat  # forward's arguments, flattened\n", kIndent,

@@ -39,6 +39,9 @@ struct Node {
   OpCategory category = OpCategory::Other;
   std::string traced_category;  // as the IR file has it (written back unchanged), empty if absent
   std::string target;   // input name or state_dict key for placeholders
+  // A constant forward() makes from Python numbers (torch.tensor(self.value)), not kept by the module: its values
+  // (a number, or nested lists), which the composed module makes again; null otherwise.
+  Json value = nullptr;
   Json args = Json::array();
   Json kwargs = Json::object();
   std::vector<TensorMeta> outputs;

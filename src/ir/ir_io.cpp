@@ -116,6 +116,11 @@ Node parse_node(const Json& j, const Where& at, const OpTable& ops) {
     }
   } else {
     n.target = required_string(j, "target", where);
+    if (j.contains("value") && !j["value"].is_null()) {
+      if (n.kind != NodeKind::Constant || !(j["value"].is_number() || j["value"].is_boolean() || j["value"].is_array()))
+        throw Error(where + " field 'value': only a constant node holds one, a number, a boolean or nested lists");
+      n.value = j["value"];
+    }
   }
   return n;
 }
@@ -221,6 +226,7 @@ Json to_json(const Graph& graph) {
       if (!n.traced_category.empty()) j["category"] = n.traced_category;
     } else {
       j["target"] = n.target;
+      if (!n.value.is_null()) j["value"] = n.value;
     }
     Json outs = Json::array();
     for (const auto& t : n.outputs) outs.push_back({{"shape", t.shape}, {"strides", t.strides}, {"dtype", t.dtype}});

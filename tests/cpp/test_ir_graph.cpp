@@ -103,6 +103,24 @@ TEST(IrGraph, RoundTripsThroughJson) {
   EXPECT_EQ(fact::ir::format_graph(g), fact::ir::format_graph(again));
 }
 
+// A tensor constant forward() makes from Python numbers carries its values (the composed module makes it again);
+// only a constant node holds them, and only numbers, booleans or nested lists.
+TEST(IrGraph, ForwardMadeConstantsKeepTheirValues) {
+  GraphDoc d = small_mlp();
+  d.input("c", {}, "float32", "constant");
+  Json doc = d.json();
+  doc["nodes"].back()["value"] = 0.25;
+  auto g = fact::ir::parse_graph(doc, "constant", fact::ir::OpTable::builtin());
+  EXPECT_EQ(g.at("c").value, Json(0.25));
+  EXPECT_EQ(fact::ir::to_json(g)["nodes"].back()["value"], Json(0.25));
+  EXPECT_FALSE(fact::ir::to_json(g)["nodes"].front().contains("value")) << "written only where there is one";
+  doc["nodes"].back()["value"] = "a";
+  expect_error(doc, {"field 'value'", "nested lists"});
+  doc["nodes"].back()["value"] = 1;
+  doc["nodes"].back()["kind"] = "parameter";
+  expect_error(doc, {"field 'value'", "only a constant node"});
+}
+
 TEST(IrGraph, LoadsTracedMiniGptAndPrintsIt) {
   auto g = fact::ir::load_graph(data("ir/minigpt_block.json"), fact::ir::OpTable::builtin());
   EXPECT_EQ(g.at("x").kind, fact::ir::NodeKind::Input);
