@@ -3,7 +3,8 @@ bench/scripts/fusion_h100.sh ran on the H100, one per numerics mode; with --benc
 (issue 17, bench/results/conv_h100), whose --suite-dirs add each pattern's kernel time against PyTorch's.
 
     python bench/scripts/fusion_report.py [--previous bench/results/fusion_h100.json] --default SUITE.json [...] \
-        [--tf32 SUITE.json ...] --device "H100 ..." [--commit SHA] -o bench/results/fusion_h100
+        [--tf32 SUITE.json ...] [--fp32-accurate SUITE.json ...] --device "H100 ..." [--commit SHA] \
+        -o bench/results/fusion_h100
 
 With --models, whole models run by `fact optimize` (one unpacked output folder each, e.g. bench/models/tv_resnet50.py's)
 add rows "models/<file>" in default numerics, from the folder's report.json (the end-to-end check, the fallback when
@@ -28,7 +29,7 @@ import math
 import subprocess
 from pathlib import Path
 
-MODES = ("default", "tf32")
+MODES = ("default", "tf32", "fp32_accurate")
 FIELDS = ("status", "numerics", "composed_ms", "eager_ms", "compile_default_ms", "speedup_eager", "speedup_compile",
           "rel_err_composed", "rel_err_original", "fact_patterns", "fact_ops", "graph_ops", "reason")
 
@@ -49,10 +50,15 @@ def summary(problems: list[dict], level: str, mode: str, key: str) -> dict:
 MEASURED = ("correct", "incorrect", "failed")
 
 
+# fp32_accurate (the conv benchmark): FACT's convolutions in 3xTF32, PyTorch's with cuDNN's TF32 off.
+FP32_ACCURATE = ("FACT's convolutions in 3xTF32 (fp32-accurate; `--conv-numerics 3xtf32`), other ops as default; eager "
+                 "and torch.compile with cuDNN's TF32 off (torch.backends.cudnn.allow_tf32 = False)")
+
+
 def suites_of_report(report: dict) -> dict:
     """An earlier report's rows as one suite per mode, to be overridden by the suites measured since."""
     return {mode: [{"problems": [{"id": p["id"], "level": p["level"], **p[mode]} for p in report["problems"]
-                                 if p.get(mode)]}] for mode in MODES}
+                                 if p.get(mode)]}] for mode in MODES}  # (a report before a mode existed: empty)
 
 
 BENCHMARKS = {
@@ -138,18 +144,24 @@ def build(suites: dict, device: str, commit: str, benchmark: str = "fusion", onl
     return {"format": b["format"], "version": 1, "title": b["title"], "device": device,
             "date": dt.date.today().isoformat(), "commit": commit, "selection": b["selection"],
             "numerics": {"default": b["default"],
-                         "tf32": "tf32 for FACT; eager and torch.compile with float32 matmul precision 'high'"},
+                         "tf32": "tf32 for FACT; eager and torch.compile with float32 matmul precision 'high'",
+                         "fp32_accurate": FP32_ACCURATE},
             "summary": {"level2_vs_eager_default": summary(problems, "level2", "default", "speedup_eager"),
                         "level2_vs_compile_tf32": summary(problems, "level2", "tf32", "speedup_compile"),
                         "level2_vs_compile_default": summary(problems, "level2", "default", "speedup_compile"),
                         "level1_vs_compile_default": summary(problems, "level1", "default", "speedup_compile"),
                         "level1_vs_eager_default": summary(problems, "level1", "default", "speedup_eager"),
-                        "models_vs_compile_default": summary(problems, "models", "default", "speedup_compile")},
+                        "models_vs_compile_default": summary(problems, "models", "default", "speedup_compile"),
+                        "level2_vs_compile_fp32_accurate": summary(problems, "level2", "fp32_accurate", "speedup_compile"),
+                        "level1_vs_eager_fp32_accurate": summary(problems, "level1", "fp32_accurate", "speedup_eager")},
             "problems": problems}
 
 
 def kernel_mode(k: dict) -> str:
-    """The suite mode a per-pattern row was measured in: tf32 runs tune in tf32, default runs in each problem's own."""
+    """The suite mode a per-pattern row was measured in: tf32 runs tune in tf32, default runs in each problem's own
+    (a convolution's TF32), fp32-accurate runs a convolution in 3xtf32."""
+    if str(k.get("rule", "")).startswith("conv") and k.get("numerics") == "3xtf32":
+        return "fp32_accurate"
     return "tf32" if k.get("numerics") == "tf32" else "default"
 
 
@@ -160,7 +172,8 @@ def cell(v, fmt="{:.3g}"):
 def markdown(doc: dict) -> str:
     md = [f"# {doc.get('title', 'Generic fusion benchmark')} ({doc['device']}, {doc['date']}, commit {doc['commit']})", "",
           f"Problems: {doc['selection']}. Numerics: default = {doc['numerics']['default']}; tf32 = "
-          f"{doc['numerics']['tf32']}.", *(["", doc["note"], ""] if doc.get("note") else [""]), "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
+          f"{doc['numerics']['tf32']}" + (f"; fp32_accurate = {doc['numerics']['fp32_accurate']}"
+                                          if 'fp32_accurate' in doc['numerics'] else "") + ".", *(["", doc["note"], ""] if doc.get("note") else [""]), "## Summary", "", "| target | measured | correct | geomean | n | >= 1.0x |",
           "|---|---|---|---|---|---|"]
     for k, s in doc["summary"].items():
         if not s["measured"] and k.startswith("models"):
@@ -201,6 +214,8 @@ def main() -> None:
     ap.add_argument("--previous", help="an earlier fusion report whose rows the suites below replace where measured")
     ap.add_argument("--default", nargs="+", default=[], help="suite.json files of runs in each problem's own numerics")
     ap.add_argument("--tf32", nargs="+", help="suite.json files of tf32 runs")
+    ap.add_argument("--fp32-accurate", nargs="+",
+                    help="suite.json files of runs with fp32-accurate convolutions (suite_h100.sh CONV_NUMERICS=3xtf32)")
     ap.add_argument("--device", required=True)
     ap.add_argument("--commit", default=None, help="the binary's commit (default: this checkout's)")
     ap.add_argument("--note", default="", help="how the suites were run (calls, settings, what is missing)")
@@ -213,12 +228,20 @@ def main() -> None:
     ap.add_argument("--suite-dirs", nargs="*", default=[],
                     help="unpacked suite folders (suite.tgz): each problem's patterns, FACT's kernel vs PyTorch's ms")
     a = ap.parse_args()
-    if not a.default and not a.tf32 and not a.models:
-        ap.error("name at least one suite.json (--default or --tf32) or model folder (--models)")
+    if not a.default and not a.tf32 and not a.fp32_accurate and not a.models:
+        ap.error("name at least one suite.json (--default, --tf32 or --fp32-accurate) or model folder (--models)")
     previous = json.loads(Path(a.previous).read_text()) if a.previous else None
     models, model_kernels = model_rows(a.models)
     measured = {"default": [json.loads(Path(f).read_text()) for f in a.default] + [models],
-                "tf32": [json.loads(Path(f).read_text()) for f in a.tf32 or []]}
+                "tf32": [json.loads(Path(f).read_text()) for f in a.tf32 or []],
+                "fp32_accurate": [json.loads(Path(f).read_text()) for f in a.fp32_accurate or []]}
+    named = {"default": a.default, "tf32": a.tf32 or [], "fp32_accurate": a.fp32_accurate or []}
+    for mode, files in measured.items():
+        for f, suite in zip(named[mode], files):
+            want = "3xtf32" if mode == "fp32_accurate" else "tf32"
+            if suite.get("conv_numerics", "tf32") != want:
+                ap.error(f"{f}: its convolutions ran {suite['conv_numerics']}, not {want} as --{mode.replace('_', '-')} "
+                         f"takes")
     suites = suites_of_report(previous) if previous else {m: [] for m in MODES}
     for mode in MODES:
         suites[mode] += measured[mode]

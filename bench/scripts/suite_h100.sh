@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The problem suite on the device: `fact bench` over bench/problems (or one level folder) inside one
 # 10-minute call, resumable over several calls.
-# Usage (device): [MAX_AUTOTUNE=1] [JOBS=n] [PROBLEM_TIMEOUT_S=s] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+# Usage (device): [MAX_AUTOTUNE=1] [JOBS=n] [PROBLEM_TIMEOUT_S=s] [CONV_NUMERICS=3xtf32] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
+#   CONV_NUMERICS=3xtf32: fp32 convolutions fp32-accurate, against cuDNN with TF32 off (default: TF32, PyTorch's).
 #   numerics "default": each problem's own (3xtf32 for fp32 models). KernelBench, which never travels with the
 #   repo, is carried as a copy in an ignored folder: `mkdir -p .kb && cp -r ../shared/kernelbench/level3 .kb/`,
 #   then suite-dir .kb and carry .kb too.
@@ -33,6 +34,7 @@ extra=()
 extra+=(--problem-timeout "${PROBLEM_TIMEOUT_S:-1800}")
 numerics_flag=(--numerics "$numerics")
 [ "$numerics" = default ] && numerics_flag=()
+[ -n "${CONV_NUMERICS:-}" ] && numerics_flag+=(--conv-numerics "$CONV_NUMERICS")
 nvidia-smi -L
 
 # fact bench and every process it starts share one session, so the hard stop reaches all of them.

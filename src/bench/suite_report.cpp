@@ -37,6 +37,7 @@ json suite_json(const SuiteInfo& info, const std::vector<ProblemResult>& results
           {"top", info.top},
           {"jobs", info.jobs},
           {"gpus", info.gpus},
+          {"conv_numerics", info.conv_numerics.empty() ? "tf32" : info.conv_numerics},
           {"definitions",
            {{"measured", "correct + incorrect + failed; problems without a GPU run or not yet run are left out"},
             {"correct_fraction", "correct / measured"},
@@ -50,9 +51,11 @@ json suite_json(const SuiteInfo& info, const std::vector<ProblemResult>& results
 }
 
 std::string suite_markdown(const json& s) {
-  std::string md = fmt::format("# FACT bench: {}\n\narch {}, numerics {}, {} candidates per pattern, {} worker(s){}\n\n",
+  std::string md = fmt::format("# FACT bench: {}\n\narch {}, numerics {} (convolutions {}), {} candidates per pattern, {} "
+                               "worker(s){}\n\n",
                                s.at("suite_dir").get<std::string>(), s.at("arch").get<std::string>(),
-                               s.at("numerics").get<std::string>(), s.at("top").get<int>(), s.at("jobs").get<int>(),
+                               s.at("numerics").get<std::string>(), s.value("conv_numerics", std::string("tf32")),
+                               s.at("top").get<int>(), s.at("jobs").get<int>(),
                                s.at("gpus").empty() ? ", no GPU" : fmt::format(", GPUs {}", s.at("gpus").dump()));
   md += "## Per level\n\n| level | problems | measured | correct | incorrect | failed | fast_1.0 | fast_1.5 | fast_2.0 |"
         " geomean vs eager | fast_1.0 vs compile | geomean vs compile |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -14,6 +14,7 @@ struct SuiteInfo {
   std::string suite_dir, arch, numerics;  // numerics empty: each problem's default
   int top = 0, jobs = 1;
   std::vector<std::string> gpus;
+  std::string conv_numerics;  // empty: tf32, PyTorch's cuDNN default
 };
 
 nlohmann::json suite_json(const SuiteInfo& info, const std::vector<ProblemResult>& results);

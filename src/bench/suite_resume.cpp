@@ -8,11 +8,14 @@ using nlohmann::json;
 
 namespace fact::bench {
 
-json run_key(const fs::path& problem_file, const std::string& arch, const std::string& numerics, int top) {
-  return {{"problem_sha256", sha256_hex(read_text_file(problem_file, "problem file"))},
-          {"arch", arch},
-          {"numerics", numerics.empty() ? "default" : numerics},
-          {"top", top}};
+json run_key(const fs::path& problem_file, const std::string& arch, const std::string& numerics, int top,
+             const std::string& conv_numerics) {
+  json key = {{"problem_sha256", sha256_hex(read_text_file(problem_file, "problem file"))},
+              {"arch", arch},
+              {"numerics", numerics.empty() ? "default" : numerics},
+              {"top", top}};
+  if (!conv_numerics.empty()) key["conv_numerics"] = conv_numerics;
+  return key;
 }
 
 std::optional<ProblemResult> load_finished(const fs::path& problem_out, const json& key, std::string* why) {

@@ -15,8 +15,9 @@ namespace fact::bench {
 inline constexpr const char* kFinishedRecord = "bench_result.json";
 
 // What must match for an earlier result to count: the problem file's SHA-256 and the optimize settings.
+// (conv_numerics enters the key only when set, so earlier records keep matching.)
 nlohmann::json run_key(const std::filesystem::path& problem_file, const std::string& arch, const std::string& numerics,
-                       int top);
+                       int top, const std::string& conv_numerics = "");
 
 // The earlier result, or nullopt (with `why` saying so) when there is none, it is unreadable, or its key differs.
 std::optional<ProblemResult> load_finished(const std::filesystem::path& problem_out, const nlohmann::json& key,

@@ -85,7 +85,7 @@ std::vector<ProblemResult> run_suite(const std::vector<SuiteProblem>& problems, 
   std::vector<size_t> todo;
   std::vector<nlohmann::json> keys;
   for (size_t i = 0; i < problems.size(); ++i) {
-    keys.push_back(run_key(problems[i].path, o.arch, o.numerics, o.top));
+    keys.push_back(run_key(problems[i].path, o.arch, o.numerics, o.top, o.conv_numerics));
     std::string why;
     auto done = o.resume ? load_finished(problem_out_dir(o.out, problems[i]), keys[i], &why) : std::nullopt;
     if (done) publish(i, *done, "already done, skipped (" + summary(*done) + ")");
@@ -118,6 +118,7 @@ std::vector<ProblemResult> run_suite(const std::vector<SuiteProblem>& problems, 
       std::vector<std::string> argv = o.optimize_command;
       argv.insert(argv.end(), {p.path.string(), "--out", out.string(), "--arch", o.arch, "--top", std::to_string(o.top)});
       if (!o.numerics.empty()) argv.insert(argv.end(), {"--numerics", o.numerics});
+      if (!o.conv_numerics.empty()) argv.insert(argv.end(), {"--conv-numerics", o.conv_numerics});
       ProcessOptions po;
       po.env = o.env;
       if (!gpu.empty()) po.env["CUDA_VISIBLE_DEVICES"] = gpu;

@@ -20,6 +20,7 @@ struct SuiteRunOptions {
   std::vector<std::string> optimize_command; // argv prefix, e.g. {"/path/fact", "optimize"}
   std::string arch = "sm90";
   std::string numerics;                      // empty: each problem's default
+  std::string conv_numerics;                 // empty: tf32 (PyTorch's cuDNN default); 3xtf32: fp32-accurate
   int top = 6;
   int jobs = 1;
   std::vector<std::string> gpus;             // worker i gets CUDA_VISIBLE_DEVICES=gpus[i % size]; empty: untouched

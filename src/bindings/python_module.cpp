@@ -130,13 +130,16 @@ NB_MODULE(_core, m) {
       "optimize",
       [](const std::string& model, const std::string& out, const std::string& numerics, const std::string& arch,
          int top, const std::string& db, int tune_budget_s, bool compile_baselines, const std::string& agent,
-         const std::string& endpoint, const std::string& llm_model, nb::object on_out, nb::object on_log) {
+         const std::string& endpoint, const std::string& llm_model, const std::string& conv_numerics,
+         nb::object on_out, nb::object on_log) {
         check_member("numerics", numerics, fact::numerics_names(), true);
+        check_member("conv_numerics", conv_numerics, {"tf32", "3xtf32"}, true);
         check_member("arch", arch, fact::arch_names(), false);
         fact::pipeline::OptimizeRequest request;
         request.model = model;
         request.out = out;
         request.numerics = numerics;
+        request.conv_numerics = conv_numerics;
         request.arch = arch;
         request.top = top;
         request.db = db;
@@ -154,22 +157,23 @@ NB_MODULE(_core, m) {
       },
       nb::arg("model"), nb::arg("out"), nb::kw_only(), nb::arg("numerics") = "", nb::arg("arch") = "sm90",
       nb::arg("top") = 6, nb::arg("db") = "", nb::arg("tune_budget_s") = 0, nb::arg("compile_baselines") = false,
-      nb::arg("agent") = "builtin", nb::arg("endpoint") = "", nb::arg("llm_model") = "",
+      nb::arg("agent") = "builtin", nb::arg("endpoint") = "", nb::arg("llm_model") = "", nb::arg("conv_numerics") = "",
       nb::arg("on_out") = nb::none(), nb::arg("on_log") = nb::none(),
       "`fact optimize MODEL --out OUT`: every stage; report.json, report.md and composed/ in OUT.");
 
   m.def(
       "discover",
       [](const std::string& model, const std::string& plan, const std::string& arch, const std::string& numerics,
-         nb::object on_out, nb::object on_log) {
+         const std::string& conv_numerics, nb::object on_out, nb::object on_log) {
         check_member("numerics", numerics, fact::numerics_names(), true);
+        check_member("conv_numerics", conv_numerics, {"tf32", "3xtf32"}, true);
         check_member("arch", arch, fact::arch_names(), false);
-        fact::discover::DiscoverRequest request{model, arch, numerics, plan, {}, {}};
+        fact::discover::DiscoverRequest request{model, arch, numerics, plan, {}, {}, conv_numerics};
         with_python_streams(std::move(on_out), std::move(on_log), [&](std::ostream& o, std::ostream& l) {
           fact::discover::discover_model(request, o, l);
         });
       },
       nb::arg("model"), nb::arg("plan"), nb::kw_only(), nb::arg("arch") = "sm90", nb::arg("numerics") = "",
-      nb::arg("on_out") = nb::none(), nb::arg("on_log") = nb::none(),
+      nb::arg("conv_numerics") = "", nb::arg("on_out") = nb::none(), nb::arg("on_log") = nb::none(),
       "`fact discover MODEL --json PLAN`: trace, match, rank; the plan table goes to on_out.");
 }

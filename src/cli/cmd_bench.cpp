@@ -29,6 +29,7 @@ struct BenchOptions {
   std::string out = "out/bench";
   std::string arch = "sm90";
   std::string numerics;
+  std::string conv_numerics;
   std::string db;
   int jobs = 0;  // 0: one per GPU
   int top = 2;
@@ -49,7 +50,7 @@ void run_bench(const BenchOptions& o) {
     std::cerr << fmt::format("  {} workers share {} GPU(s): builds overlap, GPU work takes turns (one lock per GPU)\n",
                              jobs, gpus.size());
 
-  SuiteInfo info{o.dir, o.arch, o.numerics, o.top, jobs, gpus};
+  SuiteInfo info{o.dir, o.arch, o.numerics, o.top, jobs, gpus, o.conv_numerics};
   fs::path out(o.out);
   fs::create_directories(out);
   std::vector<ProblemResult> results;
@@ -63,7 +64,7 @@ void run_bench(const BenchOptions& o) {
     for (const auto& p : problems) {
       std::string why;
       fs::path dir = problem_out_dir(out, p);
-      auto done = load_finished(dir, run_key(p.path, o.arch, o.numerics, o.top), &why);
+      auto done = load_finished(dir, run_key(p.path, o.arch, o.numerics, o.top, o.conv_numerics), &why);
       if (!done) {
         results.push_back(pending_result(p, "not run (" + why + ")"));
         continue;
@@ -86,6 +87,7 @@ void run_bench(const BenchOptions& o) {
     if (o.no_max_autotune) ro.optimize_command.push_back("--no-max-autotune");
     ro.arch = o.arch;
     ro.numerics = o.numerics;
+    ro.conv_numerics = o.conv_numerics;
     ro.top = o.top;
     ro.jobs = jobs;
     ro.gpus = gpus;
@@ -128,6 +130,10 @@ const bool registered = cli::register_command("bench", [](CLI::App& app) {
   cmd->add_option("--arch", o->arch, "target architecture")->check(CLI::IsMember(arch_names()));
   cmd->add_option("--numerics", o->numerics, "numerics mode for every problem (default: each problem's own)")
       ->check(CLI::IsMember(numerics_names()));
+  cmd->add_option("--conv-numerics", o->conv_numerics,
+                  "fp32 convolutions: tf32 (PyTorch's cuDNN default) or 3xtf32 (fp32-accurate, against cuDNN with "
+                  "TF32 off)")
+      ->check(CLI::IsMember({"tf32", "3xtf32"}));
   cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU); more than the GPUs overlap builds, GPU work takes turns")->check(CLI::Range(1, 64));
   cmd->add_option("--top", o->top, "kernels built and measured per pattern (a GEMM kernel with its run-time variants)")->check(CLI::Range(1, 64));
   cmd->add_flag("--resume", o->resume, "skip problems whose finished result (same file, same settings) is in --out");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/arch_spec.h"
+#include "core/error.h"
 #include "core/files.h"
 #include "core/vocabulary.h"
 #include "discover/pattern_registry.h"
@@ -34,6 +35,12 @@ Plan discover_model(const DiscoverRequest& o, std::ostream& out, std::ostream& l
   log << fmt::format("[2/3] matching {} rules for {} ({} graph nodes)\n", registry.rules().size(), arch.name,
                      graph.nodes.size());
   auto plan = make_plan(graph, registry, ops, arch, numerics);
+  if (!o.conv_numerics.empty()) {
+    plan.conv_numerics = numerics_from_string(o.conv_numerics);
+    if (plan.conv_numerics != Numerics::tf32 && plan.conv_numerics != Numerics::x3tf32)
+      throw Error("--conv-numerics " + o.conv_numerics + ": fp32 convolutions run tf32 (PyTorch's cuDNN default) or "
+                  "3xtf32 (fp32-accurate, against cuDNN with TF32 off)");
+  }
   log << "[3/3] ranked by the cost model\n";
   out << format_plan(plan);
   if (!o.json_out.empty()) {

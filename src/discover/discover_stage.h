@@ -16,6 +16,7 @@ struct DiscoverRequest {
   std::filesystem::path json_out;   // write the plan here (input of the tune stage); empty: do not
   std::filesystem::path ir_out;     // also keep the traced IR here; empty: a temporary file
   std::filesystem::path rules_dir;  // empty: data/rules and the user registry ($FACT_REGISTRY)
+  std::string conv_numerics;        // an fp32-accurate plan's convolutions: empty or tf32 (PyTorch's default), 3xtf32
 };
 
 // The plan table goes to `out`, progress lines to `log`. Throws Error naming the input when it cannot be traced

@@ -127,6 +127,7 @@ json to_json(const Plan& plan) {
           {"arch", to_string(plan.arch)},
           {"numerics", to_string(plan.numerics)},
           {"baseline_numerics", to_string(baseline_numerics(plan.numerics))},
+          {"conv_numerics", to_string(plan.conv_numerics)},
           {"source", plan.graph.source_path},
           {"estimate", {{"us_now", plan.seconds_now * 1e6}, {"us_planned", plan.seconds_planned * 1e6}}},
           {"uncovered_ops", plan.uncovered_ops},
@@ -151,6 +152,8 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
   try {
     plan.arch = arch_from_string(field(doc, "arch", "plan").get<std::string>());
     plan.numerics = numerics_from_string(field(doc, "numerics", "plan").get<std::string>());
+    // Plans written before convolutions had numerics of their own ran them in TF32.
+    plan.conv_numerics = numerics_from_string(doc.value("conv_numerics", std::string("tf32")));
     plan.graph = ir::parse_graph(field(doc, "ir", "plan"), origin + " (embedded IR)", ops);
     int i = 0;
     for (auto& p : field(doc, "patterns", "plan")) {
@@ -205,10 +208,18 @@ static std::string us(double seconds) {
   return u >= 1000 ? fmt::format("{:.2f} ms", u / 1000) : fmt::format("{:.1f} us", u);
 }
 
+Numerics family_numerics(const Plan& plan, const std::string& family, Numerics numerics) {
+  const bool fp32_accurate = numerics == Numerics::x3tf32 || numerics == Numerics::fp32;
+  return family == "conv" && fp32_accurate ? plan.conv_numerics : numerics;
+}
+
 std::string format_plan(const Plan& plan) {
-  std::string out = fmt::format("FACT plan for {} on {} (numerics {}, PyTorch baseline {})\n", plan.graph.source_path,
+  std::string out = fmt::format("FACT plan for {} on {} (numerics {}, PyTorch baseline {}{})\n", plan.graph.source_path,
                                 to_string(plan.arch), to_string(plan.numerics),
-                                to_string(baseline_numerics(plan.numerics)));
+                                to_string(baseline_numerics(plan.numerics)),
+                                family_numerics(plan, "conv", plan.numerics) == Numerics::x3tf32
+                                    ? "; convolutions 3xtf32 against cuDNN with TF32 off"
+                                    : "");
   out += fmt::format("{:>2}  {:<24} {:>5}  {:<34} {:<8} {:>21}  {:>9} {:>6}  {}\n", "#", "pattern", "nodes",
                      "shape", "dtype", "est. now -> fused", "gain", "x", "examples");
   int rank = 1;

@@ -26,6 +26,10 @@ struct PlanEntry {
 struct Plan {
   Arch arch = Arch::sm90;
   Numerics numerics = Numerics::x3tf32;
+  // fp32 convolutions' numerics, apart from the matmuls' as in PyTorch (torch.backends.cudnn.allow_tf32, on by
+  // default, against torch.backends.cuda.matmul.allow_tf32, off): tf32, or x3tf32 for fp32-accurate convolutions
+  // measured against cuDNN with TF32 off. A tf32, bf16 or fp16 plan's convolutions take the plan's numerics.
+  Numerics conv_numerics = Numerics::tf32;
   ir::Graph graph;
   std::vector<PlanEntry> entries;           // sorted by expected gain, largest first
   double seconds_now = 0;                   // whole module in PyTorch (estimate)
@@ -40,6 +44,10 @@ Numerics default_numerics(const ir::Graph& graph);
 
 Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
                const ArchSpec& arch, Numerics numerics);
+
+// The numerics a pattern of `family` is realized in: the plan's, except an fp32-accurate plan's convolutions, which
+// take conv_numerics.
+Numerics family_numerics(const Plan& plan, const std::string& family, Numerics numerics);
 
 // The plan's "left to PyTorch" line: the ops no entry covers, or the whole module and why.
 std::string left_to_pytorch(const Plan& plan);

@@ -99,6 +99,12 @@ json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, in
     return nullptr;
   }
   std::vector<std::string> argv = {run.composed.string(), "-o", result.string(), "--numerics", numerics};
+  // fp32-accurate convolutions: PyTorch's own run with cuDNN's TF32 off, the numerics FACT's are measured against.
+  json plan = read_json_file(run.plan, "plan file");
+  discover::Plan conv_view;
+  conv_view.conv_numerics = numerics_from_string(plan.value("conv_numerics", std::string("tf32")));
+  if (discover::family_numerics(conv_view, "conv", numerics_from_string(numerics)) == Numerics::x3tf32)
+    argv.push_back("--no-cudnn-tf32");
   json manifest = read_json_file(run.composed / "manifest.json", "composed manifest");
   if (manifest.contains("op_library") && manifest["op_library"].is_string())
     argv.insert(argv.end(), {"--lib", (run.composed / manifest["op_library"].get<std::string>()).string()});
@@ -145,7 +151,7 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
   auto started = std::chrono::steady_clock::now();
   Run run{o, out, log, o.out, o.out / "plan.json", o.out / "tune.json", o.out / "ops", o.out / "composed"};
   fs::create_directories(run.dir);
-  discover::DiscoverRequest discover_request{o.model, o.arch, o.numerics, run.plan, {}, {}};
+  discover::DiscoverRequest discover_request{o.model, o.arch, o.numerics, run.plan, {}, {}, o.conv_numerics};
   auto discover = [&](std::ostream& so, std::ostream& sl) { discover::discover_model(discover_request, so, sl); };
   if (!run.stage(1, "discover: trace, match, rank", run.dir / "discover.log", true, discover))
     throw Error("discovery failed for " + o.model.string() + "; nothing else was run");

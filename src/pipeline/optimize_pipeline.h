@@ -14,6 +14,7 @@ struct OptimizeRequest {
   std::filesystem::path model;
   std::string arch = "sm90";
   std::string numerics;
+  std::string conv_numerics;  // empty: tf32 (PyTorch's cuDNN default); 3xtf32: fp32-accurate convolutions
   std::filesystem::path out = "out/optimize";
   int top = 6;
   std::filesystem::path tune_report;  // reuse this tune report instead of tuning

@@ -45,7 +45,8 @@ EntryProblem entry_problem(const discover::Match& m, const discover::Plan& plan,
   e.family = kernel_family_for(m);
   if (!e.family) return e;
   try {
-    e.problem = e.family->problem_from_match(m, plan.graph, numerics, plan.arch);
+    e.problem = e.family->problem_from_match(m, plan.graph, discover::family_numerics(plan, e.family->name(), numerics),
+                                             plan.arch);
   } catch (const Error& err) {
     e.error = err.what();
   }

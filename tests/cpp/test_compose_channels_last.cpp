@@ -52,7 +52,7 @@ std::vector<compose::PatternVerdict> accept_convs(const discover::Plan& plan) {
     compose::PatternVerdict v;
     v.entry = i;
     if (m.family == "conv") {
-      realize::ConvProblem p = realize::conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90);
+      realize::ConvProblem p = realize::conv_problem_from_match(m, plan.graph, Numerics::tf32, Arch::sm90);
       realize::ConvConfig c = realize::enumerate_conv_configs(p, 1).ranked.at(0);
       v.accepted = true;
       v.family = "conv";

@@ -67,7 +67,7 @@ const Match& conv_match(const Plan& p) {
 
 ConvProblem problem_of(GraphDoc& d) {
   Plan p = plan_of(d);
-  return conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
+  return conv_problem_from_match(conv_match(p), p.graph, Numerics::tf32, Arch::sm90);
 }
 
 // The composed module's call of the match's op (operands bound as the composer binds them).
@@ -97,7 +97,7 @@ TEST(ConvFamily, MatchGrowsOverPointwiseOpsWithPerChannelVectors) {
   EXPECT_EQ(m.nodes, (std::vector<std::string>{"conv2d", "relu", "add"}));
   EXPECT_EQ(m.kernel["epilogue_tree"],
             Json::parse(R"(["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}])"));
-  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
   EXPECT_EQ(cp.spatial_dims, 2);
   EXPECT_EQ(cp.n, 4);
   EXPECT_EQ(cp.c, 16);
@@ -142,7 +142,7 @@ TEST(ConvFamily, ImageChannelsArePaddedAndUnalignedOutputChannelsStayPyTorchs) {
   ASSERT_EQ(rc.tile_k, 8) << rc.summary();
   std::string kernel = generate_conv_kernel(rc).text;
   EXPECT_TRUE(has(kernel, "constexpr bool kFoldWidth = false;"));
-  EXPECT_TRUE(has(kernel, "transpose(a.x, base + w.x, a.n, a.c, in_pixels, padded_channels(a), stream)"));
+  EXPECT_TRUE(has(kernel, "transpose<kX3tf32>(a.x, base + w.x, a.n, a.c, in_pixels, padded_channels(a), stream)"));
   EXPECT_TRUE(has(kernel, "(x_in_place(a) && a.c != padded_channels(a))")) << "a channels-last x is read in place only unpadded";
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
@@ -194,7 +194,7 @@ TEST(ConvFamily, BatchNormInEvalJoinsTheEpilogueAsChannelVectors) {
   Plan plan = plan_of(d);
   const Match& m = conv_match(plan);
   EXPECT_EQ(m.anchor, "relu");
-  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90);
+  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::tf32, Arch::sm90);
   EXPECT_EQ(p.epilogue.tree.text(),
             "relu(add(mul(mul(sub(mul(alpha,acc),row(vec0)),rsqrt(add(row(vec1),1e-05))),row(vec2)),row(vec3)))");
   EXPECT_EQ(m.inputs.at("$vec0"), "bn_rm");
@@ -209,7 +209,7 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
   Plan plan = plan_of(d);
   const Match& m = conv_match(plan);
   EXPECT_EQ(m.anchor, "relu6") << "the epilogue grows over the written-out BatchNorm and ReLU6";
-  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90);
+  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::tf32, Arch::sm90);
   EXPECT_EQ(p.groups, 24);
   EXPECT_EQ(p.c, 24);
   EXPECT_EQ(p.k, 48);
@@ -431,7 +431,7 @@ TEST(ConvFamily, SmallChannelConvsFoldTheirWidthTaps) {
       << "padding and the channels past the taps are zeros";
   EXPECT_TRUE(has(kernel, "w_out[fr * f.channels + j] = tap < f.taps ? src[tap * f.padded_c + ci] : Element(0);"))
       << "the filter's width taps side by side, from the ABI's unfolded filter (the op and the tuner hand that one)";
-  EXPECT_TRUE(has(kernel, "const void* filter = kFoldWidth ? base + w.filters : a.transposed ? base + w.filters + l.filter_offset : a.w;"));
+  EXPECT_TRUE(has(kernel, "kFoldWidth || kX3tf32 ? base + w.filters : a.transposed ? base + w.filters + l.filter_offset : a.w;"));
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(family->channels_last(p.to_json(), top.to_json()).reads, std::vector<std::string>{"residual"})
@@ -515,7 +515,7 @@ TEST(ConvFamily, ComposedCallPassesTheModulesTensorsAndAttrs) {
   GraphDoc d = conv_relu_bias();
   Plan p = plan_of(d);
   const Match& m = conv_match(p);
-  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   std::string call = composed_call(p, m, cp, c);
   EXPECT_EQ(call, "torch.ops.fact." + c.id() + "(x, w, b, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "
@@ -545,7 +545,7 @@ TEST(ConvFamily, TransposedConvolutionsMatchWithTheirEpilogueAndCutIntoPhases) {
   const Match& m = conv_match(p);
   EXPECT_EQ(m.rule, "conv_transpose");
   EXPECT_EQ(m.nodes, (std::vector<std::string>{"convt", "relu"}));
-  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
   EXPECT_TRUE(cp.transposed);
   EXPECT_EQ(cp.c, 16) << "x's channels: w's dim 0 when transposed";
   EXPECT_EQ(cp.k, 32);
@@ -691,7 +691,7 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
   GraphDoc d = conv_transpose_relu();
   Plan p = plan_of(d);
   const Match& m = conv_match(p);
-  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   EXPECT_EQ(composed_call(p, m, cp, c),
             "torch.ops.fact." + c.id() + "(x, w, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [], "
@@ -701,6 +701,77 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
   EXPECT_TRUE(has(kernel, "for (size_t i = 0; i < p.launches.size(); ++i) {")) << "one forward launch a phase";
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.k = w.size(1 - w_in);")) << "w is [c, k, ...] when transposed";
+}
+
+// fp32-accurate convolutions (`--conv-numerics 3xtf32`, measured against cuDNN with TF32 off): an fp32-accurate plan's
+// convolutions take the plan's conv numerics (TF32 by default, as PyTorch's cuDNN), and a 3xTF32 kernel runs the TF32
+// conv over three channel blocks of x' = [x_big, x_big, x_small] and w' = [w_big, w_small, w_big].
+TEST(ConvFamily, Fp32AccurateConvolutionsRunOverThreeTf32ChannelBlocks) {
+  GraphDoc d = conv_relu_bias();
+  Plan plan = plan_of(d);
+  EXPECT_EQ(plan.conv_numerics, Numerics::tf32) << "PyTorch's default: cuDNN convolutions in TF32";
+  EXPECT_EQ(discover::family_numerics(plan, "conv", plan.numerics), Numerics::tf32);
+  plan.conv_numerics = Numerics::x3tf32;
+  EXPECT_EQ(discover::family_numerics(plan, "conv", Numerics::x3tf32), Numerics::x3tf32);
+  EXPECT_EQ(discover::family_numerics(plan, "gemm", Numerics::x3tf32), Numerics::x3tf32);
+  EXPECT_EQ(discover::family_numerics(plan, "conv", Numerics::tf32), Numerics::tf32) << "a tf32 plan stays tf32";
+  EXPECT_EQ(discover::family_numerics(plan, "conv", Numerics::bf16), Numerics::bf16);
+  Json doc = discover::to_json(plan);
+  EXPECT_EQ(doc.at("conv_numerics"), "3xtf32");
+  EXPECT_EQ(discover::plan_from_json(doc, "plan.json", ir::OpTable::builtin()).conv_numerics, Numerics::x3tf32);
+  doc.erase("conv_numerics");
+  EXPECT_EQ(discover::plan_from_json(doc, "plan.json", ir::OpTable::builtin()).conv_numerics, Numerics::tf32)
+      << "plans written before conv numerics ran TF32";
+
+  ConvProblem p = conv_problem_from_match(conv_match(plan), plan.graph, Numerics::x3tf32, Arch::sm90);
+  EXPECT_TRUE(p.x3tf32);
+  EXPECT_EQ(p.numerics(), Numerics::x3tf32);
+  EXPECT_EQ(p.to_json().at("numerics"), "3xtf32");
+  EXPECT_TRUE(ConvProblem::from_json(p.to_json()).x3tf32);
+  EXPECT_EQ(p.kernel_channels(false), 3 * 16);
+  EXPECT_FALSE(p.can_fold_width());
+  ConvProblem tf32 = conv_problem_from_match(conv_match(plan), plan.graph, Numerics::tf32, Arch::sm90);
+  EXPECT_FALSE(tf32.x3tf32);
+  EXPECT_FALSE(tf32.to_json().contains("x3tf32"));
+
+  auto space = enumerate_conv_configs(p, 1000).ranked;
+  ASSERT_FALSE(space.empty());
+  for (const auto& k : space) {
+    EXPECT_TRUE(k.x3tf32) << k.summary();
+    EXPECT_FALSE(k.fold_width) << k.summary();
+    EXPECT_EQ(k.tile_k, 16) << "48 channels load no zeros in 64-byte K tiles";
+  }
+  const ConvConfig& top = space.front();
+  EXPECT_TRUE(has(top.summary(), "float32 3xtf32 "));
+  EXPECT_EQ(top.to_json().at("numerics"), "3xtf32");
+  EXPECT_EQ(ConvConfig::from_json(top.to_json()).id(), top.id());
+  ConvConfig as_tf32 = top;
+  as_tf32.x3tf32 = false;
+  EXPECT_NE(as_tf32.id(), top.id());
+  EXPECT_FALSE(as_tf32.to_json().contains("numerics")) << "TF32 configs keep their ids";
+  EXPECT_TRUE(has(conv_config_rejection(p, as_tf32), "a TF32 kernel")) << conv_config_rejection(p, as_tf32);
+  EXPECT_TRUE(has(conv_config_rejection(tf32, top), "a 3xTF32 kernel")) << conv_config_rejection(tf32, top);
+
+  std::string kernel = generate_conv_kernel(top).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kX3tf32 = true;"));
+  EXPECT_TRUE(has(kernel, "l.channels = padded_channels(a) * kChannelBlocks;"));
+  EXPECT_TRUE(has(kernel, "transpose<kX3tf32>(a.x, base + w.x, a.n, a.c, in_pixels, padded_channels(a), stream);"));
+  EXPECT_TRUE(has(kernel, "split(a.x, base + w.x, a.n * in_pixels, a.c, padded_channels(a), false, stream);"))
+      << "x from a chain of convolutions (channels-last) split too";
+  EXPECT_TRUE(has(kernel, "split(a.w, base + w.filters, a.k * spatial_size(a.filter_extent), padded_channels(a), "
+                          "padded_channels(a), true,"))
+      << "the filter's blocks big, small, big";
+  EXPECT_TRUE(has(generate_conv_kernel(as_tf32).text, "constexpr bool kX3tf32 = false;"));
+
+  // Transposed convolutions have no 3xTF32 kernel: PyTorch keeps them, and says why.
+  GraphDoc t = conv_transpose_relu();
+  Plan tp = plan_of(t);
+  try {
+    conv_problem_from_match(conv_match(tp), tp.graph, Numerics::x3tf32, Arch::sm90);
+    ADD_FAILURE() << "a transposed 3xTF32 convolution was taken";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "3xTF32) transposed convolutions are not built")) << e.what();
+  }
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
@@ -746,6 +817,16 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
 
 // A width-folded kernel (ResNet's 7x7 stride-2 stem over 3 channels): the gather of x' and the launch of width 1,
 // compiled for sm_90a.
+// A 3xTF32 kernel (the split copies of x, from either order, and of the filter; three channel blocks a tap).
+TEST(ConvCodegenNvcc, Sm90Fp32X3tf32Compiles) {
+  GraphDoc d = conv_relu_bias();
+  Plan p = plan_of(d);
+  ConvProblem cp = conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
+  ASSERT_TRUE(c.x3tf32);
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_3xtf32_conv2d_relu_bias", c.summary());
+}
+
 TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
   GraphDoc stem = resnet_stem();
   ConvConfig c = enumerate_conv_configs(problem_of(stem), 1).ranked.at(0);
@@ -916,7 +997,7 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   EXPECT_TRUE(discover::fed_by_own_family(q, last, every)) << "the same walk, the depthwise conv counted as chaining";
 
   const KernelFamily& family = *kernel_family_named("conv");
-  Json first = conv_problem_from_match(p.entries[reading("x")].match, p.graph, Numerics::x3tf32, Arch::sm90).to_json();
+  Json first = conv_problem_from_match(p.entries[reading("x")].match, p.graph, Numerics::tf32, Arch::sm90).to_json();
   Json chained = family.in_channels_last_chain(first);
   EXPECT_FALSE(first.contains("channels_last")) << "a channels-first problem's JSON, and so its key, is unchanged";
   EXPECT_EQ(chained.value("channels_last", false), true);

@@ -111,6 +111,17 @@ def test_ir_json_input_gives_the_same_plan(tmp_path):
     assert plan["arch"] == "sm80" and plan["numerics"] == "tf32"
     assert [p["rule"] for p in plan["patterns"]] == ["large_k_gemm"]
     assert plan["patterns"][0]["dims"]["K"] == 131072
+    assert plan["conv_numerics"] == "tf32", "PyTorch's cuDNN default"
+
+
+def test_conv_numerics_option_is_in_the_plan(tmp_path):
+    out = tmp_path / "plan.json"
+    result = discover(IR_FIXTURES / "large_k_matmul.json", out, "--conv-numerics", "3xtf32")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["conv_numerics"] == "3xtf32"
+    assert "convolutions 3xtf32 against cuDNN with TF32 off" in result.stdout
+    bad = discover(IR_FIXTURES / "large_k_matmul.json", tmp_path / "bad.json", "--conv-numerics", "bf16")
+    assert bad.returncode != 0 and "--conv-numerics" in bad.stderr and not (tmp_path / "bad.json").exists()
 
 
 # --- bad input: one clear error, exit != 0, no --json file ---

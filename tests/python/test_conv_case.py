@@ -28,7 +28,9 @@ def test_problem_parses_and_checks_the_output_extent():
     with pytest.raises(ProblemError, match="x.out: .* does not follow"):
         family_cases.parse_family_problem("conv", {**PROBLEM, "out": [1, 9, 9]}, "x")
     with pytest.raises(ProblemError, match="fp32 convolutions run TF32"):
-        family_cases.parse_family_problem("conv", {**PROBLEM, "numerics": "3xtf32"}, "x")
+        family_cases.parse_family_problem("conv", {**PROBLEM, "numerics": "bf16"}, "x")
+    with pytest.raises(ProblemError, match="3xtf32 is for forward convolutions"):
+        family_cases.parse_family_problem("conv", {**TRANSPOSED, "numerics": "3xtf32"}, "x")
     with pytest.raises(ProblemError, match="no C and no column vectors"):
         family_cases.parse_family_problem("conv", {**PROBLEM, "epilogue": "bias"}, "x")
 
@@ -54,6 +56,31 @@ def test_case_reference_and_baseline_agree_on_the_cpu():
     assert args.x == inp.x.data_ptr() and args.w == inp.w_last.data_ptr()
     assert args.vectors[0] == inp.vectors["vec0"].data_ptr()
     assert args.vectors[1] is None
+
+
+def test_a_3xtf32_problem_is_measured_against_cudnn_with_tf32_off(monkeypatch):
+    p = family_cases.parse_family_problem("conv", {**PROBLEM, "numerics": "3xtf32"}, "x")
+    assert p.numerics == "3xtf32" and p.to_json()["numerics"] == "3xtf32"
+    case = family_cases.case_for("conv", p)
+    tf32_case = family_cases.case_for("conv", family_cases.parse_family_problem("conv", PROBLEM, "x"))
+    assert case.tolerance() < tf32_case.tolerance() / 10, "held to fp32-accurate error"
+    seen = []
+    real_flags = torch.backends.cudnn.flags
+
+    def flags(**kw):
+        seen.append(kw.get("allow_tf32"))
+        return real_flags(**kw)
+
+    monkeypatch.setattr(torch.backends.cudnn, "flags", flags)
+    g = torch.Generator().manual_seed(0)
+    inp = case.make_inputs("cpu", g)
+    case.pre_kernel()(inp)
+    (name, run), = case.baselines()
+    assert "TF32 off" in name
+    ref = case.reference(inp)["out"]
+    got = run(inp)["out"]
+    assert seen == [False], "cuDNN's TF32 off in the baseline's call"
+    assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
 
 
 def test_reference_op_is_the_tree_over_the_convolution():

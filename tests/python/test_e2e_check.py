@@ -50,6 +50,25 @@ def test_correct_in_each_numerics(composed, tmp_path, numerics, dtype):
     assert 0 < r["rel_err_composed"] < (2e-2 if numerics == "bf16" else 1e-5)
 
 
+def test_fp32_accurate_convolutions_run_pytorchs_with_cudnn_tf32_off(composed, tmp_path, monkeypatch):
+    seen = []
+    real = e2e_check.load_composed
+
+    def load(folder):  # inside the check, once its numerics are set
+        seen.append(torch.backends.cudnn.allow_tf32)
+        return real(folder)
+
+    monkeypatch.setattr(e2e_check, "load_composed", load)
+    before = torch.backends.cudnn.allow_tf32
+    for flag, want in ((["--no-cudnn-tf32"], False), ([], True)):
+        out = tmp_path / "r.json"
+        code = e2e_check.main([str(composed), "--reference", "--numerics", "fp32", "--no-compile", *flag, "-o", str(out)])
+        r = json.loads(out.read_text())
+        assert code == 0 and r["correct"] and r["cudnn_allow_tf32"] is want
+        assert seen[-1] is want
+        assert torch.backends.cudnn.allow_tf32 == before, "restored for the worker's next job"
+
+
 def test_failing_compile_baseline_is_reported_with_its_error(composed, tmp_path):
     out = tmp_path / "r.json"
     code = e2e_check.main([str(composed), "--reference", "--numerics", "fp32", "--no-max-autotune",

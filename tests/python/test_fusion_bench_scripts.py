@@ -59,6 +59,30 @@ def test_report_summarizes_each_target(tmp_path):
     assert "| level2/12_Gemm_X | tf32 | correct | 3/4 |" in md
 
 
+def test_fp32_accurate_convolutions_are_a_mode_of_their_own(tmp_path):
+    default = _suite([("level2/1_Conv2D_ReLU", "correct", 2.0, 1.2)])
+    accurate = {**_suite([("level2/1_Conv2D_ReLU", "correct", 3.0, 1.5), ("level1/55_conv", "correct", 2.0, 1.9)]),
+                "conv_numerics": "3xtf32"}
+    for name, suite in (("d.json", default), ("a.json", accurate)):
+        (tmp_path / name).write_text(json.dumps(suite))
+    out = tmp_path / "conv"
+    script = [sys.executable, str(ROOT / "bench/scripts/fusion_report.py"), "--benchmark", "conv", "--device", "test GPU",
+              "--commit", "abc", "-o", str(out)]
+    r = subprocess.run([*script, "--default", str(tmp_path / "d.json"), "--fp32-accurate", str(tmp_path / "a.json")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert doc["summary"]["level2_vs_compile_fp32_accurate"]["geomean"] == 1.5
+    assert doc["summary"]["level2_vs_compile_default"]["geomean"] == 1.2
+    assert doc["summary"]["level1_vs_eager_fp32_accurate"]["geomean"] == 2.0
+    assert "cuDNN's TF32 off" in doc["numerics"]["fp32_accurate"]
+    assert "| level2/1_Conv2D_ReLU | fp32_accurate | correct |" in out.with_suffix(".md").read_text()
+    # A suite whose convolutions ran TF32 is not an fp32-accurate one, and the other way round.
+    for flag, suite in (("--fp32-accurate", "d.json"), ("--default", "a.json")):
+        r = subprocess.run([*script, flag, str(tmp_path / suite)], capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode != 0 and "its convolutions ran" in r.stderr, r.stderr
+
+
 def test_report_takes_later_reruns_over_earlier_rows(tmp_path):
     first = _suite([("level2/12_Gemm_X", "correct", 1.5, 1.5), ("level2/9_Matmul_Y", "correct", 1.2, 1.2)])
     rerun = _suite([("level2/12_Gemm_X", "correct", 1.8, 1.8), ("level2/9_Matmul_Y", "not_run", None, None)])

@@ -18,6 +18,7 @@ from composed_module import REPO_ROOT, fact, needs_fact_binary, report_accepting
 import fact as fact_api  # noqa: E402  (conftest put this checkout's python/ first)
 from fact.api import live_problem
 from fact.api.optimized_module import OptimizedModule
+from fact.api.core import FactError
 from fact.api.results import Report
 
 needs_core = pytest.mark.skipif(
@@ -62,6 +63,11 @@ def test_explain_plans_a_live_module_without_a_gpu(cache):
     rules = sorted(p["rule"] for p in plan.patterns)
     assert rules == ["gemm_bias_gelu_tanh", "gemm_bias_residual"], rules
     assert "gemm_bias_gelu_tanh" in str(plan) and plan.table, "the plan prints as fact discover's table"
+    assert plan["conv_numerics"] == "tf32"
+    fp32_convs = fact_api.explain(tiny_mlp().eval(), (torch.randn(4, 8, 16),), cache_dir=cache, conv_numerics="3xtf32")
+    assert fp32_convs["conv_numerics"] == "3xtf32" and "against cuDNN with TF32 off" in str(fp32_convs)
+    with pytest.raises(FactError, match="conv_numerics='bf16' is not one FACT knows"):
+        fact_api.explain(tiny_mlp().eval(), (torch.randn(4, 8, 16),), cache_dir=cache, conv_numerics="bf16")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without a CUDA GPU gets")

@@ -55,15 +55,18 @@ def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = N
              tuning_db: str | os.PathLike | None = None, budget_s: float | None = None, agent: str = "builtin",
              cache_dir: str | os.PathLike | None = None, endpoint: str | None = None, llm_model: str | None = None,
              top: int = 6, compile_baseline: bool = False, reuse: bool = True, verbose: bool = False,
-             progress: bool = True, keep_inputs: tuple = ()) -> OptimizedModule:
+             progress: bool = True, keep_inputs: tuple = (), conv_numerics: str | None = None) -> OptimizedModule:
     """The module with what FACT verified and found faster as CUDA kernels, the rest PyTorch's, never slower than
     the original (the end-to-end gate of `fact optimize`). `example_inputs`: forward's arguments (a tensor or a
     tuple), on the device the module will run on. numerics: fp32, 3xtf32 (default for fp32 models: fp32-accurate),
-    tf32, bf16, fp16. budget_s: seconds of kernel tuning; patterns not tuned by then stay PyTorch's.
+    tf32, bf16, fp16. conv_numerics: an fp32 model's convolutions, tf32 (PyTorch's cuDNN default) or 3xtf32
+    (fp32-accurate, checked against cuDNN with TF32 off). budget_s: seconds of kernel tuning; patterns not tuned by
+    then stay PyTorch's.
     compile_baseline also times torch.compile in the report. keep_inputs: per argument, whether the checks use its
     example value instead of fresh random ones (a mask, say). The result's `report` says what runs where and why."""
     arch = arch or gpu_arch()
-    settings = {"numerics": numerics or "", "arch": arch}
+    # conv_numerics only when set: earlier runs' identities (and cache folders) stay the same.
+    settings = {"numerics": numerics or "", "arch": arch, **({"conv_numerics": conv_numerics} if conv_numerics else {})}
     problem = exported(model, example_inputs, cache_dir, settings, tuple(keep_inputs))
     if problem.program is None:
         return OptimizedModule(model, None, Report.left_to_pytorch(problem.untraceable))
@@ -79,7 +82,8 @@ def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = N
             try:
                 call("optimize", str(problem.model_file), str(out), numerics=numerics or "", arch=arch, top=top,
                      db=str(tuning_db or ""), tune_budget_s=int(budget_s or 0), compile_baselines=compile_baseline,
-                     agent=agent, endpoint=endpoint or "", llm_model=llm_model or "", on_out=p.out_line,
+                     agent=agent, endpoint=endpoint or "", llm_model=llm_model or "",
+                     conv_numerics=conv_numerics or "", on_out=p.out_line,
                      on_log=p.log_line)
             except FactError as e:
                 raise FactError(f"{e}{p.failures()}") from None
@@ -91,10 +95,11 @@ def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = N
 
 
 def explain(model: torch.nn.Module, example_inputs, *, numerics: str | None = None, arch: str = "sm90",
-            cache_dir: str | os.PathLike | None = None) -> Plan:
+            cache_dir: str | os.PathLike | None = None, conv_numerics: str | None = None) -> Plan:
     """The plan FACT would realize for the module (`fact discover`), without a GPU: the matched patterns ranked by
     the expected gain, and what stays PyTorch's and why."""
-    problem = exported(model, example_inputs, cache_dir, {"numerics": numerics or "", "arch": arch})
+    settings = {"numerics": numerics or "", "arch": arch, **({"conv_numerics": conv_numerics} if conv_numerics else {})}
+    problem = exported(model, example_inputs, cache_dir, settings)
     if problem.program is None:
         return Plan({"patterns": [], "left_to_pytorch": problem.untraceable},
                     f"The whole module stays PyTorch's: {problem.untraceable}")
@@ -102,5 +107,5 @@ def explain(model: torch.nn.Module, example_inputs, *, numerics: str | None = No
     lines: list[str] = []
     plan_file = problem.folder / "plan.json"
     call("discover", str(problem.model_file), str(plan_file), arch=arch, numerics=numerics or "",
-         on_out=lines.append, on_log=None)
+         conv_numerics=conv_numerics or "", on_out=lines.append, on_log=None)
     return Plan(json.loads(plan_file.read_text()), "".join(lines).rstrip("\n"))

@@ -275,6 +275,7 @@ def graph_mismatch(composed, inputs) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Every outcome, a crash of this check included, is a result file: the gate and the suite read it."""
+    cudnn_tf32 = torch.backends.cudnn.allow_tf32  # check() sets it for its variants; fact's worker process lives on
     try:
         return check(argv)
     except SystemExit:
@@ -287,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.output).write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result, indent=1))
         return EXIT_INCORRECT
+    finally:
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -297,6 +300,8 @@ def argument_parser() -> argparse.ArgumentParser:
     ap.add_argument("--numerics", default="tf32", choices=sorted(PRECISION))
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20, help="timing rounds (each times every variant once)")
+    ap.add_argument("--no-cudnn-tf32", action="store_true",
+                    help="run PyTorch's convolutions with cuDNN's TF32 off (fp32-accurate), as FACT's 3xtf32 ones")
     ap.add_argument("--no-compile", action="store_true", help="skip both torch.compile baselines")
     ap.add_argument("--no-max-autotune", action="store_true", help="skip torch.compile(mode='max-autotune') (slow)")
     ap.add_argument("--compile-backend", default="inductor", help="torch.compile backend of the baselines")
@@ -319,7 +324,8 @@ def check(argv: list[str] | None = None) -> int:
     device = "cuda" if cuda else "cpu"
     result = {"device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
               "numerics": args.numerics, "float32_matmul_precision": PRECISION[args.numerics],
-              "dtype": str(DTYPE[args.numerics]).replace("torch.", ""), "atol": ATOL, "rtol": RTOL}
+              "dtype": str(DTYPE[args.numerics]).replace("torch.", ""), "atol": ATOL, "rtol": RTOL,
+              "cudnn_allow_tf32": not args.no_cudnn_tf32}
 
     def finish(code: int) -> int:
         text = json.dumps(result, indent=1)
@@ -348,6 +354,8 @@ def check(argv: list[str] | None = None) -> int:
         return finish(EXIT_OPS_MISSING)
 
     torch.set_float32_matmul_precision(PRECISION[args.numerics])
+    # Every variant in this process (eager, torch.compile, the composed module's PyTorch convolutions) alike.
+    torch.backends.cudnn.allow_tf32 = not args.no_cudnn_tf32
     dtype = DTYPE[args.numerics]
     mod = load_composed(args.composed)
     torch.manual_seed(0)

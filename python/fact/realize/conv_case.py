@@ -28,6 +28,8 @@ REFERENCE_CHUNK_BYTES = 1 << 30  # float64 output of one slice of the batch in t
 REFERENCE_F64_BYTES = 2 << 30    # a larger reference is kept in float32
 TIMED_VARIANT_MAX_BYTES = 1 << 30  # an input set past this is not timed channels-last as well (a second copy)
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
+# fp32 convolutions: TF32 (PyTorch's cuDNN default) or fp32-accurate 3xTF32 (against cuDNN with TF32 off).
+FP32_NUMERICS = ("tf32", "3xtf32")
 DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
                 "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last")
@@ -109,9 +111,14 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
     if groups > 1:
         dtype, numerics = paired_choice(obj, where, "dtype", DIRECT_NUMERICS_FOR_DTYPE, "numerics",
                                         "grouped convolutions run fp32 FMAs in the direct kernel")
+    elif obj.get("dtype") == "float32" and obj.get("numerics") in FP32_NUMERICS:
+        dtype, numerics = "float32", obj["numerics"]
+        if numerics == "3xtf32" and obj.get("transposed", False):
+            raise ProblemError(f"{where}.numerics: 3xtf32 is for forward convolutions (FACT's transposed ones are "
+                               f"TF32 only)")
     else:
         dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics",
-                                        "fp32 convolutions run TF32, as PyTorch's cuDNN default")
+                                        "fp32 convolutions run TF32, as PyTorch's cuDNN default, or 3xtf32")
     dims = integer(obj, "spatial_dims", where)
     if dims > SPATIAL:
         raise ProblemError(f"{where}.spatial_dims: {dims} is over {SPATIAL}")
@@ -320,10 +327,11 @@ class ConvCase(MeasureCase):
 
     def baselines(self) -> list:
         """PyTorch's convolution from channels-first tensors (a module's), cuDNN with TF32 allowed for fp32
-        (PyTorch's default), then PyTorch's epilogue ops; a bias the tree adds first goes into the conv, as
-        nn.Conv*d passes it."""
+        (PyTorch's default; off against 3xtf32 kernels), then PyTorch's epilogue ops; a bias the tree adds first goes
+        into the conv, as nn.Conv*d passes it."""
         import torch
         p = self.problem
+        tf32 = p.numerics != "3xtf32"
         _, activations = epilogue_tables()
         tree = p.tree
         # A module's conv adds its bias inside cuDNN's call: the tree's alpha * acc + bias becomes acc there.
@@ -339,13 +347,14 @@ class ConvCase(MeasureCase):
 
         def run(inp):
             x, w = inp.x, inp.w
-            with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=True):
+            with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=tf32):
                 acc = self._conv(x, w, inp.bias if bias_in_conv else None)
             return {"out": evaluate_conv_epilogue(module_tree, activations, acc, inp.bias, inp.residual, inp.vectors,
                                                   "the conv problem")}
 
         layout = ", channels-last" if p.channels_last & 1 else ""
-        name = (f"torch conv (cuDNN{layout}, TF32 allowed: PyTorch's default)" if p.dtype == "float32"
+        name = (f"torch conv (cuDNN{layout}, TF32 allowed: PyTorch's default)" if p.dtype == "float32" and tf32
+                else f"torch conv (cuDNN{layout}, TF32 off: fp32)" if p.dtype == "float32"
                 else f"torch conv (cuDNN{layout})")
         return [(name + ("" if module_tree == "acc" or tree == ["mul", "alpha", "acc"] else " + PyTorch epilogue ops"),
                  run)]

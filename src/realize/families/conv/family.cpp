@@ -81,6 +81,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["has_bias"] = boolean(tree.reads_bias());
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["fold_width"] = boolean(c.fold_width);
+  v["x3tf32"] = boolean(c.x3tf32);
   v["splits"] = std::to_string(c.splits);
   v["pingpong"] = boolean(c.pingpong);
   return render_family_template("conv", "kernel_template", c.id(), v);

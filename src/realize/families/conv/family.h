@@ -42,10 +42,16 @@ struct ConvProblem {
   // its channels are whole 16-byte vectors), the residual and the output channels-last; else the module's
   // channels-first tensors.
   bool channels_last = false;
+  // fp32 tensors multiply in 3xTF32 (fp32-accurate: the plan's conv numerics, against cuDNN with TF32 off) rather than
+  // TF32. Forward implicit GEMMs only (conv_problem_from_match leaves transposed ones to PyTorch).
+  bool x3tf32 = false;
 
-  // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default), bf16/fp16 in their type; the
-  // direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
+  // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default) or 3xTF32 (x3tf32), bf16/fp16 in
+  // their type; the direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
   Numerics numerics() const;
+  // Input channels a K step walks: padded_c(), three times over for 3xTF32 (x' = [x_big, x_big, x_small] against
+  // w' = [w_big, w_small, w_big] channel blocks), the folded taps' channels where folded.
+  int64_t kernel_channels(bool fold) const;
   bool direct() const { return groups > 1; }  // the direct kernel's, not the implicit GEMM's
   int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
   // Input channels as the kernel reads them: c zero-padded to whole 16-byte vectors (TMA's unit).
@@ -102,6 +108,11 @@ struct ConvConfig {
   // x's ci at column q * stride - padding + j * dilation) and runs a conv of width 1, so that a K step loads whole
   // taps' rows of channels instead of 16 bytes a pixel (ConvProblem::can_fold_width).
   bool fold_width = false;
+  // 3xTF32 (ConvProblem::x3tf32): the kernel splits x and w into their TF32 part and its remainder in the copies it makes
+  // of them and runs a TF32 conv over three times the channels, x' = [x_big, x_big, x_small] against
+  // w' = [w_big, w_small, w_big]: the sum is x_big w_big + x_big w_small + x_small w_big, fp32's accuracy (the
+  // small x small product, about 2^-22 relative, is what it leaves out). Never folded.
+  bool x3tf32 = false;
   // Split-K: each tile's K loop cut into this many units of work, which CTAs take like tiles; all but the last store
   // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
   // problems of fewer tiles than the CTAs resident at once (small images of many channels).

@@ -50,8 +50,10 @@ int64_t whole_vectors(int64_t channels, Element element) {
 Numerics ConvProblem::numerics() const {
   if (element == Element::bf16) return Numerics::bf16;
   if (element == Element::f16) return Numerics::fp16;
-  return direct() ? Numerics::fp32 : Numerics::tf32;
+  return direct() ? Numerics::fp32 : x3tf32 ? Numerics::x3tf32 : Numerics::tf32;
 }
+
+int64_t ConvProblem::kernel_channels(bool fold) const { return fold ? folded_c() : padded_c() * (x3tf32 ? 3 : 1); }
 
 int64_t ConvProblem::padded_c() const { return whole_vectors(c, element); }
 
@@ -60,7 +62,7 @@ int64_t ConvProblem::folded_c() const { return whole_vectors(filter[2] * c, elem
 bool ConvProblem::can_fold_width() const {
   const nlohmann::json axes = family_data("conv").at("config_space");
   std::vector<int> widths = axes.at("k_tile_bytes");
-  return !direct() && !transposed && filter[2] > 1 &&
+  return !direct() && !transposed && !x3tf32 && filter[2] > 1 &&
          padded_c() * element_bytes(element) < *std::max_element(widths.begin(), widths.end());
 }
 
@@ -132,6 +134,9 @@ void ConvProblem::validate() const {
                               transposed ? ", output padding " + dims_text(output_padding) + " (transposed)" : ""));
     if (transposed) conv_transposed_phases(*this, i);  // throws when a phase is no forward convolution
   }
+  if (x3tf32 && (element != Element::f32 || direct() || transposed))
+    throw Error("conv problem: 3xTF32 is for fp32 forward convolutions of groups 1 (a grouped one's direct kernel "
+                "multiplies in fp32 already; transposed ones are not built for it)");
   if (transposed && epilogue.tree.reads_source("residual"))
     throw Error("conv problem: a transposed convolution's epilogue reads a residual; its phases write strided output "
                 "pixels, which the residual's tile loads cannot follow");
@@ -181,6 +186,7 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.epilogue = Epilogue::from_json(j.value("epilogue", nlohmann::json("none")));
     p.arch = arch_from_string(j.at("arch"));
     p.channels_last = j.value("channels_last", false);
+    p.x3tf32 = j.value("numerics", "") == "3xtf32";
     return p;
   });
 }
@@ -235,6 +241,12 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
                             tw.dtype, anchor.dtype, to_string(numerics), to_string(input_element(numerics))));
   p.element = input_element(numerics);
   p.arch = arch;
+  if (numerics == Numerics::x3tf32 && !p.direct()) {
+    if (p.transposed)
+      throw Error(what + ": fp32-accurate (3xTF32) transposed convolutions are not built; PyTorch keeps it (cuDNN, "
+                         "TF32 off)");
+    p.x3tf32 = true;
+  }
   const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
   const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
   if (m.kernel.contains("epilogue_tree")) {

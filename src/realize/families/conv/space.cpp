@@ -33,10 +33,9 @@ constexpr double kSplitGain = 1.15;
 constexpr double kFoldGain = 1.15;
 
 // The channels a K step walks (a folded config's width taps times c) and how many K steps the loop takes.
-int64_t k_channels(const ConvProblem& p, bool fold) { return fold ? p.folded_c() : p.padded_c(); }
 double k_steps(const ConvProblem& p, bool fold, int tile_k) {
   double taps = double(p.gemm_k() / p.padded_c()) / (fold ? double(p.filter[2]) : 1.0);
-  return taps * std::ceil(double(k_channels(p, fold)) / tile_k);
+  return taps * std::ceil(double(p.kernel_channels(fold)) / tile_k);
 }
 
 // Higher is better: the share of computed tile elements that are output (tiles past M or N compute padding), the
@@ -78,7 +77,7 @@ int channel_k_tile(const ConvProblem& p, bool fold) {
   const nlohmann::json axes = family_data("conv").at("config_space");  // a copy: the loop below outlives no temporary
   for (int bytes : axes.at("k_tile_bytes")) {
     int tile_k = bytes / element_bytes(p.element);
-    double loaded = std::ceil(double(k_channels(p, fold)) / tile_k) * tile_k;
+    double loaded = std::ceil(double(p.kernel_channels(fold)) / tile_k) * tile_k;
     std::pair<double, double> cost{fold ? k_steps(p, true, tile_k) * (tile_k + kKStepOverhead) : 0.0, loaded};
     if (!best || cost < best_cost || (cost == best_cost && tile_k > best)) best = tile_k, best_cost = cost;
   }
@@ -170,6 +169,7 @@ nlohmann::json ConvConfig::to_json() const {
     j.update({{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"cluster_m", cluster_m},
               {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
     if (fold_width) j["fold_width"] = true;  // written only when set: unfolded configs keep their ids
+    if (x3tf32) j["numerics"] = "3xtf32";    // and TF32 ones
     if (splits > 1) j["splits"] = splits;    // and unsplit ones
     if (pingpong) j["pingpong"] = true;      // and cooperative ones
   }
@@ -206,6 +206,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.fold_width = j.value("fold_width", false);
     c.splits = j.value("splits", 1);
     c.pingpong = j.value("pingpong", false);
+    c.x3tf32 = j.value("numerics", "") == "3xtf32";
     return c;
   });
 }
@@ -218,7 +219,8 @@ std::string ConvConfig::summary() const {
                        to_string(element),
                        channels_last ? std::string("channels-last") : fmt::format("{}x{}", tile_w, direct_tile_h()),
                        fmt::join(filter, "x"), fmt::join(stride, "x"), fmt::join(dilation, "x"), epilogue.key());
-  return fmt::format("{} conv{}d {} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
+  return fmt::format("{} conv{}d {}{} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
+                     x3tf32 ? " 3xtf32" : "",
                      tile_m, tile_n, tile_k, cluster_m, cluster_n,
                      ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
                      consumer_warpgroups > 1 ? fmt::format(" {}wg{}", consumer_warpgroups, pingpong ? " pingpong" : "")
@@ -236,8 +238,11 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue))
     return "the config is specialized for another spatial rank, element, arch or epilogue";
   if (c.direct) return direct_config_rejection(p, c);
+  if (c.x3tf32 != p.x3tf32)
+    return c.x3tf32 ? "a 3xTF32 kernel; the problem multiplies in TF32" : "a TF32 kernel; the problem is 3xTF32";
   if (p.direct())
     return fmt::format("an implicit GEMM takes groups 1; {} groups run as the direct kernel", p.groups);
+  if (c.fold_width && c.x3tf32) return "width taps folded into channels: not with 3xTF32's split channels";
   if (c.fold_width && !p.can_fold_width())
     return fmt::format("width taps folded into channels: only for a forward conv of more than one width tap whose "
                        "{} (padded) channels fill less than the widest K tile", p.padded_c());
@@ -245,7 +250,7 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
     return c.fold_width ? fmt::format("a K tile of {} channels: the folded {} channels take the cheapest K loop in K "
                                       "tiles of {}", c.tile_k, p.folded_c(), best)
                         : fmt::format("a K tile of {} channels: the problem's {} (padded) channels load fewest zeros "
-                                      "in K tiles of {}", c.tile_k, p.padded_c(), best);
+                                      "in K tiles of {}", c.tile_k, p.kernel_channels(false), best);
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.splits < 1) return fmt::format("{} splits of the K loop: 1 or more", c.splits);
@@ -310,6 +315,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   base.element = p.element;
   base.epilogue = p.epilogue;
   base.arch = p.arch;
+  base.x3tf32 = p.x3tf32;
   if (p.direct() && p.channels_last) {  // a chain's: one kernel, an element a thread
     ConvConfig c = base;
     c.direct = c.channels_last = true;
