@@ -1,6 +1,7 @@
 """What the tests driving the `fact` CLI share: the binary, and checking a composed folder's ModelNew against its
 Model, in this process or in a copy of the folder run by a fresh Python without the fact package."""
 import importlib.util
+import json
 import math
 import os
 import shutil
@@ -133,6 +134,19 @@ def family_row(p, tag):
                    "causal": bool(dims["causal"]), "heads": dims["heads"], "heads_kv": dims["heads_kv"]}
         winner = f"attn_{tag}{p['rank']}"
     return {"family": p["family"], "winner": winner, "config": config, "problem": problem}
+
+
+def compose_grown_gemm(tmp_path, model, entry, winner):
+    """Composes MODEL's plan (TMP_PATH/plan.json) with the GEMM pattern ENTRY accepted as op gemm_WINNER, its grown
+    epilogue tree as its config (the CPU reference op evaluates it); returns the composed folder."""
+    tree = entry["kernel"]["epilogue_tree"]
+    row = {"pattern": entry["rule"], "anchor": entry["anchor"], "status": "tuned", "baseline": "torch", "fact_ms": 0.5,
+           "baseline_ms": 1.0, "winner": winner, "config": {"epilogue": tree}, "problem": {"epilogue": tree}}
+    (tmp_path / "tune.json").write_text(json.dumps({"format": "fact-tune-report", "version": 1, "arch": "sm90",
+                                                    "numerics": "3xtf32", "rows": [row]}))
+    r = fact("compose", tmp_path / "plan.json", tmp_path / "tune.json", "--model", model, "--out", tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "c"
 
 
 def report_accepting(plan_doc, families, tag):

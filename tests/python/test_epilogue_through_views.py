@@ -3,7 +3,8 @@ viewed back to [batch, seq, out]): `fact discover` takes the GELU after the view
 module with that GEMM accepted (the CPU reference op evaluates the tree) gives the module's values."""
 import json
 
-from composed_module import REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, needs_fact_binary
+from composed_module import (REPO_ROOT, assert_model_new_equals_model, compose_grown_gemm, fact, load_model_new,
+                             needs_fact_binary)
 
 from fact.compose.reference_ops import register_reference_ops
 
@@ -21,14 +22,8 @@ def test_grows_through_the_view_after_addmm_and_composes(tmp_path):
     plan = json.loads((tmp_path / "plan.json").read_text())
     [entry] = [p for p in plan["patterns"] if p["family"] == "gemm"]
     assert entry["anchor"] == "mul_3" and "view_1" in entry["kernel"]["epilogue_grown_over"], entry
-    tree = entry["kernel"]["epilogue_tree"]
-    row = {"pattern": entry["rule"], "anchor": entry["anchor"], "status": "tuned", "baseline": "torch", "fact_ms": 0.5,
-           "baseline_ms": 1.0, "winner": "grown_view_gelu", "config": {"epilogue": tree}, "problem": {"epilogue": tree}}
-    (tmp_path / "tune.json").write_text(json.dumps({"format": "fact-tune-report", "version": 1, "arch": "sm90",
-                                                    "numerics": "3xtf32", "rows": [row]}))
-    r = fact("compose", tmp_path / "plan.json", tmp_path / "tune.json", "--model", CONV1D, "--out", tmp_path / "c")
-    assert r.returncode == 0, r.stderr
-    source = (tmp_path / "c" / "model_new.py").read_text()
+    composed = compose_grown_gemm(tmp_path, CONV1D, entry, "grown_view_gelu")
+    source = (composed / "model_new.py").read_text()
     assert "torch.ops.fact.gemm_grown_view_gelu(" in source and "torch.ops.aten.tanh" not in source
-    register_reference_ops(tmp_path / "c" / "manifest.json")
-    assert_model_new_equals_model(load_model_new(tmp_path / "c", "composed_conv1d_gelu"), atol=1e-5, rtol=1e-5)
+    register_reference_ops(composed / "manifest.json")
+    assert_model_new_equals_model(load_model_new(composed, "composed_conv1d_gelu"), atol=1e-5, rtol=1e-5)

@@ -6,7 +6,8 @@ import json
 
 import torch
 
-from composed_module import REPO_ROOT, assert_model_new_equals_model, fact, load_model_new, needs_fact_binary
+from composed_module import (REPO_ROOT, assert_model_new_equals_model, compose_grown_gemm, fact, load_model_new,
+                             needs_fact_binary)
 
 from fact import trace
 from fact.compose.reference_ops import register_reference_ops
@@ -51,16 +52,11 @@ def test_the_minimum_joins_the_epilogue_and_the_composed_module_makes_the_consta
     [entry] = [p for p in plan["patterns"] if p["family"] == "gemm"]
     tree = entry["kernel"]["epilogue_tree"]
     assert "min" in json.dumps(tree) and '{"scalar": "vec0"}' in json.dumps(tree), tree
-    row = {"pattern": entry["rule"], "anchor": entry["anchor"], "status": "tuned", "baseline": "torch", "fact_ms": 0.5,
-           "baseline_ms": 1.0, "winner": "made_constant_min", "config": {"epilogue": tree}, "problem": {"epilogue": tree}}
-    (tmp_path / "tune.json").write_text(json.dumps({"format": "fact-tune-report", "version": 1, "arch": "sm90",
-                                                    "numerics": "3xtf32", "rows": [row]}))
-    r = fact("compose", tmp_path / "plan.json", tmp_path / "tune.json", "--model", MODEL, "--out", tmp_path / "c")
-    assert r.returncode == 0, r.stderr
-    source = (tmp_path / "c" / "model_new.py").read_text()
+    composed = compose_grown_gemm(tmp_path, MODEL, entry, "made_constant_min")
+    source = (composed / "model_new.py").read_text()
     assert '_constant(self, "c_lifted_tensor_0", 0.25, torch.float32, ' in source, source
-    register_reference_ops(tmp_path / "c" / "manifest.json")
-    module = load_model_new(tmp_path / "c", "composed_forward_made_constant")
+    register_reference_ops(composed / "manifest.json")
+    module = load_model_new(composed, "composed_forward_made_constant")
     assert_model_new_equals_model(module, atol=1e-5, rtol=1e-5)
     new = module.ModelNew()
     with torch.no_grad():
