@@ -224,6 +224,17 @@ def inline(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphMod
             graph.erase_node(n)
 
 
+def into_allowed_ops(name: str, body: torch.fx.Graph) -> bool:
+    """An op marked "decompose": {"only_into": [ops]} is decomposed only where its decomposition is those ops alone
+    (adaptive_avg_pool2d to an output of 1x1 is a mean over the spatial dims, a row reduction FACT generates; to
+    other sizes an index gather that would run slower than PyTorch's kernel)."""
+    mark = op_table()[name].get("decompose")
+    if not isinstance(mark, dict):
+        return True
+    allowed = set(mark.get("only_into", []))
+    return all(str(n.target) in allowed for n in body.nodes if n.op == "call_function")
+
+
 def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
     """Decomposes the listed calls of `ep`'s graph in place, then rewrites values-only reductions and in-place
     pointwise calls and drops the checks that compute nothing; returns the names of the calls it replaced."""
@@ -236,7 +247,7 @@ def decompose_listed(ep: torch.export.ExportedProgram) -> list[str]:
         if str(node.target) not in listed:
             continue
         found = traced_decomposition(node)
-        if found is None:
+        if found is None or not into_allowed_ops(str(node.target), found[0].graph):
             continue
         results = node.meta.get("val")
         if isinstance(results, (list, tuple)) and any(u.target is not operator.getitem for u in node.users):

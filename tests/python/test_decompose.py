@@ -22,6 +22,15 @@ class MaxValues(torch.nn.Module):
         return x - v + torch.min(x, 0).values
 
 
+class GlobalAverage(torch.nn.Module):
+    def __init__(self, size=1):
+        super().__init__()
+        self.pool = torch.nn.AdaptiveAvgPool2d(size)
+
+    def forward(self, x):
+        return self.pool(x) * 2.0
+
+
 class MaxWithIndices(torch.nn.Module):
     def forward(self, x):
         v, i = torch.max(x, dim=1)
@@ -31,6 +40,7 @@ class MaxWithIndices(torch.nn.Module):
 @pytest.mark.parametrize("model, inputs, gone, added", [
     (Huber(), (torch.randn(6, 5), torch.randn(6, 5)), "aten.smooth_l1_loss.default", "aten.where.self"),
     (MaxValues(), (torch.randn(6, 5),), "aten.max.dim", "aten.amax.default"),
+    (GlobalAverage(), (torch.randn(2, 3, 5, 7),), "aten.adaptive_avg_pool2d.default", "aten.mean.dim"),
 ])
 def test_rewritten_program_drops_the_op_and_keeps_the_value(model, inputs, gone, added):
     ep = torch.export.export(model, inputs)
@@ -39,6 +49,13 @@ def test_rewritten_program_drops_the_op_and_keeps_the_value(model, inputs, gone,
     replaced = decompose_listed(ep)
     assert replaced and gone not in ops_of(ep) and added in ops_of(ep)
     assert torch.allclose(ep.module()(*inputs), want)
+
+
+def test_an_adaptive_pool_to_other_sizes_stays_whole():
+    """Its decomposition there is an index gather, not only a mean (data/ir/aten_ops.json "only_into")."""
+    ep = torch.export.export(GlobalAverage((2, 3)), (torch.randn(2, 3, 5, 7),))
+    decompose_listed(ep)
+    assert "aten.adaptive_avg_pool2d.default" in ops_of(ep) and "aten.mean.dim" not in ops_of(ep)
 
 
 def test_a_reduction_whose_indices_are_read_stays_whole():
