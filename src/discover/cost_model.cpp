@@ -48,8 +48,12 @@ double output_bytes(const ir::Node& node) {
 // Reduction length K of a GEMM-category node: the last dim of its left operand.
 bool is_convolution(const ir::Node& node) { return node.op.find("aten.conv") == 0; }
 
-// What a convolution multiplies in: cuDNN's and FACT's fp32 convolutions run TF32 (PyTorch's default).
-Numerics conv_numerics(Numerics n) { return n == Numerics::fp32 || n == Numerics::x3tf32 ? Numerics::tf32 : n; }
+// What a convolution multiplies in: cuDNN's and FACT's fp32 convolutions run TF32 (PyTorch's default), unless the
+// plan's are fp32-accurate: then cuDNN's fp32 (TF32 off) against FACT's 3xTF32.
+Numerics conv_numerics(const CostContext& ctx, Numerics n) {
+  if (n != Numerics::fp32 && n != Numerics::x3tf32) return n;
+  return ctx.conv_numerics == Numerics::x3tf32 ? n : Numerics::tf32;
+}
 
 double gemm_k(const ir::Node& node, const std::vector<const ir::TensorMeta*>& ins) {
   // A convolution's reduction is its filter's C x taps (w is [k, c, ...]).
@@ -96,7 +100,7 @@ NodeCost estimate_node(const ir::Node& node, const CostContext& ctx) {
       double k = gemm_k(node, ins);
       c.flops = 2.0 * out_numel * k;
       Numerics base = baseline_numerics(ctx.numerics);
-      double rate = a.gemm_rate(is_convolution(node) ? conv_numerics(base) : base);
+      double rate = a.gemm_rate(is_convolution(node) ? conv_numerics(ctx, base) : base);
       double tiles = 1;
       if (is_convolution(node)) {
         tiles = std::ceil(out_numel / (kLibraryTile * kLibraryTile));
@@ -185,7 +189,7 @@ CostEstimate estimate_match(const Match& match, const CostContext& ctx) {
       double slices = std::max(1.0, std::min(std::floor(a.sm_count / tiles), std::floor(k / 256)));
       eff = std::max(eff, wave_efficiency(tiles * slices, a.sm_count));
     }
-    double rate = a.gemm_rate(fam == "conv" ? conv_numerics(ctx.numerics) : ctx.numerics) * kFusedGemmEfficiency *
+    double rate = a.gemm_rate(fam == "conv" ? conv_numerics(ctx, ctx.numerics) : ctx.numerics) * kFusedGemmEfficiency *
                   std::max(eff, 1e-3);
     // A grouped convolution runs as a direct kernel: fp32 FMAs, no tensor cores.
     auto groups = match.attrs.find("groups");

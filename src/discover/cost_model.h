@@ -15,6 +15,7 @@ struct CostContext {
   const ir::Graph& graph;  // its nodes carry their op category (FACT's table, else PyTorch's tags)
   const ArchSpec& arch;
   Numerics numerics;
+  Numerics conv_numerics = Numerics::tf32;  // an fp32 plan's convolutions (Plan::conv_numerics)
 };
 
 struct NodeCost {

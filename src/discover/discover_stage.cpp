@@ -34,13 +34,8 @@ Plan discover_model(const DiscoverRequest& o, std::ostream& out, std::ostream& l
   Numerics numerics = o.numerics.empty() ? default_numerics(graph) : numerics_from_string(o.numerics);
   log << fmt::format("[2/3] matching {} rules for {} ({} graph nodes)\n", registry.rules().size(), arch.name,
                      graph.nodes.size());
-  auto plan = make_plan(graph, registry, ops, arch, numerics);
-  if (!o.conv_numerics.empty()) {
-    plan.conv_numerics = numerics_from_string(o.conv_numerics);
-    if (plan.conv_numerics != Numerics::tf32 && plan.conv_numerics != Numerics::x3tf32)
-      throw Error("--conv-numerics " + o.conv_numerics + ": fp32 convolutions run tf32 (PyTorch's cuDNN default) or "
-                  "3xtf32 (fp32-accurate, against cuDNN with TF32 off)");
-  }
+  auto plan = make_plan(graph, registry, ops, arch, numerics,
+                        o.conv_numerics.empty() ? Numerics::tf32 : numerics_from_string(o.conv_numerics));
   log << "[3/3] ranked by the cost model\n";
   out << format_plan(plan);
   if (!o.json_out.empty()) {

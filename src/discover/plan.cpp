@@ -33,13 +33,17 @@ Numerics default_numerics(const ir::Graph& graph) {
 }
 
 Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
-               const ArchSpec& arch, Numerics numerics) {
+               const ArchSpec& arch, Numerics numerics, Numerics conv_numerics) {
+  if (conv_numerics != Numerics::tf32 && conv_numerics != Numerics::x3tf32)
+    throw Error("conv numerics " + to_string(conv_numerics) + ": fp32 convolutions run tf32 (PyTorch's cuDNN "
+                "default) or 3xtf32 (fp32-accurate, against cuDNN with TF32 off)");
   Plan plan;
   plan.arch = arch.arch;
   plan.numerics = numerics;
+  plan.conv_numerics = conv_numerics;
   plan.graph = graph;
   plan.notes = graph.notes;  // the tracer's rewrites (a folded attention mask) first: they shaped what matched
-  CostContext ctx{plan.graph, arch, numerics};
+  CostContext ctx{plan.graph, arch, numerics, conv_numerics};
 
   // A graph FACT cannot write back as ATen calls stays PyTorch's whole: matching it would only cost tuning time.
   auto found = graph.replay_blocker.empty() ? find_all_matches(plan.graph, registry, ops, arch, &plan.notes)

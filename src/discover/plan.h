@@ -43,7 +43,7 @@ struct Plan {
 Numerics default_numerics(const ir::Graph& graph);
 
 Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
-               const ArchSpec& arch, Numerics numerics);
+               const ArchSpec& arch, Numerics numerics, Numerics conv_numerics = Numerics::tf32);
 
 // The numerics a pattern of `family` is realized in: the plan's, except an fp32-accurate plan's convolutions, which
 // take conv_numerics.

@@ -716,6 +716,20 @@ TEST(ConvFamily, Fp32AccurateConvolutionsRunOverThreeTf32ChannelBlocks) {
   EXPECT_EQ(discover::family_numerics(plan, "gemm", Numerics::x3tf32), Numerics::x3tf32);
   EXPECT_EQ(discover::family_numerics(plan, "conv", Numerics::tf32), Numerics::tf32) << "a tf32 plan stays tf32";
   EXPECT_EQ(discover::family_numerics(plan, "conv", Numerics::bf16), Numerics::bf16);
+  // The cost model prices them so: cuDNN's fp32 (TF32 off) against FACT's 3xTF32.
+  static const auto registry = discover::PatternRegistry::builtin();
+  Plan accurate = discover::make_plan(d.graph(), registry, ir::OpTable::builtin(), ArchSpec::builtin("sm90"),
+                                      Numerics::x3tf32, Numerics::x3tf32);
+  EXPECT_EQ(accurate.conv_numerics, Numerics::x3tf32);
+  auto conv_cost = [](const Plan& p) {
+    for (const auto& e : p.entries)
+      if (e.match.family == "conv") return e.cost;
+    throw Error("no conv entry");
+  };
+  EXPECT_GT(conv_cost(accurate).seconds_now, conv_cost(plan).seconds_now) << "cuDNN without TF32";
+  EXPECT_GT(conv_cost(accurate).seconds_fused, conv_cost(plan).seconds_fused) << "3xTF32 takes three MMAs";
+  EXPECT_THROW(discover::make_plan(d.graph(), registry, ir::OpTable::builtin(), ArchSpec::builtin("sm90"),
+                                   Numerics::x3tf32, Numerics::bf16), Error);
   Json doc = discover::to_json(plan);
   EXPECT_EQ(doc.at("conv_numerics"), "3xtf32");
   EXPECT_EQ(discover::plan_from_json(doc, "plan.json", ir::OpTable::builtin()).conv_numerics, Numerics::x3tf32);
