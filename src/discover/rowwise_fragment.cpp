@@ -180,6 +180,9 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     bool channel = !like_full && !row && f.inner == 1 && rank >= 2 && in.numel() == f.full_shape[1] &&
                    (per_channel_arg(graph, f.nodes, r) ||
                     broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{1, 1});
+    // One value for all (a 0-d tensor: torch.min(x, torch.tensor(c))): a per-channel input of one channel.
+    const bool scalar = !like_full && !row && !channel && f.inner == 1 && in.numel() == 1;
+    channel = channel || scalar;
     if (!like_full && !row && !channel) {
       std::vector<int64_t> one_row(f.full_shape.size(), 1);
       std::copy(trail.begin(), trail.end(), one_row.begin() + row_dims.first);
@@ -190,7 +193,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
     f.inputs.push_back(r);
     f.broadcast.push_back((row || channel) && !like_full);  // a channel input is read whole by every row too
-    f.channels.push_back(channel ? f.full_shape[1] : 0);
+    f.channels.push_back(scalar ? 1 : channel ? f.full_shape[1] : 0);
   }
   if (f.inputs.empty()) throw Error("the fragment reads no tensor from outside");
   if (static_cast<int>(f.inputs.size()) > kRowwiseMaxInputs)

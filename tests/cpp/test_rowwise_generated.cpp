@@ -273,6 +273,26 @@ TEST(RowwiseGenerated, GroupNormRowsAreGroupsAndItsWeightsAreReadByChannel) {
   EXPECT_TRUE(noted(bad, "into 8 groups, which do not divide it")) << fmt::format("{}", fmt::join(bad.notes, "\n"));
 }
 
+// torch.min(x, torch.tensor(c)) after a norm (KernelBench level2/83): the 0-d tensor is an input of one channel,
+// its one value read by every element.
+TEST(RowwiseGenerated, AZeroDimTensorIsReadAsOneValueForAll) {
+  GraphDoc d;
+  d.input("x", {2, 8, 6, 10}).input("w", {8}).input("b", {8}).input("c", {});
+  d.op("gn", "aten.group_norm.default", {ref_to("x"), 4, ref_to("w"), ref_to("b"), 1e-5, false}, {2, 8, 6, 10});
+  d.op("m", "aten.min.other", {ref_to("gn"), ref_to("c")}, {2, 8, 6, 10}).output("m");
+  auto p = plan_of(d);
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"gn", "m"}));
+  const Json& f = e->match.kernel["fragment"];
+  ASSERT_EQ(f["inputs"].size(), 4u);
+  EXPECT_EQ(f["inputs"][3]["channel"], (Json{{"channels", 1}, {"inner", 60}}));
+  auto prog = discover::lower_row_program(f);
+  EXPECT_EQ(prog.inputs[3], discover::RowInputKind::channel);
+  std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
+  EXPECT_NE(text.find("% 1]"), std::string::npos) << text;
+}
+
 TEST(RowwiseGenerated, VectorNormsOfOrdOneAndTwo) {
   // x / ||x||_2 over the rows (KernelBench level1/39's graph).
   GraphDoc d;

@@ -236,6 +236,30 @@ def test_group_norm_rows_are_groups_and_its_weights_are_channel_inputs_on_cpu(mo
     assert torch.equal(case.reference(inp)["out"], ref)
 
 
+def test_a_zero_dim_input_is_one_value_for_every_element_on_cpu():
+    # KernelBench level2/83's tail: group_norm, then torch.min with a 0-d tensor (an input of one channel).
+    from fact.realize.rowwise_case import RowwiseCase
+    n, c, h, w, g = 4, 8, 3, 5, 4
+    full = [n, c, h, w]
+    chan = {"channels": c, "inner": h * w}
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "m", "rows": n * g, "cols": c // g * h * w,
+         "dtype": "float32", "full_shape": full, "trailing_dims": 3, "groups": g,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False},
+                    {"name": "wt", "shape": [c], "broadcast": True, "channel": chan},
+                    {"name": "b", "shape": [c], "broadcast": True, "channel": chan},
+                    {"name": "k", "shape": [], "broadcast": True, "channel": {"channels": 1, "inner": h * w}}],
+         "nodes": [_node("gn", "aten.group_norm.default", [{"ref": "x"}, g, {"ref": "wt"}, {"ref": "b"}, 1e-5, False], full),
+                   _node("m", "aten.min.other", [{"ref": "gn"}, {"ref": "k"}], full)]}
+    p = parse_problem({"entry": "", "generated": True, "rows": n * g, "cols": c // g * h * w, "dtype": "float32",
+                       "numerics": "fp32", "fragment": f})
+    case = RowwiseCase(p)
+    inp = case.make_inputs("cpu")
+    x, wt, b, k = (t.double() for t in inp.inputs)
+    assert k.shape == ()
+    want = torch.min(torch.nn.functional.group_norm(x, g, wt, b, 1e-5), k)
+    assert torch.allclose(case.reference(inp)["out"].reshape(full), want)
+
+
 def test_a_fragment_reading_log_is_verified_on_positive_inputs():
     # KL divergence terms log(p) * t: random normal draws would make NaN on both sides, which the verifier reads as
     # elements the kernel never wrote.

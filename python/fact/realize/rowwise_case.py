@@ -177,10 +177,10 @@ class RowwiseCase(MeasureCase):
         p = self.problem
         dt = verify.torch_dtype(p.dtype)
         if reads_positive_domain(p.fragment):  # log(p) of a KL divergence: NaN on negative draws, on both sides
-            ins = [(torch.rand(*p.input_shape(s), device=device, generator=generator) * 0.99 + 0.01).to(dt)
+            ins = [(torch.rand(p.input_shape(s), device=device, generator=generator) * 0.99 + 0.01).to(dt)
                    for s in p.fragment["inputs"]]
         else:
-            ins = [torch.randn(*p.input_shape(s), device=device, generator=generator).to(dt)
+            ins = [torch.randn(p.input_shape(s), device=device, generator=generator).to(dt)
                    for s in p.fragment["inputs"]]
         g, n = verify.GUARD_ELEMENTS, p.out_elements()
         buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
