@@ -232,16 +232,15 @@ def main() -> None:
         ap.error("name at least one suite.json (--default, --tf32 or --fp32-accurate) or model folder (--models)")
     previous = json.loads(Path(a.previous).read_text()) if a.previous else None
     models, model_kernels = model_rows(a.models)
-    measured = {"default": [json.loads(Path(f).read_text()) for f in a.default] + [models],
-                "tf32": [json.loads(Path(f).read_text()) for f in a.tf32 or []],
-                "fp32_accurate": [json.loads(Path(f).read_text()) for f in a.fp32_accurate or []]}
     named = {"default": a.default, "tf32": a.tf32 or [], "fp32_accurate": a.fp32_accurate or []}
-    for mode, files in measured.items():
-        for f, suite in zip(named[mode], files):
+    measured = {mode: [json.loads(Path(f).read_text()) for f in files] for mode, files in named.items()}
+    for mode, files in named.items():
+        for f, suite in zip(files, measured[mode]):
             want = "3xtf32" if mode == "fp32_accurate" else "tf32"
             if suite.get("conv_numerics", "tf32") != want:
                 ap.error(f"{f}: its convolutions ran {suite['conv_numerics']}, not {want} as --{mode.replace('_', '-')} "
                          f"takes")
+    measured["default"].append(models)
     suites = suites_of_report(previous) if previous else {m: [] for m in MODES}
     for mode in MODES:
         suites[mode] += measured[mode]

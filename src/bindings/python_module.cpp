@@ -133,7 +133,7 @@ NB_MODULE(_core, m) {
          const std::string& endpoint, const std::string& llm_model, const std::string& conv_numerics,
          nb::object on_out, nb::object on_log) {
         check_member("numerics", numerics, fact::numerics_names(), true);
-        check_member("conv_numerics", conv_numerics, {"tf32", "3xtf32"}, true);
+        check_member("conv_numerics", conv_numerics, fact::conv_numerics_names(), true);
         check_member("arch", arch, fact::arch_names(), false);
         fact::pipeline::OptimizeRequest request;
         request.model = model;
@@ -166,7 +166,7 @@ NB_MODULE(_core, m) {
       [](const std::string& model, const std::string& plan, const std::string& arch, const std::string& numerics,
          const std::string& conv_numerics, nb::object on_out, nb::object on_log) {
         check_member("numerics", numerics, fact::numerics_names(), true);
-        check_member("conv_numerics", conv_numerics, {"tf32", "3xtf32"}, true);
+        check_member("conv_numerics", conv_numerics, fact::conv_numerics_names(), true);
         check_member("arch", arch, fact::arch_names(), false);
         fact::discover::DiscoverRequest request{model, arch, numerics, plan, {}, {}, conv_numerics};
         with_python_streams(std::move(on_out), std::move(on_log), [&](std::ostream& o, std::ostream& l) {

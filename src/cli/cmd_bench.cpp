@@ -133,7 +133,7 @@ const bool registered = cli::register_command("bench", [](CLI::App& app) {
   cmd->add_option("--conv-numerics", o->conv_numerics,
                   "fp32 convolutions: tf32 (PyTorch's cuDNN default) or 3xtf32 (fp32-accurate, against cuDNN with "
                   "TF32 off)")
-      ->check(CLI::IsMember({"tf32", "3xtf32"}));
+      ->check(CLI::IsMember(conv_numerics_names()));
   cmd->add_option("--jobs", o->jobs, "parallel workers (default: one per GPU, 1 without a GPU); more than the GPUs overlap builds, GPU work takes turns")->check(CLI::Range(1, 64));
   cmd->add_option("--top", o->top, "kernels built and measured per pattern (a GEMM kernel with its run-time variants)")->check(CLI::Range(1, 64));
   cmd->add_flag("--resume", o->resume, "skip problems whose finished result (same file, same settings) is in --out");

@@ -22,7 +22,7 @@ const bool registered = cli::register_command("discover", [](CLI::App& app) {
   cmd->add_option("--conv-numerics", opts->conv_numerics,
                   "fp32 convolutions (in an fp32-accurate plan): tf32, as PyTorch's cuDNN default, or 3xtf32, "
                   "fp32-accurate against cuDNN with TF32 off")
-      ->check(CLI::IsMember({"tf32", "3xtf32"}));
+      ->check(CLI::IsMember(conv_numerics_names()));
   cmd->add_option("--json", opts->json_out, "write the plan as JSON here (input of `fact tune`)");
   cmd->add_option("--ir", opts->ir_out, "also keep the traced IR here");
   cmd->add_option("--rules", opts->rules_dir, "pattern registry folder (default: data/rules and the user registry, $FACT_REGISTRY)");

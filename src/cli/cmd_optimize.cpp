@@ -24,7 +24,7 @@ const bool registered = cli::register_command("optimize", [](CLI::App& app) {
   cmd->add_option("--conv-numerics", o->conv_numerics,
                   "fp32 convolutions: tf32 (PyTorch's cuDNN default) or 3xtf32 (fp32-accurate, against cuDNN with "
                   "TF32 off)")
-      ->check(CLI::IsMember({"tf32", "3xtf32"}));
+      ->check(CLI::IsMember(conv_numerics_names()));
   cmd->add_option("--out", o->out, "output folder (plan, tune report, op library, composed module, report)");
   cmd->add_option("--top", o->top, "kernels built and measured per pattern (a GEMM kernel with its run-time variants)")->check(CLI::Range(1, 64));
   cmd->add_option("--tune-report", o->tune_report, "reuse a report of `fact tune` for this plan instead of tuning")

@@ -57,4 +57,10 @@ Element input_element(Numerics n) {
 
 Numerics baseline_numerics(Numerics n) { return n == Numerics::x3tf32 ? Numerics::fp32 : n; }
 
+std::vector<std::string> conv_numerics_names() { return {to_string(Numerics::tf32), to_string(Numerics::x3tf32)}; }
+
+Numerics convolution_numerics(Numerics numerics, Numerics conv) {
+  return numerics == Numerics::x3tf32 || numerics == Numerics::fp32 ? conv : numerics;
+}
+
 }  // namespace fact

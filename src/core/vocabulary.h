@@ -40,6 +40,8 @@ void from_json(const nlohmann::json& j, Element& v);
 // Every name, for command-line checks.
 std::vector<std::string> numerics_names();
 std::vector<std::string> arch_names();
+// What an fp32 model's convolutions may run in (--conv-numerics): tf32, PyTorch's cuDNN default, or 3xtf32.
+std::vector<std::string> conv_numerics_names();
 
 int element_bytes(Element e);
 std::string cutlass_type(Element e);       // the C++ type in kernels: "float", "cutlass::bfloat16_t", "cutlass::half_t"
@@ -47,5 +49,8 @@ std::string torch_scalar_type(Element e);  // the c10::ScalarType constant in op
 Element input_element(Numerics n);         // what a kernel's inputs hold in that mode
 // The mode PyTorch's own fp32 matmuls run in for a FACT mode: fp32 for fp32/3xtf32, else the mode itself.
 Numerics baseline_numerics(Numerics n);
+// What a convolution runs in under a plan in `numerics` whose conv numerics are `conv`: an fp32-accurate plan's
+// convolutions take `conv` (PyTorch keeps cudnn.allow_tf32 apart from the matmuls' precision), others the plan's.
+Numerics convolution_numerics(Numerics numerics, Numerics conv);
 
 }  // namespace fact

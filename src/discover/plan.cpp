@@ -213,15 +213,14 @@ static std::string us(double seconds) {
 }
 
 Numerics family_numerics(const Plan& plan, const std::string& family, Numerics numerics) {
-  const bool fp32_accurate = numerics == Numerics::x3tf32 || numerics == Numerics::fp32;
-  return family == "conv" && fp32_accurate ? plan.conv_numerics : numerics;
+  return family == "conv" ? convolution_numerics(numerics, plan.conv_numerics) : numerics;
 }
 
 std::string format_plan(const Plan& plan) {
   std::string out = fmt::format("FACT plan for {} on {} (numerics {}, PyTorch baseline {}{})\n", plan.graph.source_path,
                                 to_string(plan.arch), to_string(plan.numerics),
                                 to_string(baseline_numerics(plan.numerics)),
-                                family_numerics(plan, "conv", plan.numerics) == Numerics::x3tf32
+                                convolution_numerics(plan.numerics, plan.conv_numerics) == Numerics::x3tf32
                                     ? "; convolutions 3xtf32 against cuDNN with TF32 off"
                                     : "");
   out += fmt::format("{:>2}  {:<24} {:>5}  {:<34} {:<8} {:>21}  {:>9} {:>6}  {}\n", "#", "pattern", "nodes",

@@ -86,8 +86,10 @@ bool compose_stage(Run& run, json& tune, bool with_ops, const std::string& title
   return true;
 }
 
-// One run of fact.compose.e2e_check on the composed folder; returns its JSON (null if none).
-json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, int& exit_code, const std::string& title) {
+// One run of fact.compose.e2e_check on the composed folder; returns its JSON (null if none). fp32_convs: the plan's
+// convolutions are 3xTF32, so PyTorch's own run with cuDNN's TF32 off, the numerics FACT's are measured against.
+json e2e_run(Run& run, const std::string& numerics, bool fp32_convs, bool gpu, bool baselines, int& exit_code,
+             const std::string& title) {
   fs::path result = run.dir / "e2e.json";
   std::error_code ec;
   fs::remove(result, ec);
@@ -99,12 +101,7 @@ json e2e_run(Run& run, const std::string& numerics, bool gpu, bool baselines, in
     return nullptr;
   }
   std::vector<std::string> argv = {run.composed.string(), "-o", result.string(), "--numerics", numerics};
-  // fp32-accurate convolutions: PyTorch's own run with cuDNN's TF32 off, the numerics FACT's are measured against.
-  json plan = read_json_file(run.plan, "plan file");
-  discover::Plan conv_view;
-  conv_view.conv_numerics = numerics_from_string(plan.value("conv_numerics", std::string("tf32")));
-  if (discover::family_numerics(conv_view, "conv", numerics_from_string(numerics)) == Numerics::x3tf32)
-    argv.push_back("--no-cudnn-tf32");
+  if (fp32_convs) argv.push_back("--no-cudnn-tf32");
   json manifest = read_json_file(run.composed / "manifest.json", "composed manifest");
   if (manifest.contains("op_library") && manifest["op_library"].is_string())
     argv.insert(argv.end(), {"--lib", (run.composed / manifest["op_library"].get<std::string>()).string()});
@@ -177,7 +174,11 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
   auto gpu_check_start = std::chrono::steady_clock::now();
   bool gpu = has_cuda_gpu();
   note_step_seconds("cuda check", seconds_since(gpu_check_start));
-  std::string numerics = read_json_file(run.plan, "plan file").at("numerics");
+  const json plan = read_json_file(run.plan, "plan file");
+  const std::string numerics = plan.at("numerics");
+  const bool fp32_convs =
+      convolution_numerics(numerics_from_string(numerics),
+                           numerics_from_string(plan.value("conv_numerics", std::string("tf32")))) == Numerics::x3tf32;
   json report = {{"format", "fact-optimize-report"}, {"version", 2}, {"model", o.model.string()}, {"arch", o.arch},
                  {"numerics", numerics}, {"gpu", gpu}};
   if (o.agent == "llm" && fs::exists(run.dir / "agent" / "agent.json"))
@@ -228,13 +229,13 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
     // The end-to-end gate: ops missing at load time are dropped and checked again; a module that fails the
     // check, crashes or runs slower than the original falls back to PyTorch's ops, checked once more.
     int code = 0;
-    e2e_first = e2e_run(run, numerics, gpu, !o.no_compile, code, "end-to-end check and timing");
+    e2e_first = e2e_run(run, numerics, fp32_convs, gpu, !o.no_compile, code, "end-to-end check and timing");
     auto gate = compose::gate_e2e(e2e_first, code, compose::has_winners(tune_json));
     if (gate.action == compose::E2eGate::Action::drop_ops) {
       log << "  " << gate.reason << ": composing again without them\n";
       tune_json = compose::reject_winners(tune_json, {gate.ops.begin(), gate.ops.end()}, "op_missing", gate.reason);
       compose_stage(run, tune_json, have_ops, "compose: ModelNew without the missing ops");
-      e2e_first = e2e_run(run, numerics, gpu, !o.no_compile, code, "end-to-end check and timing (again)");
+      e2e_first = e2e_run(run, numerics, fp32_convs, gpu, !o.no_compile, code, "end-to-end check and timing (again)");
       gate = compose::gate_e2e(e2e_first, code, compose::has_winners(tune_json));
     }
     if (gate.action != compose::E2eGate::Action::keep) {
@@ -242,7 +243,7 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
       log << "  " << gate.reason << ": falling back to PyTorch's ops\n";
       tune_json = compose::reject_winners(tune_json, {}, "e2e_fallback", gate.reason);
       compose_stage(run, tune_json, false, "compose: ModelNew with PyTorch's ops (fallback)");
-      e2e_final = e2e_run(run, numerics, gpu, false, code, "end-to-end check of the fallback");
+      e2e_final = e2e_run(run, numerics, fp32_convs, gpu, false, code, "end-to-end check of the fallback");
     }
     report["e2e"] = compose::e2e_summary(e2e_first, e2e_final, fallback);
   }

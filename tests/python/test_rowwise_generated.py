@@ -200,6 +200,22 @@ def test_instance_norm_fragment_replays_as_pytorch_on_cpu():
     assert torch.allclose(replay(f, [x]), torch.nn.functional.instance_norm(x))
 
 
+def _group_norm_then(tail, extra_inputs=(), n=4, c=8, h=3, w=5, g=4):
+    """GroupNorm(g groups) over [n, c, h, w] (weight wt, bias b, per channel), then the node `tail` reads node "gn":
+    the fragment and its problem."""
+    full = [n, c, h, w]
+    chan = {"channels": c, "inner": h * w}
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": tail["name"], "rows": n * g,
+         "cols": c // g * h * w, "dtype": "float32", "full_shape": full, "trailing_dims": 3, "groups": g,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False},
+                    {"name": "wt", "shape": [c], "broadcast": True, "channel": chan},
+                    {"name": "b", "shape": [c], "broadcast": True, "channel": chan}, *extra_inputs],
+         "nodes": [_node("gn", "aten.group_norm.default", [{"ref": "x"}, g, {"ref": "wt"}, {"ref": "b"}, 1e-5, False], full),
+                   tail]}
+    return f, parse_problem({"entry": "", "generated": True, "rows": n * g, "cols": c // g * h * w, "dtype": "float32",
+                             "numerics": "fp32", "fragment": f})
+
+
 def test_group_norm_rows_are_groups_and_its_weights_are_channel_inputs_on_cpu(monkeypatch):
     # GroupNorm(4 groups of 2 channels) over [N, 8, 3, 5], then hardtanh (KernelBench level2/30's tail on 4-D): a row is
     # one sample's group (2 channels' planes), weight and bias are read per channel.
@@ -207,16 +223,7 @@ def test_group_norm_rows_are_groups_and_its_weights_are_channel_inputs_on_cpu(mo
     from fact.realize.rowwise_case import ODD_OUTER, RowwiseCase
     n, c, h, w, g = 4, 8, 3, 5, 4
     full = [n, c, h, w]
-    chan = {"channels": c, "inner": h * w}
-    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "t", "rows": n * g, "cols": c // g * h * w,
-         "dtype": "float32", "full_shape": full, "trailing_dims": 3, "groups": g,
-         "inputs": [{"name": "x", "shape": full, "broadcast": False},
-                    {"name": "wt", "shape": [c], "broadcast": True, "channel": chan},
-                    {"name": "b", "shape": [c], "broadcast": True, "channel": chan}],
-         "nodes": [_node("gn", "aten.group_norm.default", [{"ref": "x"}, g, {"ref": "wt"}, {"ref": "b"}, 1e-5, False], full),
-                   _node("t", "aten.hardtanh.default", [{"ref": "gn"}], full)]}
-    p = parse_problem({"entry": "", "generated": True, "rows": n * g, "cols": c // g * h * w, "dtype": "float32",
-                       "numerics": "fp32", "fragment": f})
+    f, p = _group_norm_then(_node("t", "aten.hardtanh.default", [{"ref": "gn"}], full))
     assert p.block() == g and not p.output_per_row()
     with pytest.raises(Exception, match="groups"):  # rows must be whole samples
         parse_problem({**p.to_json(), "rows": n * g + 1})
@@ -241,17 +248,8 @@ def test_a_zero_dim_input_is_one_value_for_every_element_on_cpu():
     from fact.realize.rowwise_case import RowwiseCase
     n, c, h, w, g = 4, 8, 3, 5, 4
     full = [n, c, h, w]
-    chan = {"channels": c, "inner": h * w}
-    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "m", "rows": n * g, "cols": c // g * h * w,
-         "dtype": "float32", "full_shape": full, "trailing_dims": 3, "groups": g,
-         "inputs": [{"name": "x", "shape": full, "broadcast": False},
-                    {"name": "wt", "shape": [c], "broadcast": True, "channel": chan},
-                    {"name": "b", "shape": [c], "broadcast": True, "channel": chan},
-                    {"name": "k", "shape": [], "broadcast": True, "channel": {"channels": 1, "inner": h * w}}],
-         "nodes": [_node("gn", "aten.group_norm.default", [{"ref": "x"}, g, {"ref": "wt"}, {"ref": "b"}, 1e-5, False], full),
-                   _node("m", "aten.min.other", [{"ref": "gn"}, {"ref": "k"}], full)]}
-    p = parse_problem({"entry": "", "generated": True, "rows": n * g, "cols": c // g * h * w, "dtype": "float32",
-                       "numerics": "fp32", "fragment": f})
+    _, p = _group_norm_then(_node("m", "aten.min.other", [{"ref": "gn"}, {"ref": "k"}], full),
+                            [{"name": "k", "shape": [], "broadcast": True, "channel": {"channels": 1, "inner": h * w}}])
     case = RowwiseCase(p)
     inp = case.make_inputs("cpu")
     x, wt, b, k = (t.double() for t in inp.inputs)

@@ -46,6 +46,12 @@ def run_identity() -> dict:
     return {"device": device, "torch": torch.__version__, "fact": core().__version__}
 
 
+def run_settings(numerics: str | None, arch: str, conv_numerics: str | None) -> dict:
+    """The settings a run's cache folder and identity are keyed on; conv_numerics only when set, so earlier runs'
+    keys stay the same."""
+    return {"numerics": numerics or "", "arch": arch, **({"conv_numerics": conv_numerics} if conv_numerics else {})}
+
+
 def exported(model, example_inputs, cache_dir, settings: dict, keep: tuple = ()) -> live_problem.LiveProblem:
     args = live_problem.example_arguments(example_inputs)
     return live_problem.export(model, args, Path(cache_dir) if cache_dir else default_cache_dir(), settings, keep)
@@ -65,8 +71,7 @@ def optimize(model: torch.nn.Module, example_inputs, *, numerics: str | None = N
     compile_baseline also times torch.compile in the report. keep_inputs: per argument, whether the checks use its
     example value instead of fresh random ones (a mask, say). The result's `report` says what runs where and why."""
     arch = arch or gpu_arch()
-    # conv_numerics only when set: earlier runs' identities (and cache folders) stay the same.
-    settings = {"numerics": numerics or "", "arch": arch, **({"conv_numerics": conv_numerics} if conv_numerics else {})}
+    settings = run_settings(numerics, arch, conv_numerics)
     problem = exported(model, example_inputs, cache_dir, settings, tuple(keep_inputs))
     if problem.program is None:
         return OptimizedModule(model, None, Report.left_to_pytorch(problem.untraceable))
@@ -98,8 +103,7 @@ def explain(model: torch.nn.Module, example_inputs, *, numerics: str | None = No
             cache_dir: str | os.PathLike | None = None, conv_numerics: str | None = None) -> Plan:
     """The plan FACT would realize for the module (`fact discover`), without a GPU: the matched patterns ranked by
     the expected gain, and what stays PyTorch's and why."""
-    settings = {"numerics": numerics or "", "arch": arch, **({"conv_numerics": conv_numerics} if conv_numerics else {})}
-    problem = exported(model, example_inputs, cache_dir, settings)
+    problem = exported(model, example_inputs, cache_dir, run_settings(numerics, arch, conv_numerics))
     if problem.program is None:
         return Plan({"patterns": [], "left_to_pytorch": problem.untraceable},
                     f"The whole module stays PyTorch's: {problem.untraceable}")
