@@ -1,6 +1,7 @@
 #include "discover/row_program.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -28,6 +29,7 @@ const json& table(const char* file, const char* key) {
 const json& pointwise_ops() { return table("ir/pointwise_ops.json", "ops"); }
 const json& row_reductions() { return table("ir/row_reductions.json", "ops"); }
 const json& whole_tensor_reductions() { return table("ir/row_reductions.json", "whole_tensor"); }
+const json& window_ops() { return table("ir/row_reductions.json", "windows"); }
 const json& activations() { return table("epilogues/activations.json", "activations"); }
 
 bool is_ref(const json& a) { return a.is_object() && a.contains("ref"); }
@@ -76,6 +78,8 @@ struct Lowering {
 
   std::string fresh() { return cident(next++); }
   std::set<std::string> channel_inputs;     // fragment inputs read per channel
+  std::map<std::string, int> window_inputs; // fragment inputs read through a pool's window -> input index
+  std::map<std::string, std::vector<int64_t>> input_shape;
 
   bool channel_input(const std::string& name) const { return channel_inputs.count(name) > 0; }
 
@@ -113,6 +117,8 @@ struct Lowering {
       const std::string& r = a["ref"].get_ref<const std::string&>();
       auto it = var.find(r);
       if (it == var.end()) throw Error(fmt::format("node '{}' reads '{}', which is neither inside the fragment nor an input", node, r));
+      if (window_inputs.count(r))
+        throw Error(fmt::format("node '{}' reads '{}', an input only a pool reads (its shape is not the fragment's)", node, r));
       if (row) *row = per_row.at(it->second);
       return it->second;
     }
@@ -211,6 +217,61 @@ struct Lowering {
     var[name] = expr(e, node_row);
   }
 
+  // A pool of a window input: its value at element f of the full tensor is what that input's load holds.
+  void window(const json& node, const json& form) {
+    const std::string name = node.at("name");
+    const json x = arg_at(node, 0, "self");
+    const std::string src = is_ref(x) ? x["ref"].get<std::string>() : "";
+    auto it = window_inputs.find(src);
+    if (it == window_inputs.end())
+      throw Error(fmt::format("node '{}' ({}) pools '{}', which is not an input of the fragment marked window; a "
+                              "generated kernel pools a tensor in memory", name, node.at("op").get<std::string>(), x.dump()));
+    WindowRead& w = p.window[it->second];
+    if (!w.form.empty()) throw Error(fmt::format("node '{}' pools '{}', which another pool of the fragment reads too", name, src));
+    const int spatial = form.at("spatial");
+    const std::vector<int64_t>& in = input_shape.at(src);
+    const std::vector<int64_t> out = shape_of(node);
+    const int rank = static_cast<int>(out.size());
+    if (out != full_shape || static_cast<int>(in.size()) != rank || rank <= spatial ||
+        !std::equal(in.begin(), in.end() - spatial, out.begin()))
+      throw Error(fmt::format("node '{}' pools [{}] into [{}]; a generated kernel's pool makes its full tensor [{}], "
+                              "the dims before the pooled ones kept", name, fmt::join(in, ","), fmt::join(out, ","),
+                              fmt::join(full_shape, ",")));
+    // An int list of `spatial` values, or one for all (PyTorch's int[2] takes `2` or `[2]`).
+    auto ints = [&](const char* key, const std::vector<int64_t>& fallback) {
+      json v = read_spec(node, form.at(key));
+      if (v.is_number_integer()) v = json::array({v});
+      if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); }))
+        throw Error(fmt::format("node '{}': {} {} is not a list of integers", name, key, v.dump()));
+      std::vector<int64_t> r = v.get<std::vector<int64_t>>();
+      if (r.empty()) r = fallback;
+      if (r.size() == 1) r.assign(spatial, r[0]);
+      if (static_cast<int>(r.size()) != spatial)
+        throw Error(fmt::format("node '{}': {} {} does not have {} values", name, key, v.dump(), spatial));
+      return r;
+    };
+    w.form = form.at("form");
+    w.in.assign(in.end() - spatial, in.end());
+    w.out.assign(out.end() - spatial, out.end());
+    w.kernel = ints("kernel", {});
+    w.stride = ints("stride", w.kernel);
+    w.padding = ints("padding", {0});
+    w.dilation = form.contains("dilation") ? ints("dilation", {1}) : std::vector<int64_t>(spatial, 1);
+    for (int d = 0; d < spatial; ++d)
+      if (w.kernel[d] < 1 || w.stride[d] < 1 || w.padding[d] < 0 || w.dilation[d] < 1 || w.padding[d] * 2 > w.kernel[d])
+        throw Error(fmt::format("node '{}': window {} stride {} padding {} dilation {} is not a valid pool", name,
+                                fmt::join(w.kernel, "x"), fmt::join(w.stride, "x"), fmt::join(w.padding, "x"),
+                                fmt::join(w.dilation, "x")));
+    if (form.contains("count_include_pad")) w.count_include_pad = read_spec(node, form["count_include_pad"]).get<bool>();
+    if (form.contains("divisor_override")) {
+      json d = read_spec(node, form["divisor_override"]);
+      if (!d.is_null() && (!d.is_number_integer() || d.get<int64_t>() == 0))
+        throw Error(fmt::format("node '{}': divisor_override {} is not a nonzero integer", name, d.dump()));
+      if (!d.is_null()) w.divisor = d.get<int64_t>();
+    }
+    var[name] = p.statements[it->second].var;  // inputs' loads are the first statements, in input order
+  }
+
   bool is_per_row(const json& node) const { return numel(shape_of(node)) == p.rows && numel(shape_of(node)) != p.rows * p.cols; }
 
   void reduction(const json& node, const json& form) {
@@ -277,6 +338,7 @@ bool RowProgram::computes_nothing() const {
   auto is_name = [](const std::string& e) {
     return !e.empty() && std::all_of(e.begin(), e.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   };
+  if (std::any_of(inputs.begin(), inputs.end(), [](RowInputKind k) { return k == RowInputKind::window; })) return false;
   return std::all_of(statements.begin(), statements.end(), [&](const RowStatement& s) {
     return s.kind == RowStatement::Kind::load || (s.kind == RowStatement::Kind::expr && is_name(s.expr));
   });
@@ -296,7 +358,11 @@ bool row_reduction_weight_arg(const std::string& op, int index) {
   return form.at("weight").get<int>() == index || form.at("bias").get<int>() == index;
 }
 
-bool row_program_reads(const std::string& op) { return pointwise_ops().contains(op) || row_reductions().contains(op); }
+bool row_program_reads(const std::string& op) {
+  return pointwise_ops().contains(op) || row_reductions().contains(op) || window_ops().contains(op);
+}
+
+bool is_window_op(const std::string& op) { return window_ops().contains(op); }
 
 std::string row_partials_of(const std::string& op) {
   const json& whole = whole_tensor_reductions();
@@ -353,6 +419,7 @@ RowProgram lower_row_program(const json& fragment) {
   p.cols = fragment.at("cols");
   p.dtype = fragment.at("dtype");
   L.full_shape = fragment.value("full_shape", std::vector<int64_t>{p.rows, p.cols});
+  p.full_shape = L.full_shape;
   const int rank = static_cast<int>(L.full_shape.size());
   const int trailing = fragment.value("trailing_dims", 1), inner_dims = fragment.value("inner_dims", 0);
   if (trailing < 1 || inner_dims < 0 || trailing + inner_dims > std::max(rank, 1))
@@ -377,9 +444,14 @@ RowProgram lower_row_program(const json& fragment) {
       if (p.inner > 1) throw Error(fmt::format("fragment input '{}': a per-channel input of strided rows is not generated", in.at("name").get<std::string>()));
       L.channel_inputs.insert(in.at("name").get<std::string>());
     }
-    p.inputs.push_back(ch.channels ? RowInputKind::channel
+    const bool window = in.value("window", false);
+    if (window && ch.channels) throw Error(fmt::format("fragment input '{}': both a channel and a window input", in.at("name").get<std::string>()));
+    if (window) L.window_inputs[in.at("name").get<std::string>()] = i - 1;
+    L.input_shape[in.at("name").get<std::string>()] = in.value("shape", std::vector<int64_t>{});
+    p.inputs.push_back(window ? RowInputKind::window : ch.channels ? RowInputKind::channel
                        : in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
     p.channel.push_back(ch);
+    p.window.emplace_back();
     L.var[in.at("name").get<std::string>()] = L.add(s);
   }
   for (const auto& node : fragment.at("nodes")) {
@@ -392,8 +464,11 @@ RowProgram lower_row_program(const json& fragment) {
                               node["outputs"][0].value("dtype", ""), p.dtype));
     if (pointwise_ops().contains(op)) L.pointwise(node, pointwise_ops()[op]);
     else if (row_reductions().contains(op)) L.reduction(node, row_reductions()[op]);
+    else if (window_ops().contains(op)) L.window(node, window_ops()[op]);
     else throw Error(fmt::format("node '{}' ({}) is in neither data/ir/pointwise_ops.json nor data/ir/row_reductions.json", name, op));
   }
+  for (const auto& [name, i] : L.window_inputs)
+    if (p.window[i].form.empty()) throw Error(fmt::format("fragment input '{}' is marked window, but no pool reads it", name));
   const std::string out = fragment.at("output");
   if (!L.var.count(out)) throw Error(fmt::format("the fragment's output '{}' is not one of its nodes", out));
   p.output = L.var.at(out);

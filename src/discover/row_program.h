@@ -26,17 +26,29 @@ struct RowStatement {
   std::string operand;  // reduce: the per-element var reduced
 };
 
-// [rows, cols]; one [cols] row shared by every row; or one value per channel (a norm's [C] weight): element f of
-// the flattened full tensor reads channel (f / channel_inner) % channels, whatever the rows are.
-enum class RowInputKind { full, row_broadcast, channel };
+// [rows, cols]; one [cols] row shared by every row; one value per channel (a norm's [C] weight): element f of
+// the flattened full tensor reads channel (f / channel_inner) % channels, whatever the rows are; or a pool's input
+// (window): element f of the full tensor, the pool's output, is the pool of f's window of it.
+enum class RowInputKind { full, row_broadcast, channel, window };
 struct ChannelIndex {
   int64_t channels = 0, inner = 1;  // C, and the elements of one channel's plane (H*W; 1 for [N, C])
+};
+// A pooling window (data/ir/row_reductions.json "windows") over the last `spatial` dims of an input, whose leading dims
+// are the full tensor's: every per-dim list has `spatial` entries.
+struct WindowRead {
+  std::string form;  // "max" or "avg"; empty: the input is not read through a window
+  std::vector<int64_t> in, out;  // the pooled dims' sizes before and after
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  bool count_include_pad = true;
+  int64_t divisor = 0;  // divisor_override (0: none)
 };
 
 struct RowProgram {
   std::vector<RowStatement> statements;  // in evaluation order
   std::vector<RowInputKind> inputs;
   std::vector<ChannelIndex> channel;     // parallel to inputs: how a channel input is indexed
+  std::vector<WindowRead> window;        // parallel to inputs: how a window input is pooled
+  std::vector<int64_t> full_shape;       // the full tensor's shape (a window input indexes it)
   std::string output;                    // the var written
   bool output_per_row = false;
   int64_t rows = 0, cols = 0;
@@ -44,8 +56,8 @@ struct RowProgram {
   std::string dtype;
   std::vector<std::string> ops;          // the fragment's aten ops, graph order (for reports)
   int reductions() const;
-  // No reduction and every expression a plain copy of a value: a region of identities only (dropout in eval,
-  // clone, detach), which a kernel could only copy.
+  // No reduction, no pool and every expression a plain copy of a value: a region of identities only (dropout in
+  // eval, clone, detach), which a kernel could only copy.
   bool computes_nothing() const;
 };
 
@@ -72,8 +84,12 @@ bool yields_bool(const std::string& op);
 // Whether argument `index` of a row reduction op is the per-channel weight or bias of an instance or group norm.
 bool row_reduction_weight_arg(const std::string& op, int index);
 
-// Whether an op is one the lowering reads (pointwise table or row reductions).
+// Whether an op is one the lowering reads (pointwise table, row reductions or windows).
 bool row_program_reads(const std::string& op);
+
+// Whether an op pools a window of its input (data/ir/row_reductions.json "windows"): a generated kernel computes it
+// where it loads that input, which must be a tensor in memory (an input of the fragment).
+bool is_window_op(const std::string& op);
 
 // The row reduction whose per-row partials the whole-tensor reduction `op` reduces to its value
 // (data/ir/row_reductions.json "whole_tensor": aten.mean.dim for aten.mean.default); "" when `op` is none.

@@ -111,9 +111,31 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       if (!inside.count(r) && !graph.at(r).outputs.empty() &&
           std::find(outside.begin(), outside.end(), r) == outside.end())
         outside.push_back(r);
+  // A pool's input (a window input) is read only through the pool's window: the pool's output is of the full tensor.
+  std::set<std::string> pooled;
+  for (const auto& name : f.nodes) {
+    const ir::Node& n = graph.at(name);
+    if (!is_window_op(n.op)) continue;
+    if (n.args.empty() || !ir::is_ref(n.args[0]))
+      throw Error(fmt::format("node '{}' ({}) pools no tensor", name, n.op));
+    const std::string& src = ir::ref_name(n.args[0]);
+    if (inside.count(src))
+      throw Error(fmt::format("node '{}' ({}) pools '{}', a value made inside the fragment; a generated kernel pools a "
+                              "tensor in memory", name, n.op, src));
+    pooled.insert(src);
+  }
+  for (const auto& name : f.nodes) {
+    const ir::Node& n = graph.at(name);
+    const auto refs = ir::referenced_names(n);
+    for (size_t i = 0; i < refs.size(); ++i)
+      if (pooled.count(refs[i]) && !(is_window_op(n.op) && n.args.size() > 0 && ir::is_ref(n.args[0]) &&
+                                     ir::ref_name(n.args[0]) == refs[i] && refs.size() == 1))
+        throw Error(fmt::format("node '{}' reads '{}', which a pool of the fragment reads too; a pool's input is read "
+                                "through its window only", name, refs[i]));
+  }
   const ir::TensorMeta* full = &out;
   for (const auto& v : outside)
-    if (graph.at(v).out().numel() > full->numel()) full = &graph.at(v).out();
+    if (!pooled.count(v) && graph.at(v).out().numel() > full->numel()) full = &graph.at(v).out();
   for (const auto& name : f.nodes)
     if (graph.at(name).out().numel() > full->numel()) full = &graph.at(name).out();
   f.full_shape = full->shape;
@@ -172,6 +194,15 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   }
   for (const auto& r : outside) {
     const ir::TensorMeta& in = graph.at(r).out();
+    if (pooled.count(r)) {
+      if (in.dtype != f.dtype)
+        throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
+      f.inputs.push_back(r);
+      f.broadcast.push_back(true);  // read at its base whatever the row (the window's position comes from the element)
+      f.channels.push_back(0);
+      f.window.push_back(true);
+      continue;
+    }
     bool like_full = in.shape == f.full_shape;
     bool row = f.groups == 1 && (broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{row_dims.first, row_dims.count} ||
                                  (f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols))));
@@ -194,6 +225,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     f.inputs.push_back(r);
     f.broadcast.push_back((row || channel) && !like_full);  // a channel input is read whole by every row too
     f.channels.push_back(scalar ? 1 : channel ? f.full_shape[1] : 0);
+    f.window.push_back(false);
   }
   if (f.inputs.empty()) throw Error("the fragment reads no tensor from outside");
   if (static_cast<int>(f.inputs.size()) > kRowwiseMaxInputs)
@@ -239,8 +271,9 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
     if (group.size() < 2) continue;  // one op alone gains nothing from fusion
     try {
       RowwiseFragment f = make_rowwise_fragment(plan.graph, group, covered);
-      // Strided rows, groups and channel inputs: generated only, outside the agent's ABI.
-      bool plain = f.inner == 1 && f.groups == 1 && std::all_of(f.channels.begin(), f.channels.end(), [](int64_t c) { return c == 0; });
+      // Strided rows, groups, channel and window inputs: generated only, outside the agent's ABI.
+      bool plain = f.inner == 1 && f.groups == 1 && std::all_of(f.channels.begin(), f.channels.end(), [](int64_t c) { return c == 0; }) &&
+                   std::none_of(f.window.begin(), f.window.end(), [](bool w) { return w; });
       if (plain) out.push_back(std::move(f));
     } catch (const Error&) {
       // Not a row-wise chain as a whole; the LLM may still propose a part of it.
@@ -310,6 +343,7 @@ json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
   for (size_t i = 0; i < f.inputs.size(); ++i) {
     json in = {{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}};
     if (f.channels[i]) in["channel"] = {{"channels", f.channels[i]}, {"inner", f.channel_inner}};
+    if (f.window[i]) in["window"] = true;
     inputs.push_back(in);
   }
   json j = {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},

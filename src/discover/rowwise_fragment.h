@@ -25,6 +25,7 @@ struct RowwiseFragment {
   std::vector<std::string> inputs;   // outside tensor values, in order of first use ($in0, $in1, ...)
   std::vector<bool> broadcast;       // parallel to inputs: true for a [cols] row shared by every row, or a channel input
   std::vector<int64_t> channels;     // parallel to inputs: C for a per-channel input (read by channel), else 0
+  std::vector<bool> window;          // parallel to inputs: read only by a pool (its window pooled where it is loaded)
   int64_t channel_inner = 1;         // elements of one channel's plane: the product of the dims after dim 1
   int64_t groups = 1;                // rows per leading position of the reduced dims (group_norm's groups)
   int64_t rows = 0, cols = 0;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "discover/channels_last_chain.h"
 #include "discover/plan.h"
 #include "discover/row_program.h"
 #include "discover/rowwise_fragment.h"
@@ -65,6 +66,30 @@ std::string end_in_row_partials(const ir::Graph& g, const RowwiseFragment& f, co
                                {"kwargs", json::object()}, {"outputs", {{{"shape", lead}, {"dtype", x.dtype}}}}});
   fragment["output"] = name;
   return r.name;
+}
+
+// Whether the value of `pool` reaches a convolution of the plan through ops that keep channels-last order, and its
+// input is one's value: a pool between two convolutions, which PyTorch runs on their channels-last tensors as they
+// are (a generated kernel reads and writes PyTorch's order, so it would cost the chain a copy on each side).
+bool between_convolutions(const ir::Graph& g, const std::string& pool, const std::map<std::string, const PlanEntry*>& owner) {
+  auto conv = [&](const std::string& v) {
+    auto it = owner.find(v);
+    return it != owner.end() && it->second->match.family == "conv";
+  };
+  const ir::Node& n = g.at(pool);
+  if (n.args.empty() || !ir::is_ref(n.args[0]) || !conv(ir::ref_name(n.args[0]))) return false;
+  std::vector<std::string> stack = {pool};
+  std::set<std::string> seen = {pool};
+  while (!stack.empty()) {
+    std::string cur = stack.back();
+    stack.pop_back();
+    for (const auto& u : g.users(cur)) {
+      if (conv(u)) return true;
+      const ir::Node* un = g.find(u);
+      if (un && !owner.count(u) && keeps_channels_last(*un) && seen.insert(u).second) stack.push_back(u);
+    }
+  }
+  return false;
 }
 
 // Why `nodes` cannot be one generated kernel, or "" when they can.
@@ -137,6 +162,9 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
       free.insert(n.name);
   std::vector<PlanEntry> added;
   auto try_group = [&](const std::vector<std::string>& group) {
+    if (group.size() == 1 && is_window_op(g.at(group[0]).op) && between_convolutions(g, group[0], owner))
+      throw Error("a pool alone between two convolutions stays PyTorch's: it keeps their channels-last order, which a "
+                  "generated kernel (PyTorch's order in and out) would cost a copy on each side");
     RowwiseFragment f = make_rowwise_fragment(g, group, covered);
     json fragment = fragment_to_json(g, f);
     std::string whole = end_in_row_partials(g, f, covered, fragment);

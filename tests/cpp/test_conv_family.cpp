@@ -982,6 +982,10 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   auto every = [](size_t) { return true; };
   EXPECT_FALSE(discover::fed_by_own_family(p, reading("x"), every)) << "the module's input";
   EXPECT_TRUE(discover::fed_by_own_family(p, reading("pool"), every)) << "conv1's value through relu and avg_pool2d";
+  // The pool alone between the convs is no generated kernel (one with ops after it would be).
+  EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+    return n.find("pool left to PyTorch: a pool alone between two convolutions") != std::string::npos;
+  })) << fmt::format("{}", fmt::join(p.notes, "\n"));
   EXPECT_FALSE(discover::fed_by_own_family(p, reading("pool"), [&](size_t i) { return i == reading("pool"); }))
       << "a producer that does not write channels-last (a grouped conv's direct kernel) starts no chain";
 

@@ -438,6 +438,92 @@ TEST(RowwiseGenerated, SingleOpsSharedIntermediatesAndMixedDtypes) {
   EXPECT_TRUE(noted(pm, "mixed dtypes")) << fmt::format("{}", fmt::join(pm.notes, "\n"));
 }
 
+// A conv's output pooled, then pointwise ops (KernelBench level2/35's tail): max_pool2d 2x2 then mish.
+GraphDoc max_pool_mish(std::vector<int64_t> in = {2, 8, 10, 10}) {
+  std::vector<int64_t> out = in;
+  out[2] /= 2;
+  out[3] /= 2;
+  GraphDoc d;
+  d.input("x", in);
+  d.op("p", "aten.max_pool2d.default", {ref_to("x"), Json::array({2, 2}), Json::array({2, 2})}, out);
+  d.op("m", "aten.mish.default", {ref_to("p")}, out).output("m");
+  return d;
+}
+
+// A padded 3-D average pool without the padding in its divisor, then softmax over the channels (strided rows).
+GraphDoc avg_pool3d_softmax() {
+  GraphDoc d;
+  d.input("x", {2, 16, 5, 9, 9});
+  d.op("p", "aten.avg_pool3d.default",
+       {ref_to("x"), Json::array({3, 3, 3}), Json::array({2, 2, 2}), Json::array({1, 1, 1}), false, false}, {2, 16, 3, 5, 5});
+  d.op("s", "aten.softmax.int", {ref_to("p"), 1}, {2, 16, 3, 5, 5}).output("s");
+  return d;
+}
+
+TEST(RowwiseGenerated, APoolIsComputedWhereItsInputIsLoadedAndTheOpsAfterItJoinItsKernel) {
+  auto p = plan_of(max_pool_mish());
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"p", "m"}));
+  EXPECT_EQ(e->match.inputs.at("$in0"), "x");
+  const Json& fragment = e->match.kernel["fragment"];
+  EXPECT_EQ(fragment["full_shape"], Json::array({2, 8, 5, 5}));  // the pool's output, not its input
+  EXPECT_TRUE(fragment["inputs"][0].value("window", false));
+  auto prog = discover::lower_row_program(fragment);
+  ASSERT_EQ(prog.inputs.at(0), discover::RowInputKind::window);
+  const auto& w = prog.window.at(0);
+  EXPECT_EQ(w.form, "max");
+  EXPECT_EQ(w.in, (std::vector<int64_t>{10, 10}));
+  EXPECT_EQ(w.out, (std::vector<int64_t>{5, 5}));
+  EXPECT_EQ(w.kernel, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(w.stride, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(w.padding, (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(prog.computes_nothing());
+  std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
+  EXPECT_NE(text.find("window0(in0, i + e)"), std::string::npos);
+  EXPECT_NE(text.find("isnan(v)"), std::string::npos);  // max propagates NaN as PyTorch's
+
+  auto pa = plan_of(avg_pool3d_softmax());
+  ASSERT_NE(generated(pa), nullptr) << fmt::format("{}", fmt::join(pa.notes, "\n"));
+  auto avg = discover::lower_row_program(generated(pa)->match.kernel["fragment"]);
+  EXPECT_EQ(avg.inner, 75);  // softmax over channels: rows of 16 elements 3*5*5 apart
+  EXPECT_EQ(avg.window.at(0).form, "avg");
+  EXPECT_FALSE(avg.window.at(0).count_include_pad);
+  EXPECT_EQ(avg.window.at(0).padding, (std::vector<int64_t>{1, 1, 1}));
+  std::string at = realize::render_rowwise_kernel(avg, configs_of(avg).at(0), "t", "");
+  EXPECT_NE(at.find("window0(in0, first + (col0 + e) * kInner)"), std::string::npos) << at.substr(0, 3000);
+  EXPECT_NE(at.find("acc / float(count)"), std::string::npos);
+}
+
+TEST(RowwiseGenerated, APoolOfAValueMadeInItsRegionIsCutOffAndAPooledInputIsReadOnlyByThePool) {
+  // tanh -> max pool: the pool reads a value the region makes, so tanh is one kernel and the pool another.
+  GraphDoc d;
+  d.input("x", {2, 8, 10, 10});
+  d.op("t", "aten.tanh.default", {ref_to("x")}, {2, 8, 10, 10});
+  d.op("p", "aten.max_pool2d.default", {ref_to("t"), Json::array({2, 2})}, {2, 8, 5, 5}).output("p");
+  auto p = plan_of(d);
+  std::vector<std::vector<std::string>> runs;
+  for (const auto& e : p.entries)
+    if (e.match.rule == discover::kGeneratedRowwiseRule) runs.push_back(e.match.nodes);
+  std::sort(runs.begin(), runs.end());
+  EXPECT_EQ(runs, (std::vector<std::vector<std::string>>{{"p"}, {"t"}})) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_TRUE(noted(p, "a value made inside the fragment")) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  // Stride defaults to the window: [2, 2] from an empty list.
+  auto pool = std::find_if(p.entries.begin(), p.entries.end(), [](const auto& e) { return e.match.anchor == "p"; });
+  ASSERT_NE(pool, p.entries.end());
+  EXPECT_EQ(discover::lower_row_program(pool->match.kernel["fragment"]).window.at(0).stride, (std::vector<int64_t>{2, 2}));
+
+  // A hand-written fragment whose pointwise op reads the pooled input directly is refused, naming it.
+  Json f = generated(plan_of(max_pool_mish()))->match.kernel["fragment"];
+  f["nodes"][1]["args"][0] = {{"ref", "x"}};
+  try {
+    discover::lower_row_program(f);
+    ADD_FAILURE() << "a pooled input read directly was lowered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("only a pool reads"), std::string::npos) << e.what();
+  }
+}
+
 std::vector<realize::RowwiseKernelConfig> configs_of(const discover::RowProgram& p, Arch arch) {
   return realize::rowwise_kernel_configs(p, realize::family_data("rowwise").at("space"), ArchSpec::of(arch));
 }
@@ -601,13 +687,15 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   pooled.op("l", "aten.logsumexp.default", {ref_to("x"), Json::array({1}), true}, {16, 1, 1, 1}).output("l");
   std::string lse = generated_op_wrapper(pooled);
   EXPECT_NE(lse.find("trailing = 1, inner_dims = 2, inner = 1"), std::string::npos) << lse.substr(0, 2000);
+  std::string pool = generated_op_wrapper(max_pool_mish());
+  EXPECT_NE(pool.find("window[] = { {2, 8, 10, 10} }"), std::string::npos) << pool.substr(0, 2000);
   std::string gn = generated_op_wrapper(group_norm_hardtanh({16, 64}, 8));
   EXPECT_NE(gn.find("const int64_t channels[] = { 0, 64, 64 };"), std::string::npos) << gn.substr(0, 2000);
   const std::string torch_dir = torch_package_dir();
   if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   fs::path dir = fs::temp_directory_path() / "fact_test_rowwise_wrapper";
   fs::create_directories(dir);
-  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, generated_op_wrapper(softmax_rows(8, 100))}).text;
+  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, pool, generated_op_wrapper(softmax_rows(8, 100))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
@@ -642,6 +730,8 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(group_norm_hardtanh({2, 8, 64, 64}, 4), false, "rowwise_group_norm_4d_two_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 8, 16, 16}, 4), true, "rowwise_group_norm_4d_one_pass");
   expect_generated_compiles(group_norm_hardtanh({2, 64, 512, 512}, 8), false, "rowwise_group_norm_cluster4_two_pass", 4);
+  expect_generated_compiles(max_pool_mish({4, 16, 126, 126}), false, "rowwise_max_pool_mish");
+  expect_generated_compiles(avg_pool3d_softmax(), true, "rowwise_avg_pool3d_softmax_strided");
   expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
 }

@@ -298,3 +298,39 @@ def test_an_instance_norm_with_a_channel_multiplier_keeps_whole_samples_in_its_v
     x, k = (t.double() for t in inp.inputs)
     want = torch.nn.functional.instance_norm(x) * k
     assert torch.allclose(odd_case.reference(inp)["out"].reshape(ODD_OUTER, c, d, h, w), want)
+
+
+def _avg_pool_then_softmax(n=2, c=4, h=7, w=9):
+    # avg_pool2d 3x3, stride 2, padding 1, without the padding in the divisor, then softmax over the channels: the
+    # pool's input (window) is bigger than the fragment's full tensor, its output.
+    oh, ow = (h + 2 - 3) // 2 + 1, (w + 2 - 3) // 2 + 1
+    full = [n, c, oh, ow]
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "s", "rows": n * oh * ow, "cols": c,
+            "dtype": "float32", "full_shape": full, "trailing_dims": 1, "inner_dims": 2, "inner": oh * ow,
+            "inputs": [{"name": "x", "shape": [n, c, h, w], "broadcast": True, "window": True}],
+            "nodes": [_node("p", "aten.avg_pool2d.default", [{"ref": "x"}, [3, 3], [2, 2], [1, 1], False, False], full),
+                      _node("s", "aten.softmax.int", [{"ref": "p"}, 1], full)]}
+
+
+def test_a_pools_input_keeps_its_pooled_dims_and_is_sliced_by_samples_on_cpu(monkeypatch):
+    from fact.agent.fragment_replay import bytes_moved
+    from fact.realize import rowwise_case
+    from fact.realize.rowwise_case import ODD_OUTER, RowwiseCase
+    f = _avg_pool_then_softmax()
+    p = parse_problem({"entry": "", "generated": True, "rows": 40, "cols": 4, "dtype": "float32", "numerics": "fp32",
+                       "fragment": f})
+    assert p.block() == 20 and p.input_shape(f["inputs"][0]) == (2, 4, 7, 9)
+    case = RowwiseCase(p)
+    [odd] = case.verify_variants()  # an odd count of samples; the pooled dims as generated
+    assert odd.rows == ODD_OUTER * 20 and odd.input_shape(f["inputs"][0]) == (ODD_OUTER, 4, 7, 9)
+    # Read once (the pool's whole input) and written once (the full tensor).
+    assert bytes_moved(f, 40, 4) == (2 * 4 * 7 * 9 + 40 * 4) * 4
+    inp = case.make_inputs("cpu")
+    x = inp.inputs[0].double()
+    want = torch.softmax(torch.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False), 1)
+    ref = case.reference(inp)["out"]
+    assert tuple(ref.shape) == (40, 4)
+    assert torch.allclose(ref.reshape(2, 4, 4, 5), want)
+    monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", 4 * 7 * 9)  # one sample per slice
+    # The same values; PyTorch's CPU pool may round the last bit differently on a batch of one.
+    assert torch.allclose(case.reference(inp)["out"], ref, rtol=0, atol=1e-15)

@@ -40,9 +40,16 @@ def replay(fragment: dict, inputs: list):
 
 
 def bytes_moved(fragment: dict, rows: int, element_bytes: int) -> int:
-    """Minimum DRAM traffic: every input once (a broadcast row once) and the output once."""
+    """Minimum DRAM traffic: every input once (a broadcast row once; a pool's input, recorded at the fragment's rows,
+    in proportion to the rows) and the output once."""
     cols = fragment["cols"]
-    n = sum(cols if s["broadcast"] else rows * cols for s in fragment["inputs"]) + rows * cols
+
+    def elements(s: dict) -> int:
+        if s.get("window"):
+            return math.prod(s["shape"]) * rows // fragment["rows"]
+        return cols if s["broadcast"] else rows * cols
+
+    n = sum(elements(s) for s in fragment["inputs"]) + rows * cols
     return n * element_bytes
 
 

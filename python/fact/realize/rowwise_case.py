@@ -8,6 +8,7 @@ per-channel one ("channel") is read whole by every row too.
 from __future__ import annotations
 
 import functools
+import math
 import json
 from dataclasses import dataclass, replace
 
@@ -49,8 +50,11 @@ class RowwiseProblem:
         return d
 
     def input_shape(self, spec: dict) -> tuple:
-        """An input's shape at this row count: broadcast rows as recorded, full ones with their leading dims
-        folded into the first (rank kept, so the fragment's dims still name the same axes)."""
+        """An input's shape at this row count: broadcast rows as recorded, a pool's input (window) with its first dim
+        the samples', full ones with their leading dims folded into the first (rank kept, so the fragment's dims still
+        name the same axes)."""
+        if spec.get("window"):
+            return tuple([self.rows // self.block()] + list(spec["shape"][1:]))
         if spec.get("broadcast"):
             return tuple(spec["shape"])
         full = list(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
@@ -59,12 +63,14 @@ class RowwiseProblem:
             full[-1] = self.cols
         if lead == 0:  # nothing before the reduced dims: one block of inner rows
             return tuple(full)
-        if self.channel_inputs():  # the channels (dim 1) stay whole: a row count is whole samples
+        if self.whole_samples():  # the channels (dim 1) stay whole: a row count is whole samples
             return tuple([self.rows // self.block()] + full[1:])
         return tuple([1] * (lead - 1) + [self.rows // self.block()] + full[lead:])
 
-    def channel_inputs(self) -> bool:
-        return any("channel" in s for s in self.fragment["inputs"])
+    def whole_samples(self) -> bool:
+        """Per-channel inputs (the channels stay whole) or pools (the pooled dims stay whole): a row count is whole
+        samples (positions of dim 0)."""
+        return any("channel" in s or s.get("window") for s in self.fragment["inputs"])
 
     def inner(self) -> int:
         """Elements between a row's elements: 1 for contiguous rows, else the count of the dims behind the reduced
@@ -73,12 +79,19 @@ class RowwiseProblem:
 
     def block(self) -> int:
         """Rows per position of the dims before the reduced ones: inner rows, or group_norm's groups; with per-channel
-        inputs, rows per sample (the dims between the first and the reduced ones, channels among them, stay whole)."""
+        inputs, rows per sample (the dims between the first and the reduced ones, channels among them, stay whole);
+        with a pool, rows per sample."""
+        full = self.fragment.get("full_shape") or []
+        if self._pools():  # rows per sample: every dim after the first stays whole (the pooled ones as generated)
+            return self.fragment["rows"] if self.lead_dims() == 0 else math.prod(full[1:]) // self.cols
         b = self.inner() * int(self.fragment.get("groups", 1))
-        if self.channel_inputs():
-            for d in (self.fragment.get("full_shape") or [])[1:max(self.lead_dims(), 1)]:
+        if self.whole_samples():
+            for d in full[1:max(self.lead_dims(), 1)]:
                 b *= d
         return b
+
+    def _pools(self) -> bool:
+        return any(s.get("window") for s in self.fragment["inputs"])
 
     def lead_dims(self) -> int:
         """How many dims of the full tensor come before the reduced ones."""
@@ -162,6 +175,10 @@ class RowwiseCase(MeasureCase):
     def _broadcast(self) -> list:
         return [bool(s.get("broadcast", False)) for s in self.problem.fragment["inputs"]]
 
+    def _sliced(self) -> list:
+        """The inputs whose dim 0 is the samples': full ones and pools' inputs (a broadcast row is shared)."""
+        return [not s.get("broadcast", False) or bool(s.get("window")) for s in self.problem.fragment["inputs"]]
+
     def tolerance(self) -> float:
         # The harness's: each op of the chain rounded once in the dtype (see verify_rowwise.TOLERANCE).
         return TOLERANCE[self.problem.dtype]
@@ -206,8 +223,8 @@ class RowwiseCase(MeasureCase):
         copies of a multi-GB problem would not fit (each row's values depend on that row alone)."""
         import torch
         p = self.problem
-        broadcast = self._broadcast()
-        full = [t for t, b in zip(inp.inputs, broadcast) if not b]
+        sliced = self._sliced()
+        full = [t for t, s in zip(inp.inputs, sliced) if s]
         lead = full[0].shape[0] if full and full[0].dim() > 0 else 1
         reduced = int(p.fragment.get("trailing_dims", 1)) + int(p.fragment.get("inner_dims", 0))
         step = max(1, REFERENCE_CHUNK // max(1, full[0].numel() // lead)) if full else lead
@@ -215,7 +232,7 @@ class RowwiseCase(MeasureCase):
             return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, -1)}
         out = None
         for s in range(0, lead, step):
-            part = replay(p.fragment, [t.double() if b else t[s:s + step].double() for t, b in zip(inp.inputs, broadcast)])
+            part = replay(p.fragment, [t[s:s + step].double() if c else t.double() for t, c in zip(inp.inputs, sliced)])
             if out is None:
                 out = torch.empty((lead, *part.shape[1:]), dtype=part.dtype, device=part.device)
             out[s:s + step] = part

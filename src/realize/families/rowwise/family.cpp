@@ -7,6 +7,7 @@
 #include "realize/kernel_family.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -58,7 +59,8 @@ std::string config_id_of(const json& c) {
   f.erase("rows");
   f.erase("full_shape");  // shapes carry the row count; dtype, cols and trailing dims are in the key
   for (auto& n : f["nodes"]) n.erase("outputs");
-  for (auto& i : f["inputs"]) i.erase("shape");
+  for (auto& i : f["inputs"])
+    if (!i.value("window", false)) i.erase("shape");  // a pool's input's shape sets its window's constants
   return config_hash_id("rowwise_g", {{"fragment", f}, {"cols", c.at("cols")}, {"dtype", c.at("dtype")},
                                       {"kernel", c.at("kernel")}, {"arch", c.at("arch")}});
 }
@@ -236,6 +238,14 @@ class RowwiseFamily final : public KernelFamily {
       channels += fmt::format("{}{}", i ? ", " : "", in.contains("channel") ? in["channel"].at("channels").get<int64_t>() : 0);
     }
     values["channels"] = channels;
+    std::string windows;  // a window input's shape (a pool's input), else {}
+    for (size_t i = 0; i < broadcast.size(); ++i) {
+      const json& in = fragment.at("inputs").at(i);
+      windows += fmt::format("{}{{{}}}", i ? ", " : "",
+                             in.value("window", false) ? fmt::format("{}", fmt::join(in.at("shape").get<std::vector<int64_t>>(), ", ")) : "");
+    }
+    values["window_shapes"] = windows;
+    values["full_shape"] = fmt::format("{}", fmt::join(fragment.value("full_shape", std::vector<int64_t>{}), ", "));
     values["output_per_row"] = c.at("output_per_row").get<bool>() ? "true" : "false";
     values["keepdim"] = c.at("keepdim").get<bool>() ? "true" : "false";
     return render_family_template("rowwise", "generated_op_template", id, values).text;
@@ -270,11 +280,11 @@ class RowwiseFamily final : public KernelFamily {
     bool full = false;
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       bool b = program.inputs[i] != discover::RowInputKind::full;
-      full |= !b;
+      full |= !b || program.inputs[i] == discover::RowInputKind::window;  // a pool's input gives the samples too
       broadcast.push_back(b);
       if (!match_operand_bound(m, i)) throw Error(fmt::format("{}: the match binds no tensor for $in{}", where, i));
     }
-    if (!full) throw Error(where + ": every input is a shared row; the op takes its row count from a full input");
+    if (!full) throw Error(where + ": every input is a shared row; the op takes its row count from a full or pooled input");
     if (static_cast<int>(program.inputs.size()) > kMaxInputs)
       throw Error(fmt::format("{}: {} inputs; the ABI takes at most {}", where, program.inputs.size(), kMaxInputs));
     // The fragment's own output: the anchor's value, or the per-row partials of a whole-tensor reduction after it.

@@ -1,6 +1,7 @@
 #include "realize/families/rowwise/rowwise_codegen.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,15 +64,85 @@ struct KernelWriter {
   bool guarded() const { return strided() || c.warp_per_row; }
   bool shared_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::row_broadcast; }
   bool channel(size_t i) const { return p.inputs[i] == discover::RowInputKind::channel; }
-  // Element `flat` (of the flattened full tensor) of channel input i: its channel's value.
-  std::string channel_value(size_t i, const std::string& flat) const {
+  bool window(size_t i) const { return p.inputs[i] == discover::RowInputKind::window; }
+  // Read element by element at the element's index in the full tensor: channel and window inputs.
+  bool by_element(size_t i) const { return channel(i) || window(i); }
+  // Element `flat` (of the flattened full tensor) of input i: its channel's value, or its window's pool.
+  std::string element_value(size_t i, const std::string& flat) const {
+    if (window(i)) return fmt::format("window{0}(in{0}, {1})", i, flat);
     return fmt::format("to_float(in{}[(({}) / {}) % {}])", i, flat, p.channel[i].inner, p.channel[i].channels);
   }
-  // One access's loads of input i: V elements from column `col` of the row (channel inputs element by element).
+  // The flat index of element `col` of this thread's row.
+  std::string flat_of(const std::string& col) const {
+    return strided() ? fmt::format("first + ({}) * kInner", col) : "row * kCols + " + col;
+  }
+  // One access's loads of input i: V elements from column `col` of the row (channel and window inputs element by element).
   std::string load_line(size_t i, const std::string& col, const std::string& dst) const {
-    if (channel(i))
-      return fmt::format("for (int e = 0; e < V; ++e) {}[e] = {};", dst, channel_value(i, "row * kCols + " + col + " + e"));
+    if (by_element(i))
+      return fmt::format("for (int e = 0; e < V; ++e) {}[e] = {};", dst, element_value(i, flat_of(col + " + e")));
     return fmt::format("load<V>(in{}, {}, {});", i, at(col, static_cast<int>(i)), dst);
+  }
+
+  // Window input i's pool at element f of the full tensor: the pooled dims padded to three (size 1, window 1).
+  void window_function(size_t i) {
+    const discover::WindowRead& w = p.window[i];
+    const size_t pad = 3 - w.in.size();
+    auto dims = [&](const std::vector<int64_t>& v, int64_t fill) {
+      std::vector<int64_t> r(pad, fill);
+      r.insert(r.end(), v.begin(), v.end());
+      return fmt::format("{}", fmt::join(r, ", "));
+    };
+    line("", fmt::format("// {} pool of input {}: window {}, stride {}, padding {}, dilation {}; [..{}] -> [..{}]", w.form, i,
+                         fmt::join(w.kernel, "x"), fmt::join(w.stride, "x"), fmt::join(w.padding, "x"),
+                         fmt::join(w.dilation, "x"), fmt::join(w.in, ","), fmt::join(w.out, ",")));
+    line("", fmt::format("__device__ __forceinline__ float window{}(const Element* __restrict__ x, int64_t f) {{", i));
+    line("  ", fmt::format("constexpr int I[3] = {{{}}}, O[3] = {{{}}};", dims(w.in, 1), dims(w.out, 1)));
+    line("  ", fmt::format("constexpr int K[3] = {{{}}}, S[3] = {{{}}}, P[3] = {{{}}}, D[3] = {{{}}};", dims(w.kernel, 1),
+                           dims(w.stride, 1), dims(w.padding, 0), dims(w.dilation, 1)));
+    line("  ", "int o[3];");
+    line("  ", "#pragma unroll");
+    line("  ", "for (int d = 2; d >= 0; --d) { o[d] = int(f % O[d]); f /= O[d]; }");
+    line("  ", "x += f * (int64_t(I[0]) * I[1] * I[2]);  // f is now the position in the dims before the pooled ones");
+    line("  ", "int lo[3], size = 1;  // the window's first position per dim; size: PyTorch's avg divisor with padding");
+    line("  ", "#pragma unroll");
+    line("  ", "for (int d = 0; d < 3; ++d) {");
+    line("    ", "const int start = o[d] * S[d] - P[d];");
+    line("    ", "size *= (start + (K[d] - 1) * D[d] + 1 < I[d] + P[d] ? start + (K[d] - 1) * D[d] + 1 : I[d] + P[d]) - start;");
+    line("    ", "lo[d] = start;");
+    line("  ", "}");
+    const bool max = w.form == "max";
+    line("  ", fmt::format("float acc = {};", max ? "-INFINITY" : "0.0f"));
+    line("  ", "int count = 0;");
+    line("  ", "#pragma unroll");
+    line("  ", "for (int a = 0; a < K[0]; ++a) {");
+    line("    ", "const int z = lo[0] + a * D[0];");
+    line("    ", "if (z < 0 || z >= I[0]) continue;");
+    line("    ", "#pragma unroll");
+    line("    ", "for (int b = 0; b < K[1]; ++b) {");
+    line("      ", "const int y = lo[1] + b * D[1];");
+    line("      ", "if (y < 0 || y >= I[1]) continue;");
+    line("      ", "#pragma unroll");
+    line("      ", "for (int c = 0; c < K[2]; ++c) {");
+    line("        ", "const int xx = lo[2] + c * D[2];");
+    line("        ", "if (xx < 0 || xx >= I[2]) continue;");
+    line("        ", "const float v = to_float(x[(int64_t(z) * I[1] + y) * I[2] + xx]);");
+    // PyTorch's max pool: a NaN taken, and kept (nothing compares greater than it).
+    line("        ", max ? "acc = (v > acc || isnan(v)) ? v : acc;" : "acc += v;");
+    line("        ", "++count;");
+    line("      ", "}");
+    line("    ", "}");
+    line("  ", "}");
+    if (max) {
+      line("  ", "(void)size; (void)count;");
+      line("  ", "return acc;");
+    } else if (w.divisor) {
+      line("  ", "(void)size; (void)count;");
+      line("  ", fmt::format("return acc / {}.0f;", w.divisor));
+    } else {
+      line("  ", w.count_include_pad ? "(void)count;\n  return acc / float(size);" : "(void)size;\n  return acc / float(count);");
+    }
+    line("", "}");
+    line("", "");
   }
   // Where element `col` of a row is, from the row's first element (a shared row's elements are contiguous).
   std::string at(const std::string& col, int input = -1) const {
@@ -91,10 +162,10 @@ struct KernelWriter {
   // One access of V elements at flat index i: loads, the element statements, the store.
   void flat_access(const std::string& ind, const std::string& v) {
     for (size_t i = 0; i < p.inputs.size(); ++i) {
-      if (channel(i)) {
+      if (by_element(i)) {
         line(ind, fmt::format("float l{0}[{1}];", i, v));
         line(ind, "#pragma unroll");
-        line(ind, fmt::format("for (int e = 0; e < {1}; ++e) l{0}[e] = {2};", i, v, channel_value(i, "i + e")));
+        line(ind, fmt::format("for (int e = 0; e < {1}; ++e) l{0}[e] = {2};", i, v, element_value(i, "i + e")));
         continue;
       }
       if (shared_row(i) && strided()) {
@@ -205,7 +276,7 @@ struct KernelWriter {
       line("  ", "const int64_t first = outer * kCols * kInner + (row - outer * kInner);  // the row's first element");
       for (size_t i = 0; i < p.inputs.size(); ++i)
         line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]){1};", i,
-                               shared_row(i) ? "" : " + first"));
+                               p.inputs[i] != discover::RowInputKind::full ? "" : " + first"));
       line("  ", fmt::format("Element* out = static_cast<Element*>(a.output) + {};", p.output_per_row ? "row" : "first"));
     } else if (c.cluster > 1) {
       // A cluster of CTAs per row: lanes count across the cluster, so every sweep below strides over all of them.
@@ -519,6 +590,8 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
 std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig& c, const std::string& config_id,
                                   const std::string& summary) {
   KernelWriter w{p, c, levels(p), {}};
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    if (w.window(i)) w.window_function(i);
   if (p.reductions() == 0) {
     if (p.output_per_row) throw Error("a row-wise program without reductions has no per-row output");
     w.flat();
