@@ -705,7 +705,7 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
 
 // fp32-accurate convolutions (`--conv-numerics 3xtf32`, measured against cuDNN with TF32 off): an fp32-accurate plan's
 // convolutions take the plan's conv numerics (TF32 by default, as PyTorch's cuDNN), and a 3xTF32 kernel runs the TF32
-// conv over three channel blocks of x' = [x_big, x_big, x_small] and w' = [w_big, w_small, w_big].
+// conv over three channel blocks of x' = [x_small, x_big, x_big] and w' = [w_big, w_small, w_big].
 TEST(ConvFamily, Fp32AccurateConvolutionsRunOverThreeTf32ChannelBlocks) {
   GraphDoc d = conv_relu_bias();
   Plan plan = plan_of(d);

@@ -49,7 +49,7 @@ struct ConvProblem {
   // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default) or 3xTF32 (x3tf32), bf16/fp16 in
   // their type; the direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
   Numerics numerics() const;
-  // Input channels a K step walks: padded_c(), three times over for 3xTF32 (x' = [x_big, x_big, x_small] against
+  // Input channels a K step walks: padded_c(), three times over for 3xTF32 (x' = [x_small, x_big, x_big] against
   // w' = [w_big, w_small, w_big] channel blocks), the folded taps' channels where folded.
   int64_t kernel_channels(bool fold) const;
   bool direct() const { return groups > 1; }  // the direct kernel's, not the implicit GEMM's
@@ -109,9 +109,9 @@ struct ConvConfig {
   // taps' rows of channels instead of 16 bytes a pixel (ConvProblem::can_fold_width).
   bool fold_width = false;
   // 3xTF32 (ConvProblem::x3tf32): the kernel splits x and w into their TF32 part and its remainder in the copies it makes
-  // of them and runs a TF32 conv over three times the channels, x' = [x_big, x_big, x_small] against
-  // w' = [w_big, w_small, w_big]: the sum is x_big w_big + x_big w_small + x_small w_big, fp32's accuracy (the
-  // small x small product, about 2^-22 relative, is what it leaves out). Never folded.
+  // of them and runs a TF32 conv over three times the channels, x' = [x_small, x_big, x_big] against
+  // w' = [w_big, w_small, w_big]: the sum is x_small w_big + x_big w_small + x_big w_big (each tap's small products
+  // first), fp32's accuracy (the small x small product, about 2^-22 relative, is what it leaves out). Never folded.
   bool x3tf32 = false;
   // Split-K: each tile's K loop cut into this many units of work, which CTAs take like tiles; all but the last store
   // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
