@@ -4,8 +4,8 @@
 # Usage (device): [MAX_AUTOTUNE=1] [JOBS=n] [PROBLEM_TIMEOUT_S=s] [CONV_NUMERICS=3xtf32] bash bench/scripts/suite_h100.sh [suite-dir] [numerics] [top]
 #   CONV_NUMERICS=3xtf32: fp32 convolutions fp32-accurate, against cuDNN with TF32 off (default: TF32, PyTorch's).
 #   numerics "default": each problem's own (3xtf32 for fp32 models). KernelBench, which never travels with the
-#   repo, is carried as a copy in an ignored folder: `mkdir -p .kb && cp -r ../shared/kernelbench/level3 .kb/`,
-#   then suite-dir .kb and carry .kb too.
+#   repo, is carried as a copy in an ignored folder: `mkdir -p .kb && cp -r ../shared/kernelbench/level3 .kb/`, or some
+#   problems by number (`bash bench/scripts/kb_subset.sh .kb/s1 level2 35 46`), then suite-dir .kb and carry .kb too.
 #   Carry .devbin, .cutlass and, from the second call on, .bench-state holding the previous call's
 #   suite.tgz: a problem finished there is skipped, an unfinished one runs again, and the tuning
 #   database inside it keeps every measured kernel.

@@ -1,7 +1,9 @@
 """bench/scripts/fusion_problems.py picks the generic-fusion problems from their graphs, and fusion_report.py turns
-the device's suites into bench/results/fusion_h100: checked on made-up op lists and suites."""
+the device's suites into bench/results/fusion_h100: checked on made-up op lists and suites; kb_subset.sh copies the
+problems a device call carries."""
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +189,19 @@ def test_report_takes_whole_models_from_their_optimize_folders(tmp_path):
                         "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "| models/tv_resnet50 | default | correct | 4/174 |" in out.with_suffix(".md").read_text()
+
+
+def test_kb_subset_copies_problems_by_number_and_names_a_missing_one(tmp_path):
+    kb = tmp_path / "kb" / "level2"
+    kb.mkdir(parents=True)
+    for name in ("5_ConvTranspose2d_Subtract_Tanh.py", "52_Conv2d_Activation_BatchNorm.py", "55_Matmul.py"):
+        (kb / name).write_text("# stand-in\n")
+    script = ROOT / "bench" / "scripts" / "kb_subset.sh"
+    env = {**os.environ, "KERNELBENCH": str(tmp_path / "kb")}
+    dest = tmp_path / "set"
+    r = subprocess.run(["bash", str(script), str(dest), "level2", "5", "52"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (dest / "level2").iterdir()) == ["52_Conv2d_Activation_BatchNorm.py",
+                                                                  "5_ConvTranspose2d_Subtract_Tanh.py"]
+    bad = subprocess.run(["bash", str(script), str(dest), "level2", "7"], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "no problem 7" in bad.stderr
