@@ -479,6 +479,7 @@ TEST(RowwiseGenerated, APoolIsComputedWhereItsInputIsLoadedAndTheOpsAfterItJoinI
   EXPECT_EQ(w.stride, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(w.padding, (std::vector<int64_t>{0, 0}));
   EXPECT_FALSE(prog.computes_nothing());
+  EXPECT_EQ(configs_of(prog).at(0).threads, 128);  // a flat pool: 128 threads measured best
   std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
   EXPECT_NE(text.find("window0(in0, i + e)"), std::string::npos);
   EXPECT_NE(text.find("isnan(v)"), std::string::npos);  // max propagates NaN as PyTorch's

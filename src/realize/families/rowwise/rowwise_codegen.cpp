@@ -470,6 +470,7 @@ std::string RowwiseKernelConfig::text() const {
 std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space, const ArchSpec& arch) {
   const int vmax = 16 / element_bytes(p.dtype);
   const int max_regs = space.value("max_row_elements_per_thread", 32);
+  const bool windows = std::any_of(p.inputs.begin(), p.inputs.end(), [](auto k) { return k == discover::RowInputKind::window; });
   // A row staged in shared memory, per CTA: the data's figure is sm90's (227 KB less the reductions' partials).
   const int64_t max_smem = arch.arch == Arch::sm90 ? space.value("max_row_smem_bytes", int64_t{0}) : 0;
   // Elements per input a thread may hold in registers, in CTAs of `threads`. Measured on the H100 (softmax,
@@ -521,8 +522,10 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
     if (p.inner > 1 && p.reductions() > 0) break;
     for (int vec : {vmax, 1}) {
       if (p.reductions() == 0) {
-        // Flat: 256 threads with 16-byte accesses is the copy kernel's shape.
-        double score = std::abs(std::log2(threads / 256.0)) + (vec == vmax ? 0 : 10);
+        // Flat: 256 threads with 16-byte accesses is the copy kernel's shape; with a pool's window loads 128 (on the
+        // H200, 2026-11-29, 128 threads won all five flat pools measured, 2-5% ahead of 256: level2/35, 46, 82, 6).
+        const double best = windows ? 128.0 : 256.0;
+        double score = std::abs(std::log2(threads / best)) + (vec == vmax ? 0 : 10);
         scored.push_back({score, {threads, vec, false, false}});
         continue;
       }
