@@ -481,7 +481,9 @@ TEST(RowwiseGenerated, APoolIsComputedWhereItsInputIsLoadedAndTheOpsAfterItJoinI
   EXPECT_FALSE(prog.computes_nothing());
   EXPECT_EQ(configs_of(prog).at(0).threads, 128);  // a flat pool: 128 threads measured best
   std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
-  EXPECT_NE(text.find("window0(in0, i + e)"), std::string::npos);
+  EXPECT_NE(text.find("window0_run<V>(in0, i, l0);"), std::string::npos);  // V outputs' windows as runs of a row
+  EXPECT_NE(text.find("window0_run<1>(in0, i, l0);"), std::string::npos);  // the scalar tail
+  EXPECT_NE(text.find("kMode = 0;"), std::string::npos);                   // max
   EXPECT_NE(text.find("isnan(v)"), std::string::npos);  // max propagates NaN as PyTorch's
 
   auto pa = plan_of(avg_pool3d_softmax());
@@ -493,7 +495,7 @@ TEST(RowwiseGenerated, APoolIsComputedWhereItsInputIsLoadedAndTheOpsAfterItJoinI
   EXPECT_EQ(avg.window.at(0).padding, (std::vector<int64_t>{1, 1, 1}));
   std::string at = realize::render_rowwise_kernel(avg, configs_of(avg).at(0), "t", "");
   EXPECT_NE(at.find("window0(in0, first + (col0 + e) * kInner)"), std::string::npos) << at.substr(0, 3000);
-  EXPECT_NE(at.find("acc / float(count)"), std::string::npos);
+  EXPECT_NE(at.find("kMode = 2;"), std::string::npos);  // avg over the elements read (count_include_pad false)
 }
 
 TEST(RowwiseGenerated, APoolOfAValueMadeInItsRegionIsCutOffAndAPooledInputIsReadOnlyByThePool) {
@@ -699,6 +701,126 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, pool, generated_op_wrapper(softmax_rows(8, 100))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
+}
+
+// A pool alone over [2, 3, in...] (rank 2 + spatial): its generated kernel's pool, compiled by nvcc and run on the host
+// (window<i> and window<i>_run are host-device), against PyTorch's definitions of max and average pools written out
+// here: every element by itself, and runs of 4 from every position (those crossing a row, or whose windows leave the
+// input, go element by element); the same float operations in the same order, so equal bits (NaN for NaN).
+struct PoolCase {
+  std::string name, op;
+  std::vector<int64_t> in, out, kernel, stride, padding, dilation;
+  bool count_include_pad = true;
+  int64_t divisor = 0;
+};
+
+void expect_pool_runs_as_pytorch_on_the_host(const PoolCase& c) {
+  GraphDoc d;
+  std::vector<int64_t> in = {2, 3}, out = {2, 3};
+  in.insert(in.end(), c.in.begin(), c.in.end());
+  out.insert(out.end(), c.out.begin(), c.out.end());
+  Json args = {ref_to("x"), c.kernel, c.stride, c.padding};
+  const bool max = c.op.find("max_pool") != std::string::npos;
+  if (max) args.push_back(c.dilation);
+  else args.insert(args.end(), {false, c.count_include_pad, c.divisor ? Json(c.divisor) : Json(nullptr)});
+  d.input("x", in).op("p", c.op, args, out).output("p");
+  auto prog = program_of(d);
+  ASSERT_EQ(prog.inputs.at(0), discover::RowInputKind::window);
+  const auto cfg = configs_of(prog).at(0);
+  ASSERT_EQ(cfg.vec, 4);
+  std::string text = realize::render_rowwise_kernel(prog, cfg, "pool_" + c.name, "");
+  auto three = [](std::vector<int64_t> v, int64_t fill) {
+    v.insert(v.begin(), 3 - v.size(), fill);
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  const int mode = max ? 0 : c.divisor ? 3 : c.count_include_pad ? 1 : 2;
+  text += fmt::format(R"(
+#include <cmath>
+#include <cstdio>
+#include <vector>
+int main() {{
+  using namespace fact_pool_{0};
+  const int I[3] = {{{1}}}, O[3] = {{{2}}}, K[3] = {{{3}}}, S[3] = {{{4}}}, P[3] = {{{5}}}, D[3] = {{{6}}};
+  const int mode = {7};
+  const float divisor = {8}.0f;
+  const int outer = 6, plane = I[0] * I[1] * I[2], opl = O[0] * O[1] * O[2];
+  std::vector<float> x(size_t(outer) * plane);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) * 3.0f;
+  x[plane + 5] = NAN;  // a NaN propagates through the windows that hold it
+  auto same = [](float a, float b) {{ return (std::isnan(a) && std::isnan(b)) || a == b; }};
+  // PyTorch's definitions (aten/src/ATen/native/cpu: max_pool, avg_pool), element f of the output [6, O...].
+  auto reference = [&](int64_t f) {{
+    const int n = int(f / opl), o2 = int(f % O[2]), o1 = int(f / O[2] % O[1]), o0 = int(f / (O[1] * O[2]) % O[0]);
+    const int o[3] = {{o0, o1, o2}};
+    int start[3], end[3], pool_size = 1, valid = 1;
+    for (int d = 0; d < 3; ++d) {{
+      start[d] = o[d] * S[d] - P[d];
+      end[d] = mode == 0 ? start[d] + (K[d] - 1) * D[d] + 1 : std::min(start[d] + K[d], I[d] + P[d]);
+      pool_size *= end[d] - start[d];
+    }}
+    float m = -INFINITY, sum = 0.0f;
+    for (int a = start[0]; a < end[0]; a += D[0])
+      for (int b = start[1]; b < end[1]; b += D[1])
+        for (int c = start[2]; c < end[2]; c += D[2]) {{
+          if (a < 0 || a >= I[0] || b < 0 || b >= I[1] || c < 0 || c >= I[2]) continue;
+          const float v = x[size_t(n) * plane + (size_t(a) * I[1] + b) * I[2] + c];
+          if (v > m || std::isnan(v)) m = v;
+          sum += v;
+        }}
+    for (int d = 0; d < 3; ++d) valid *= std::min(end[d], I[d]) - std::max(start[d], 0);
+    return mode == 0 ? m : mode == 1 ? sum / float(pool_size) : mode == 2 ? sum / float(valid) : sum / divisor;
+  }};
+  int bad = 0;
+  const int64_t total = int64_t(outer) * opl;
+  for (int64_t f = 0; f < total; ++f) {{
+    const float want = reference(f), got = window0(x.data(), f);
+    if (!same(got, want) && bad++ < 5) std::printf("element %lld: %g, PyTorch's definition %g\n", (long long)f, got, want);
+    if (f + 4 > total) continue;
+    float run[4];
+    window0_run<4>(x.data(), f, run);
+    for (int e = 0; e < 4; ++e)
+      if (!same(run[e], window0(x.data(), f + e)) && bad++ < 5)
+        std::printf("run at %lld, element %d: %g, element by element %g\n", (long long)f, e, run[e], window0(x.data(), f + e));
+  }}
+  std::printf("%d mismatches over %lld elements\n", bad, (long long)total);
+  return bad != 0;
+}}
+)", c.name, three(c.in, 1), three(c.out, 1), three(c.kernel, 1), three(c.stride, 1), three(c.padding, 0),
+                      three(c.dilation.empty() ? std::vector<int64_t>(c.in.size(), 1) : c.dilation, 1), mode,
+                      c.divisor ? c.divisor : 1);
+  fs::path dir = fs::temp_directory_path() / "fact_test_pool_host";
+  fs::create_directories(dir);
+  fs::path cu = dir / (c.name + ".cu"), exe = dir / c.name;
+  write_file_atomic(cu, text);
+  auto argv = realize::nvcc_command(Arch::sm90, cu, exe, cutlass_dir());
+  argv.erase(std::remove(argv.begin(), argv.end(), std::string("-shared")), argv.end());
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(600);
+  auto built = run_process(argv, o);
+  ASSERT_EQ(built.exit_code, 0) << built.err.substr(0, 4000);
+  auto ran = run_process({exe.string()}, o);
+  EXPECT_EQ(ran.exit_code, 0) << c.name << ": " << ran.out.substr(0, 2000);
+}
+
+TEST(RowwiseGeneratedNvcc, PoolsRunOnTheHostAsPyTorchDefinesThem) {
+  // 2x2 max over odd rows (runs cross rows), a padded 3x3 average with and without the padding in its divisor, a 4x4
+  // average by divisor_override, 2x2 averages padded along rows only, a dilated max with padding, and a 3-D max.
+  expect_pool_runs_as_pytorch_on_the_host({"max2", "aten.max_pool2d.default", {10, 14}, {5, 7}, {2, 2}, {2, 2}, {0, 0}, {1, 1}});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"avg3_pad", "aten.avg_pool2d.default", {7, 17}, {4, 9}, {3, 3}, {2, 2}, {1, 1}, {}, false});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"avg3_pad_incl", "aten.avg_pool2d.default", {7, 17}, {4, 9}, {3, 3}, {2, 2}, {1, 1}, {}, true});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"avg4_div", "aten.avg_pool2d.default", {16, 32}, {4, 8}, {4, 4}, {4, 4}, {0, 0}, {}, true, 7});
+  // Rows padded, columns not (runs along them): both divisors.
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"avg2_padh", "aten.avg_pool2d.default", {9, 16}, {5, 8}, {2, 2}, {2, 2}, {1, 0}, {}, false});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"avg2_padh_incl", "aten.avg_pool2d.default", {9, 16}, {5, 8}, {2, 2}, {2, 2}, {1, 0}, {}, true});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"max3_dil", "aten.max_pool2d.default", {11, 13}, {5, 6}, {3, 3}, {2, 2}, {1, 1}, {2, 2}});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"max3d", "aten.max_pool3d.default", {4, 6, 8}, {2, 3, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}});
 }
 
 TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm90) {

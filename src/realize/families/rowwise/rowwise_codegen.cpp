@@ -76,14 +76,16 @@ struct KernelWriter {
   std::string flat_of(const std::string& col) const {
     return strided() ? fmt::format("first + ({}) * kInner", col) : "row * kCols + " + col;
   }
-  // One access's loads of input i: V elements from column `col` of the row (channel and window inputs element by element).
+  // One access's loads of input i: V elements from column `col` of the row (channel inputs element by element; a window
+  // input's V consecutive elements of a contiguous row as one run).
   std::string load_line(size_t i, const std::string& col, const std::string& dst) const {
+    if (window(i) && !strided()) return fmt::format("window{0}_run<V>(in{0}, {1}, {2});", i, flat_of(col), dst);
     if (by_element(i))
       return fmt::format("for (int e = 0; e < V; ++e) {}[e] = {};", dst, element_value(i, flat_of(col + " + e")));
     return fmt::format("load<V>(in{}, {}, {});", i, at(col, static_cast<int>(i)), dst);
   }
 
-  // Window input i's pool at element f of the full tensor: the pooled dims padded to three (size 1, window 1).
+  // Window input i's pool (templates/rowwise/window_pool.cu.in): the pooled dims padded to three (size 1, window 1).
   void window_function(size_t i) {
     const discover::WindowRead& w = p.window[i];
     const size_t pad = 3 - w.in.size();
@@ -92,57 +94,22 @@ struct KernelWriter {
       r.insert(r.end(), v.begin(), v.end());
       return fmt::format("{}", fmt::join(r, ", "));
     };
-    line("", fmt::format("// {} pool of input {}: window {}, stride {}, padding {}, dilation {}; [..{}] -> [..{}]", w.form, i,
-                         fmt::join(w.kernel, "x"), fmt::join(w.stride, "x"), fmt::join(w.padding, "x"),
-                         fmt::join(w.dilation, "x"), fmt::join(w.in, ","), fmt::join(w.out, ",")));
-    line("", fmt::format("__device__ __forceinline__ float window{}(const Element* __restrict__ x, int64_t f) {{", i));
-    line("  ", fmt::format("constexpr int I[3] = {{{}}}, O[3] = {{{}}};", dims(w.in, 1), dims(w.out, 1)));
-    line("  ", fmt::format("constexpr int K[3] = {{{}}}, S[3] = {{{}}}, P[3] = {{{}}}, D[3] = {{{}}};", dims(w.kernel, 1),
-                           dims(w.stride, 1), dims(w.padding, 0), dims(w.dilation, 1)));
-    line("  ", "int o[3];");
-    line("  ", "#pragma unroll");
-    line("  ", "for (int d = 2; d >= 0; --d) { o[d] = int(f % O[d]); f /= O[d]; }");
-    line("  ", "x += f * (int64_t(I[0]) * I[1] * I[2]);  // f is now the position in the dims before the pooled ones");
-    line("  ", "int lo[3], size = 1;  // the window's first position per dim; size: PyTorch's avg divisor with padding");
-    line("  ", "#pragma unroll");
-    line("  ", "for (int d = 0; d < 3; ++d) {");
-    line("    ", "const int start = o[d] * S[d] - P[d];");
-    line("    ", "size *= (start + (K[d] - 1) * D[d] + 1 < I[d] + P[d] ? start + (K[d] - 1) * D[d] + 1 : I[d] + P[d]) - start;");
-    line("    ", "lo[d] = start;");
-    line("  ", "}");
-    const bool max = w.form == "max";
-    line("  ", fmt::format("float acc = {};", max ? "-INFINITY" : "0.0f"));
-    line("  ", "int count = 0;");
-    line("  ", "#pragma unroll");
-    line("  ", "for (int a = 0; a < K[0]; ++a) {");
-    line("    ", "const int z = lo[0] + a * D[0];");
-    line("    ", "if (z < 0 || z >= I[0]) continue;");
-    line("    ", "#pragma unroll");
-    line("    ", "for (int b = 0; b < K[1]; ++b) {");
-    line("      ", "const int y = lo[1] + b * D[1];");
-    line("      ", "if (y < 0 || y >= I[1]) continue;");
-    line("      ", "#pragma unroll");
-    line("      ", "for (int c = 0; c < K[2]; ++c) {");
-    line("        ", "const int xx = lo[2] + c * D[2];");
-    line("        ", "if (xx < 0 || xx >= I[2]) continue;");
-    line("        ", "const float v = to_float(x[(int64_t(z) * I[1] + y) * I[2] + xx]);");
-    // PyTorch's max pool: a NaN taken, and kept (nothing compares greater than it).
-    line("        ", max ? "acc = (v > acc || isnan(v)) ? v : acc;" : "acc += v;");
-    line("        ", "++count;");
-    line("      ", "}");
-    line("    ", "}");
-    line("  ", "}");
-    if (max) {
-      line("  ", "(void)size; (void)count;");
-      line("  ", "return acc;");
-    } else if (w.divisor) {
-      line("  ", "(void)size; (void)count;");
-      line("  ", fmt::format("return acc / {}.0f;", w.divisor));
-    } else {
-      line("  ", w.count_include_pad ? "(void)count;\n  return acc / float(size);" : "(void)size;\n  return acc / float(count);");
-    }
-    line("", "}");
-    line("", "");
+    const int mode = w.form == "max" ? 0 : w.divisor ? 3 : w.count_include_pad ? 1 : 2;
+    out += render_template_file(
+        "rowwise/window_pool.cu.in",
+        {{"summary", fmt::format("{} pool of input {}: window {}, stride {}, padding {}, dilation {}; [..{}] -> [..{}]",
+                                 w.form, i, fmt::join(w.kernel, "x"), fmt::join(w.stride, "x"), fmt::join(w.padding, "x"),
+                                 fmt::join(w.dilation, "x"), fmt::join(w.in, ","), fmt::join(w.out, ","))},
+         {"input", std::to_string(i)},
+         {"mode", std::to_string(mode)},
+         {"divisor", fmt::format("{}.0f", w.divisor ? w.divisor : 1)},
+         {"in", dims(w.in, 1)},
+         {"out", dims(w.out, 1)},
+         {"kernel", dims(w.kernel, 1)},
+         {"stride", dims(w.stride, 1)},
+         {"padding", dims(w.padding, 0)},
+         {"dilation", dims(w.dilation, 1)}});
+    out += "\n";
   }
   // Where element `col` of a row is, from the row's first element (a shared row's elements are contiguous).
   std::string at(const std::string& col, int input = -1) const {
@@ -162,6 +129,11 @@ struct KernelWriter {
   // One access of V elements at flat index i: loads, the element statements, the store.
   void flat_access(const std::string& ind, const std::string& v) {
     for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (window(i)) {
+        line(ind, fmt::format("float l{0}[{1}];", i, v));
+        line(ind, fmt::format("window{0}_run<{1}>(in{0}, i, l{0});", i, v));
+        continue;
+      }
       if (by_element(i)) {
         line(ind, fmt::format("float l{0}[{1}];", i, v));
         line(ind, "#pragma unroll");
