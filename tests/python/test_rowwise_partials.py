@@ -65,3 +65,39 @@ def test_the_loss_is_one_kernel_and_the_composed_module_equals_it(name, tmp_path
     assert_model_new_equals_model(module, atol=1e-6, rtol=1e-5)
     with torch.no_grad():
         assert module.ModelNew()(*module.get_inputs()).shape == torch.Size([])
+
+
+def test_pools_are_computed_in_the_kernels_of_the_ops_after_them(tmp_path):
+    """Each pool reads a module input through its window (`"window": true`), the ops after it in its kernel; composed
+    with those kernels accepted (CPU reference ops: the fragments replayed), the module gives the original's values."""
+    problem_file = COMPOSE / "pool_then_ops.py"
+    r = fact("discover", problem_file, "--json", tmp_path / "plan.json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    by_anchor = {p["anchor"]: p for p in plan["patterns"]}
+    assert sorted(by_anchor) == ["mish", "softmax"], sorted(by_anchor)
+    assert by_anchor["mish"]["nodes"] == ["max_pool2d", "mish"]
+    assert by_anchor["softmax"]["nodes"] == ["avg_pool2d", "softmax"]
+    rows = []
+    for anchor, p in by_anchor.items():
+        fragment = p["kernel"]["fragment"]
+        [inp] = fragment["inputs"]
+        assert inp["window"] and inp["broadcast"] and fragment["full_shape"] != inp["shape"]
+        config = {"generated": True, "fragment": fragment, "cols": fragment["cols"], "dtype": "float32", "arch": "sm90",
+                  "broadcast": [True], "output_per_row": False, "keepdim": False,
+                  "trailing_dims": fragment["trailing_dims"], "kernel": {"threads": 128, "vec": 1, "warp_per_row": False,
+                                                                         "one_pass": True, "cluster": 1}}
+        problem = {k: v for k, v in config.items() if k != "kernel"} | {"rows": fragment["rows"], "numerics": "fp32"}
+        rows.append({"pattern": p["rule"], "anchor": anchor, "family": "rowwise", "status": "tuned", "fact_ms": 0.5,
+                     "baseline_ms": 1.0, "winner": f"rowwise_pool_{anchor}_test", "config": config,
+                     "problem": problem})
+    (tmp_path / "tune.json").write_text(json.dumps({"format": "fact-tune-report", "version": 1, "arch": "sm90",
+                                                    "numerics": "fp32", "rows": rows}))
+    out = tmp_path / "composed"
+    r = fact("compose", tmp_path / "plan.json", tmp_path / "tune.json", "--model", problem_file, "--out", out)
+    assert r.returncode == 0, r.stderr
+    source = (out / "model_new.py").read_text()
+    assert "max_pool2d(" not in source and "avg_pool2d(" not in source, "the pools are the kernels'"
+    register_reference_ops(out / "manifest.json")
+    module = load_model_new(out, "composed_pool_then_ops")
+    assert_model_new_equals_model(module, atol=1e-6, rtol=1e-5)

@@ -10,10 +10,13 @@ def _rowwise(fragment):
     def rowwise(*inputs):
         if len(inputs) != len(broadcast):
             raise ValueError(f"row-wise op takes {len(broadcast)} inputs, got {len(inputs)}")
-        full = next(t for t, b in zip(inputs, broadcast) if not b)
-        y = replay(fragment, [t.double() for t in inputs])
-        # As the op: a contiguous tensor shaped like the first full input, or one value per row.
-        return y.to(full.dtype).contiguous() if y.numel() != full.numel() else y.reshape(full.shape).to(full.dtype).contiguous()
+        full = next((t for t, b in zip(inputs, broadcast) if not b), None)
+        y = replay(fragment, [t.double() for t in inputs]).to(inputs[0].dtype)
+        # As the op: a contiguous tensor shaped like the first full input, or one value per row; with no full input
+        # (a pool's input alone), the pool's output as the fragment makes it.
+        if full is None or y.numel() != full.numel():
+            return y.contiguous()
+        return y.reshape(full.shape).contiguous()
 
     return rowwise
 
