@@ -431,7 +431,7 @@ TEST(ConvFamily, SmallChannelConvsFoldTheirWidthTaps) {
       << "padding and the channels past the taps are zeros";
   EXPECT_TRUE(has(kernel, "w_out[fr * f.channels + j] = tap < f.taps ? src[tap * f.padded_c + ci] : Element(0);"))
       << "the filter's width taps side by side, from the ABI's unfolded filter (the op and the tuner hand that one)";
-  EXPECT_TRUE(has(kernel, "kFoldWidth || kX3tf32 ? base + w.filters : a.transposed ? base + w.filters + l.filter_offset : a.w;"));
+  EXPECT_TRUE(has(kernel, ": kFoldWidth || kX3tf32 ? base + w.filters")) << "the folded filter from the workspace";
   const KernelFamily* family = kernel_family_named("conv");
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(family->channels_last(p.to_json(), top.to_json()).reads, std::vector<std::string>{"residual"})
@@ -777,15 +777,15 @@ TEST(ConvFamily, Fp32AccurateConvolutionsRunOverThreeTf32ChannelBlocks) {
       << "the filter's blocks big, small, big";
   EXPECT_TRUE(has(generate_conv_kernel(as_tf32).text, "constexpr bool kX3tf32 = false;"));
 
-  // Transposed convolutions have no 3xTF32 kernel: PyTorch keeps them, and says why.
+  // A transposed convolution's phases gather their sub-filters split (big, small, big) instead of split_rows.
   GraphDoc t = conv_transpose_relu();
   Plan tp = plan_of(t);
-  try {
-    conv_problem_from_match(conv_match(tp), tp.graph, Numerics::x3tf32, Arch::sm90);
-    ADD_FAILURE() << "a transposed 3xTF32 convolution was taken";
-  } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "3xTF32) transposed convolutions are not built")) << e.what();
-  }
+  ConvProblem tcp = conv_problem_from_match(conv_match(tp), tp.graph, Numerics::x3tf32, Arch::sm90);
+  ASSERT_TRUE(tcp.x3tf32 && tcp.transposed);
+  std::string tk = generate_conv_kernel(enumerate_conv_configs(tcp, 1).ranked.at(0)).text;
+  EXPECT_TRUE(has(tk, "SubFilter f{a.c, padded_channels(a) * kChannelBlocks, a.k, {}, {}, {}, {}};"));
+  EXPECT_TRUE(has(tk, "out[e] = Element(block == 1 ? tf32_small(float(v), big) : big);"));
+  EXPECT_TRUE(has(tk, "if (kX3tf32 && !a.transposed)")) << "no split_rows of the whole filter";
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32GrownEpilogueCompiles) {
@@ -839,6 +839,15 @@ TEST(ConvCodegenNvcc, Sm90Fp32X3tf32Compiles) {
   ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
   ASSERT_TRUE(c.x3tf32);
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_3xtf32_conv2d_relu_bias", c.summary());
+}
+
+TEST(ConvCodegenNvcc, Sm90Fp32X3tf32TransposedCompiles) {
+  GraphDoc d = conv_transpose_relu();
+  Plan p = plan_of(d);
+  ConvProblem cp = conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
+  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
+  ASSERT_TRUE(c.x3tf32);
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_3xtf32_conv_transpose2d_relu", c.summary());
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {

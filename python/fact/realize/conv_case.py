@@ -113,9 +113,6 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
                                         "grouped convolutions run fp32 FMAs in the direct kernel")
     elif obj.get("dtype") == "float32" and obj.get("numerics") in FP32_NUMERICS:
         dtype, numerics = "float32", obj["numerics"]
-        if numerics == "3xtf32" and obj.get("transposed", False):
-            raise ProblemError(f"{where}.numerics: 3xtf32 is for forward convolutions (FACT's transposed ones are "
-                               f"TF32 only)")
     else:
         dtype, numerics = paired_choice(obj, where, "dtype", NUMERICS_FOR_DTYPE, "numerics",
                                         "fp32 convolutions run TF32, as PyTorch's cuDNN default, or 3xtf32")

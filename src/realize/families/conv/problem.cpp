@@ -134,9 +134,9 @@ void ConvProblem::validate() const {
                               transposed ? ", output padding " + dims_text(output_padding) + " (transposed)" : ""));
     if (transposed) conv_transposed_phases(*this, i);  // throws when a phase is no forward convolution
   }
-  if (x3tf32 && (element != Element::f32 || direct() || transposed))
-    throw Error("conv problem: 3xTF32 is for fp32 forward convolutions of groups 1 (a grouped one's direct kernel "
-                "multiplies in fp32 already; transposed ones are not built for it)");
+  if (x3tf32 && (element != Element::f32 || direct()))
+    throw Error("conv problem: 3xTF32 is for fp32 convolutions of groups 1 (a grouped one's direct kernel multiplies in "
+                "fp32 already)");
   if (transposed && epilogue.tree.reads_source("residual"))
     throw Error("conv problem: a transposed convolution's epilogue reads a residual; its phases write strided output "
                 "pixels, which the residual's tile loads cannot follow");
@@ -241,12 +241,7 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
                             tw.dtype, anchor.dtype, to_string(numerics), to_string(input_element(numerics))));
   p.element = input_element(numerics);
   p.arch = arch;
-  if (numerics == Numerics::x3tf32 && !p.direct()) {
-    if (p.transposed)
-      throw Error(what + ": fp32-accurate (3xTF32) transposed convolutions are not built; PyTorch keeps it (cuDNN, "
-                         "TF32 off)");
-    p.x3tf32 = true;
-  }
+  if (numerics == Numerics::x3tf32 && !p.direct()) p.x3tf32 = true;
   const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
   const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));
   if (m.kernel.contains("epilogue_tree")) {
