@@ -722,7 +722,8 @@ void expect_pool_runs_as_pytorch_on_the_host(const PoolCase& c) {
   Json args = {ref_to("x"), c.kernel, c.stride, c.padding};
   const bool max = c.op.find("max_pool") != std::string::npos;
   if (max) args.push_back(c.dilation);
-  else args.insert(args.end(), {false, c.count_include_pad, c.divisor ? Json(c.divisor) : Json(nullptr)});
+  else args.insert(args.end(), {false, c.count_include_pad});
+  if (!max && c.op != "aten.avg_pool1d.default") args.push_back(c.divisor ? Json(c.divisor) : Json(nullptr));
   d.input("x", in).op("p", c.op, args, out).output("p");
   auto prog = program_of(d);
   ASSERT_EQ(prog.inputs.at(0), discover::RowInputKind::window);
@@ -804,7 +805,8 @@ int main() {{
 
 TEST(RowwiseGeneratedNvcc, PoolsRunOnTheHostAsPyTorchDefinesThem) {
   // 2x2 max over odd rows (runs cross rows), a padded 3x3 average with and without the padding in its divisor, a 4x4
-  // average by divisor_override, 2x2 averages padded along rows only, a dilated max with padding, and a 3-D max.
+  // average by divisor_override, 2x2 averages padded along rows only, a dilated max with padding, a 3-D max, ceil_mode
+  // and 1-D overlapping windows.
   expect_pool_runs_as_pytorch_on_the_host({"max2", "aten.max_pool2d.default", {10, 14}, {5, 7}, {2, 2}, {2, 2}, {0, 0}, {1, 1}});
   expect_pool_runs_as_pytorch_on_the_host(
       {"avg3_pad", "aten.avg_pool2d.default", {7, 17}, {4, 9}, {3, 3}, {2, 2}, {1, 1}, {}, false});
@@ -819,6 +821,13 @@ TEST(RowwiseGeneratedNvcc, PoolsRunOnTheHostAsPyTorchDefinesThem) {
       {"avg2_padh_incl", "aten.avg_pool2d.default", {9, 16}, {5, 8}, {2, 2}, {2, 2}, {1, 0}, {}, true});
   expect_pool_runs_as_pytorch_on_the_host(
       {"max3_dil", "aten.max_pool2d.default", {11, 13}, {5, 6}, {3, 3}, {2, 2}, {1, 1}, {2, 2}});
+  // ceil_mode (the output's shape says so): the last windows hang past the input.
+  expect_pool_runs_as_pytorch_on_the_host({"max3_ceil", "aten.max_pool2d.default", {10, 12}, {5, 6}, {3, 3}, {2, 2}, {0, 0}, {1, 1}});
+  expect_pool_runs_as_pytorch_on_the_host(
+      {"avg3_ceil_pad", "aten.avg_pool2d.default", {10, 11}, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {}, true});
+  // Overlapping stride-1 windows along a long row (KernelBench level1/41's and 44's shape of pool, small).
+  expect_pool_runs_as_pytorch_on_the_host({"max1d_dil", "aten.max_pool1d.default", {50}, {37}, {8}, {1}, {4}, {3}});
+  expect_pool_runs_as_pytorch_on_the_host({"avg1d", "aten.avg_pool1d.default", {50}, {51}, {8}, {1}, {4}, {}, true});
   expect_pool_runs_as_pytorch_on_the_host(
       {"max3d", "aten.max_pool3d.default", {4, 6, 8}, {2, 3, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}});
 }
