@@ -831,23 +831,17 @@ TEST(ConvCodegenNvcc, Sm90Fp32ResidualEpilogueCompiles) {
 
 // A width-folded kernel (ResNet's 7x7 stride-2 stem over 3 channels): the gather of x' and the launch of width 1,
 // compiled for sm_90a.
-// A 3xTF32 kernel (the split copies of x, from either order, and of the filter; three channel blocks a tap).
-TEST(ConvCodegenNvcc, Sm90Fp32X3tf32Compiles) {
-  GraphDoc d = conv_relu_bias();
-  Plan p = plan_of(d);
-  ConvProblem cp = conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
-  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
-  ASSERT_TRUE(c.x3tf32);
-  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_3xtf32_conv2d_relu_bias", c.summary());
-}
-
-TEST(ConvCodegenNvcc, Sm90Fp32X3tf32TransposedCompiles) {
-  GraphDoc d = conv_transpose_relu();
-  Plan p = plan_of(d);
-  ConvProblem cp = conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
-  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
-  ASSERT_TRUE(c.x3tf32);
-  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_3xtf32_conv_transpose2d_relu", c.summary());
+// 3xTF32 kernels (the split copies of x, from either order, and of the filter; three channel blocks a tap), forward and
+// transposed (each phase's sub-filter gathered split).
+TEST(ConvCodegenNvcc, Sm90Fp32X3tf32ForwardAndTransposedCompile) {
+  for (auto [d, name] : {std::pair{conv_relu_bias(), "sm90_3xtf32_conv2d_relu_bias"},
+                         std::pair{conv_transpose_relu(), "sm90_3xtf32_conv_transpose2d_relu"}}) {
+    Plan p = plan_of(d);
+    ConvProblem cp = conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
+    ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
+    ASSERT_TRUE(c.x3tf32);
+    expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, name, c.summary());
+  }
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
