@@ -419,7 +419,6 @@ RowProgram lower_row_program(const json& fragment) {
   p.cols = fragment.at("cols");
   p.dtype = fragment.at("dtype");
   L.full_shape = fragment.value("full_shape", std::vector<int64_t>{p.rows, p.cols});
-  p.full_shape = L.full_shape;
   const int rank = static_cast<int>(L.full_shape.size());
   const int trailing = fragment.value("trailing_dims", 1), inner_dims = fragment.value("inner_dims", 0);
   if (trailing < 1 || inner_dims < 0 || trailing + inner_dims > std::max(rank, 1))

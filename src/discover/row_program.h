@@ -48,7 +48,6 @@ struct RowProgram {
   std::vector<RowInputKind> inputs;
   std::vector<ChannelIndex> channel;     // parallel to inputs: how a channel input is indexed
   std::vector<WindowRead> window;        // parallel to inputs: how a window input is pooled
-  std::vector<int64_t> full_shape;       // the full tensor's shape (a window input indexes it)
   std::string output;                    // the var written
   bool output_per_row = false;
   int64_t rows = 0, cols = 0;

@@ -1,6 +1,7 @@
 #include "discover/rowwise_fragment.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -124,14 +125,15 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
                               "tensor in memory", name, n.op, src));
     pooled.insert(src);
   }
-  for (const auto& name : f.nodes) {
-    const ir::Node& n = graph.at(name);
-    const auto refs = ir::referenced_names(n);
-    for (size_t i = 0; i < refs.size(); ++i)
-      if (pooled.count(refs[i]) && !(is_window_op(n.op) && n.args.size() > 0 && ir::is_ref(n.args[0]) &&
-                                     ir::ref_name(n.args[0]) == refs[i] && refs.size() == 1))
-        throw Error(fmt::format("node '{}' reads '{}', which a pool of the fragment reads too; a pool's input is read "
-                                "through its window only", name, refs[i]));
+  // Each read once in the fragment: by its pool.
+  for (const auto& src : pooled) {
+    std::vector<std::string> readers;
+    for (const auto& name : f.nodes)
+      for (const auto& r : ir::referenced_names(graph.at(name)))
+        if (r == src) readers.push_back(name);
+    if (readers.size() != 1)
+      throw Error(fmt::format("'{}' is read by {} in the fragment; a pool's input is read through its window only", src,
+                              fmt::join(readers, ", ")));
   }
   const ir::TensorMeta* full = &out;
   for (const auto& v : outside)
