@@ -754,7 +754,18 @@ TEST(ConvFamily, Fp32AccurateConvolutionsRunOverThreeTf32ChannelBlocks) {
     EXPECT_TRUE(k.x3tf32) << k.summary();
     EXPECT_FALSE(k.fold_width) << k.summary();
     EXPECT_EQ(k.tile_k, 16) << "48 channels load no zeros in 64-byte K tiles";
+    EXPECT_EQ(k.promotion_k_blocks, 16) << "conv.json's x3tf32_promotion_k_blocks";
+    // Promoted: the tensor cores' partial sums and the fp32 totals both in registers, at most 128 a thread.
+    EXPECT_LE(2 * k.tile_m * k.tile_n / (128 * (k.pingpong ? 1 : k.consumer_warpgroups)),
+              k.ctas_per_sm == 2 && k.consumer_warpgroups == 2 ? 32 : 128) << k.summary();
   }
+  ConvConfig wide = space.front();
+  wide.tile_m = 128, wide.tile_n = 64, wide.consumer_warpgroups = 2, wide.ctas_per_sm = 2, wide.pingpong = false;
+  wide.splits = 1;
+  EXPECT_TRUE(has(conv_config_rejection(p, wide), "3xTF32's promoted sums")) << conv_config_rejection(p, wide);
+  wide.promotion_k_blocks = 0;  // a config recorded before promotion still builds as it did
+  EXPECT_EQ(conv_config_rejection(p, wide), "");
+  EXPECT_FALSE(wide.to_json().contains("promotion_k_blocks"));
   const ConvConfig& top = space.front();
   EXPECT_TRUE(has(top.summary(), "float32 3xtf32 "));
   EXPECT_EQ(top.to_json().at("numerics"), "3xtf32");
@@ -840,7 +851,11 @@ TEST(ConvCodegenNvcc, Sm90Fp32X3tf32ForwardAndTransposedCompile) {
     ConvProblem cp = conv_problem_from_match(conv_match(p), p.graph, Numerics::x3tf32, Arch::sm90);
     ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
     ASSERT_TRUE(c.x3tf32);
-    expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, name, c.summary());
+    // The tensor cores' sums are promoted into fp32 registers (fp32's accuracy needs it; the mainloop says why).
+    ASSERT_GT(c.promotion_k_blocks, 0) << c.summary();
+    std::string kernel = generate_conv_kernel(c).text;
+    EXPECT_TRUE(has(kernel, "constexpr int kPromotionKBlocks = " + std::to_string(c.promotion_k_blocks) + ";"));
+    expect_kernel_compiles(c.arch, kernel, name, c.summary());
   }
 }
 

@@ -75,6 +75,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["fp32_activation"] = functors.empty() ? "" : render_template_file("cutlass/fp32_activation.hpp.in", {}) + functors;
   v["conv_output_store"] = render_template_file("cutlass/conv_output_store.hpp.in", {});
   v["conv_persistent_kernel"] = render_template_file("cutlass/conv_persistent_kernel.hpp.in", {});
+  v["conv_promoting_mainloop"] = render_template_file("cutlass/conv_promoting_mainloop.hpp.in", {});
   v["fusion_tree"] = sm90_evt_type(tree, false);
   v["fusion_arguments"] = sm90_evt_arguments(tree);
   v["vector_checks"] = sm90_vector_checks(tree);
@@ -82,6 +83,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["fold_width"] = boolean(c.fold_width);
   v["x3tf32"] = boolean(c.x3tf32);
+  v["promotion_k_blocks"] = std::to_string(c.promotion_k_blocks);
   v["splits"] = std::to_string(c.splits);
   v["pingpong"] = boolean(c.pingpong);
   return render_family_template("conv", "kernel_template", c.id(), v);

@@ -113,6 +113,10 @@ struct ConvConfig {
   // w' = [w_big, w_small, w_big]: the sum is x_small w_big + x_big w_small + x_big w_big (each tap's small products
   // first), fp32's accuracy (the small x small product, about 2^-22 relative, is what it leaves out). Never folded.
   bool x3tf32 = false;
+  // 3xTF32: the wgmma k-blocks the tensor cores accumulate before fp32 FADDs take the sum (conv.json's
+  // limits.x3tf32_promotion_k_blocks; templates/cutlass/conv_promoting_mainloop.hpp.in says why); 0: never (3xTF32
+  // configs recorded before promotion).
+  int promotion_k_blocks = 0;
   // Split-K: each tile's K loop cut into this many units of work, which CTAs take like tiles; all but the last store
   // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
   // problems of fewer tiles than the CTAs resident at once (small images of many channels).

@@ -170,6 +170,7 @@ nlohmann::json ConvConfig::to_json() const {
               {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
     if (fold_width) j["fold_width"] = true;  // written only when set: unfolded configs keep their ids
     if (x3tf32) j["numerics"] = "3xtf32";    // and TF32 ones
+    if (promotion_k_blocks) j["promotion_k_blocks"] = promotion_k_blocks;  // and unpromoted 3xTF32 ones
     if (splits > 1) j["splits"] = splits;    // and unsplit ones
     if (pingpong) j["pingpong"] = true;      // and cooperative ones
   }
@@ -207,6 +208,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.splits = j.value("splits", 1);
     c.pingpong = j.value("pingpong", false);
     c.x3tf32 = j.value("numerics", "") == "3xtf32";
+    c.promotion_k_blocks = j.value("promotion_k_blocks", 0);
     return c;
   });
 }
@@ -243,6 +245,8 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (p.direct())
     return fmt::format("an implicit GEMM takes groups 1; {} groups run as the direct kernel", p.groups);
   if (c.fold_width && c.x3tf32) return "width taps folded into channels: not with 3xTF32's split channels";
+  if (c.promotion_k_blocks < 0 || (c.promotion_k_blocks && !c.x3tf32))
+    return fmt::format("promotion every {} k-blocks: for 3xTF32 kernels only, 0 or more", c.promotion_k_blocks);
   if (c.fold_width && !p.can_fold_width())
     return fmt::format("width taps folded into channels: only for a forward conv of more than one width tap whose "
                        "{} (padded) channels fill less than the widest K tile", p.padded_c());
@@ -285,14 +289,17 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   // The consumer warpgroups hold the whole tile's fp32 accumulators in registers (ping-pong: each its own tile's).
   const int tile_warpgroups = c.pingpong ? 1 : c.consumer_warpgroups;
   int per_thread = c.tile_m * c.tile_n / (limits.at("warpgroup_threads").get<int>() * tile_warpgroups);
+  // A promoting kernel holds them twice: the tensor cores' partial sums and the fp32 total.
+  if (c.promotion_k_blocks) per_thread *= 2;
   // Two CTAs share the SM's 64K registers, the producer handing its own to the consumers (the kernel's setmaxnreg):
   // 216 a consumer thread with one warpgroup, 96 with two, of which conv.json's limits hold accumulators.
   const char* accumulator_limit = c.ctas_per_sm == 1         ? "max_accumulators_per_thread"
                                   : c.consumer_warpgroups == 1 ? "max_accumulators_per_thread_two_ctas"
                                                                : "max_accumulators_per_thread_two_ctas_two_warpgroups";
   if (per_thread > limits.at(accumulator_limit).get<int>())
-    return fmt::format("a {}x{} tile gives each of the {} consumer warpgroup(s)' threads {} accumulators (over {} with "
-                       "{} CTA(s) a SM)", c.tile_m, c.tile_n, c.consumer_warpgroups, per_thread,
+    return fmt::format("a {}x{} tile gives each of the {} consumer warpgroup(s)' threads {} accumulators{} (over {} "
+                       "with {} CTA(s) a SM)", c.tile_m, c.tile_n, c.consumer_warpgroups, per_thread,
+                       c.promotion_k_blocks ? " (twice the tile's share: 3xTF32's promoted sums)" : "",
                        limits.at(accumulator_limit).get<int>(), c.ctas_per_sm);
   // The kernel's mainloop gets the CTA's share (conv_cta_smem_bytes) less its epilogue's: at least two stages.
   int64_t stage_bytes = int64_t{c.tile_m + c.tile_n} * c.tile_k * element_bytes(c.element);
@@ -316,6 +323,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   base.epilogue = p.epilogue;
   base.arch = p.arch;
   base.x3tf32 = p.x3tf32;
+  if (p.x3tf32) base.promotion_k_blocks = family_data("conv").at("limits").at("x3tf32_promotion_k_blocks").get<int>();
   if (p.direct() && p.channels_last) {  // a chain's: one kernel, an element a thread
     ConvConfig c = base;
     c.direct = c.channels_last = true;
