@@ -825,7 +825,10 @@ TEST(RowwiseGeneratedNvcc, PoolsRunOnTheHostAsPyTorchDefinesThem) {
   expect_pool_runs_as_pytorch_on_the_host({"max3_ceil", "aten.max_pool2d.default", {10, 12}, {5, 6}, {3, 3}, {2, 2}, {0, 0}, {1, 1}});
   expect_pool_runs_as_pytorch_on_the_host(
       {"avg3_ceil_pad", "aten.avg_pool2d.default", {10, 11}, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {}, true});
-  // Overlapping stride-1 windows along a long row (KernelBench level1/41's and 44's shape of pool, small).
+  // Overlapping stride-1 windows (KernelBench level1/41's, 42's and 44's shapes of pool, small): a run spans the V
+  // windows' union; and windows with gaps between them (stride over the window), element by element.
+  expect_pool_runs_as_pytorch_on_the_host({"max4_s1", "aten.max_pool2d.default", {9, 13}, {8, 12}, {4, 4}, {1, 1}, {1, 1}, {1, 1}});
+  expect_pool_runs_as_pytorch_on_the_host({"max2_s3", "aten.max_pool2d.default", {10, 14}, {3, 5}, {2, 2}, {3, 3}, {0, 0}, {1, 1}});
   expect_pool_runs_as_pytorch_on_the_host({"max1d_dil", "aten.max_pool1d.default", {50}, {37}, {8}, {1}, {4}, {3}});
   expect_pool_runs_as_pytorch_on_the_host({"avg1d", "aten.avg_pool1d.default", {50}, {51}, {8}, {1}, {4}, {}, true});
   expect_pool_runs_as_pytorch_on_the_host(
