@@ -1,8 +1,9 @@
 #pragma once
-// One check for the families' nvcc tests (norm, rope, attention): writes a rendered kernel to a scratch
-// folder, compiles it into a shared library for its arch with the production nvcc command, reports the time.
+// The families' nvcc checks: a rendered kernel written to a scratch folder and compiled with the production nvcc
+// command, into a shared library for its arch (reporting the time) or, with a main() appended, run on the host.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -28,4 +29,23 @@ inline void expect_kernel_compiles(fact::Arch arch, const std::string& text, con
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), r.exit_code);
   EXPECT_EQ(r.exit_code, 0) << summary << "\n" << r.err.substr(0, 6000);
   EXPECT_TRUE(fs::exists(so));
+}
+
+// A rendered kernel with a main() appended, compiled by nvcc into an executable and run on the host (its host and
+// host-device functions: a kernel's index math checked without a GPU). Expects both to succeed; the run's output
+// (its mismatches, printed by main) goes into the failure message.
+inline void expect_runs_on_the_host(fact::Arch arch, const std::string& text, const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "fact_test_host_run";
+  fs::create_directories(dir);
+  fs::path cu = dir / (name + ".cu"), exe = dir / name;
+  fact::write_file_atomic(cu, text);
+  auto argv = fact::realize::nvcc_command(arch, cu, exe, fact::cutlass_dir());
+  argv.erase(std::remove(argv.begin(), argv.end(), std::string("-shared")), argv.end());
+  fact::ProcessOptions o;
+  o.timeout = std::chrono::seconds(600);
+  auto built = fact::run_process(argv, o);
+  ASSERT_EQ(built.exit_code, 0) << name << "\n" << built.err.substr(0, 4000);
+  auto ran = fact::run_process({exe.string()}, o);
+  EXPECT_EQ(ran.exit_code, 0) << name << ": " << ran.out.substr(0, 3000);
 }

@@ -789,18 +789,7 @@ int main() {{
 )", c.name, three(c.in, 1), three(c.out, 1), three(c.kernel, 1), three(c.stride, 1), three(c.padding, 0),
                       three(c.dilation.empty() ? std::vector<int64_t>(c.in.size(), 1) : c.dilation, 1), mode,
                       c.divisor ? c.divisor : 1);
-  fs::path dir = fs::temp_directory_path() / "fact_test_pool_host";
-  fs::create_directories(dir);
-  fs::path cu = dir / (c.name + ".cu"), exe = dir / c.name;
-  write_file_atomic(cu, text);
-  auto argv = realize::nvcc_command(Arch::sm90, cu, exe, cutlass_dir());
-  argv.erase(std::remove(argv.begin(), argv.end(), std::string("-shared")), argv.end());
-  ProcessOptions o;
-  o.timeout = std::chrono::seconds(600);
-  auto built = run_process(argv, o);
-  ASSERT_EQ(built.exit_code, 0) << built.err.substr(0, 4000);
-  auto ran = run_process({exe.string()}, o);
-  EXPECT_EQ(ran.exit_code, 0) << c.name << ": " << ran.out.substr(0, 2000);
+  expect_runs_on_the_host(Arch::sm90, text, "pool_" + c.name);
 }
 
 TEST(RowwiseGeneratedNvcc, PoolsRunOnTheHostAsPyTorchDefinesThem) {

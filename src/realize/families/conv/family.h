@@ -81,6 +81,8 @@ ConvProblem conv_problem_from_match(const discover::Match& match, const ir::Grap
 // x through `taps` taps of w (first, first + stride, ...), a stride-1 forward convolution of x with those taps
 // reversed, `lower` / `upper` padding and the dilation, whose output q lands at o = stride * q + offset. The kernel
 // (templates/cutlass/conv_sm90_fprop.cu.in, launches()) cuts the call the same way.
+// The largest stride per dim a union of phases takes (the kernel's phase tables are this wide).
+constexpr int64_t kConvMaxUnionStride = 4;
 struct ConvPhase {
   int64_t residue = 0, taps = 0, first = 0, outputs = 0, lower = 0, upper = 0, offset = 0;
 };
@@ -88,6 +90,20 @@ struct ConvPhase {
 // reason when one cannot be a forward convolution (stride and dilation sharing a factor, outputs no tap reaches, a
 // window starting past x's edge).
 std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& problem, int i);
+
+// One dim of a transposed convolution run as one stride-1 forward convolution over the union of its phases' windows
+// (ConvConfig::union_phases): grid pixel g of that convolution (`taps` taps, `lower` / `upper` padding, `grid`
+// outputs) computes every phase j's output o = stride * g + offset[j] (kept where 0 <= o < the output's extent) in
+// a column of its own, whose tap t is w's first[j] + stride * (shift[j] - t) where 0 <= shift[j] - t < taps of phase
+// j, else zero. A tile then holds every phase of its pixels, so the halves of each output sector are written
+// together instead of a launch apart. Throws Error naming the reason when the union is no forward convolution (a
+// dilation other than 1, a stride over the kernel's 4, an output without a pixel of every residue of the stride).
+struct ConvUnion {
+  int64_t taps = 0, lower = 0, upper = 0, grid = 0;
+  std::vector<ConvPhase> phases;       // conv_transposed_phases(problem, i)
+  std::vector<int64_t> shift, offset;  // per phase
+};
+ConvUnion conv_transposed_union(const ConvProblem& problem, int i);
 
 // One kernel: the CTA tile (M x N x K elements) and the cluster, plus the problem traits the kernel is specialized on
 // (spatial dims, element, epilogue). CUTLASS's sm90 convolutions have one schedule (warp-specialized, one producer
@@ -117,6 +133,9 @@ struct ConvConfig {
   // limits.x3tf32_promotion_k_blocks; templates/cutlass/conv_promoting_mainloop.hpp.in says why); 0: never (3xTF32
   // configs recorded before promotion).
   int promotion_k_blocks = 0;
+  // A transposed convolution as one forward convolution over its phases' union window into (output channel, phase)
+  // columns (conv_transposed_union), instead of a launch a phase.
+  bool union_phases = false;
   // Split-K: each tile's K loop cut into this many units of work, which CTAs take like tiles; all but the last store
   // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
   // problems of fewer tiles than the CTAs resident at once (small images of many channels).
