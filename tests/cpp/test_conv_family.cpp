@@ -1025,6 +1025,15 @@ int main() {
                   }
       const UnionFilter f = union_filter(a, l);
       const auto params = StoreNode::to_underlying_arguments(0, store_arguments(a, l), nullptr);
+      // The store's lane order visits every element of a subtile once.
+      std::vector<int> visits(kEpilogueM * kEpilogueN, 0);
+      for (int i = 0; i < kEpilogueM * kEpilogueN; ++i) {
+        int r, col;
+        StoreNode::union_element(params, i, r, col);
+        if (r >= 0 && r < kEpilogueM && col >= 0 && col < kEpilogueN) ++visits[r * kEpilogueN + col];
+      }
+      for (int v : visits)
+        if (v != 1 && bad++ < 8) std::printf("case %d: a subtile element stored %d times\n", checked, v);
       const int64_t grid = l.out[1] * l.out[2];
       for (int64_t b = 0; b < n; ++b)
         for (int64_t g = 0; g < grid; ++g)
