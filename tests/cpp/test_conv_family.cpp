@@ -1122,10 +1122,10 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterSplitKCompile) {
 TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
   GraphDoc d = conv_transpose_relu();
   ConvProblem p = problem_of(d);
-  auto space = enumerate_conv_configs(p, 2).ranked;
-  ASSERT_EQ(space.size(), 2u);
-  const ConvConfig& c = space[1];
-  ASSERT_TRUE(c.consumer_warpgroups == 2 && c.ctas_per_sm == 2) << c.summary();
+  auto space = enumerate_conv_configs(p, 3).ranked;  // the union's group, single CTAs, then two CTAs of two
+  ASSERT_EQ(space.size(), 3u);
+  const ConvConfig& c = space[2];
+  ASSERT_TRUE(c.consumer_warpgroups == 2 && c.ctas_per_sm == 2 && !c.union_phases) << c.summary();
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_2wg_2cta", c.summary());
 }
 
