@@ -1023,7 +1023,6 @@ int main() {
                     if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
                       want[out_index(b, kk, oh, ow)] += x[((b * c + ch) * H + i) * W + j] * w[((ch * k + kk) * R + r) * S + s];
                   }
-      const UnionFilter f = union_filter(a, l);
       const auto params = StoreNode::to_underlying_arguments(0, store_arguments(a, l), nullptr);
       // The store's lane order visits every element of a subtile once.
       std::vector<int> visits(kEpilogueM * kEpilogueN, 0);
@@ -1045,7 +1044,7 @@ int main() {
                 for (int64_t ch = 0; ch < c; ++ch) {
                   const int64_t i = gy - l.pad_lo[1] + t, j = gx - l.pad_lo[2] + u;
                   const int64_t tap[3] = {0, t, u};
-                  const int64_t src = union_filter_index(f, col, tap, ch);
+                  const int64_t src = union_filter_index(a, l, col, tap, ch);
                   if (i >= 0 && i < H && j >= 0 && j < W && src >= 0) acc += x[((b * c + ch) * H + i) * W + j] * w[src];
                 }
             int64_t offset;

@@ -81,8 +81,6 @@ ConvProblem conv_problem_from_match(const discover::Match& match, const ir::Grap
 // x through `taps` taps of w (first, first + stride, ...), a stride-1 forward convolution of x with those taps
 // reversed, `lower` / `upper` padding and the dilation, whose output q lands at o = stride * q + offset. The kernel
 // (templates/cutlass/conv_sm90_fprop.cu.in, launches()) cuts the call the same way.
-// The largest stride per dim a union of phases takes (the kernel's phase tables are this wide).
-constexpr int64_t kConvMaxUnionStride = 4;
 struct ConvPhase {
   int64_t residue = 0, taps = 0, first = 0, outputs = 0, lower = 0, upper = 0, offset = 0;
 };
@@ -98,6 +96,8 @@ std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& problem, int i)
 // j, else zero. A tile then holds every phase of its pixels, so the halves of each output sector are written
 // together instead of a launch apart. Throws Error naming the reason when the union is no forward convolution (a
 // dilation other than 1, a stride over the kernel's 4, an output without a pixel of every residue of the stride).
+// The largest stride per dim a union of phases takes (the kernel's phase tables are this wide).
+constexpr int64_t kConvMaxUnionStride = 4;
 struct ConvUnion {
   int64_t taps = 0, lower = 0, upper = 0, grid = 0;
   std::vector<ConvPhase> phases;       // conv_transposed_phases(problem, i)

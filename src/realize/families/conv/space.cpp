@@ -279,18 +279,14 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.splits < 1) return fmt::format("{} splits of the K loop: 1 or more", c.splits);
-  if (c.union_phases) {
-    if (!p.transposed) return "a union of phases: for a transposed convolution only";
-    for (int i = 0; i < kConvSpatial; ++i) {
-      try {
-        conv_transposed_union(p, i);
-      } catch (const Error& e) {
-        return e.what();
-      }
-    }
+  if (c.union_phases && !p.transposed) return "a union of phases: for a transposed convolution only";
+  ImplicitGemm gemm;
+  try {
+    gemm = implicit_gemm(p, c);  // a union that is no forward convolution throws why
+  } catch (const Error& e) {
+    return e.what();
   }
   // The output's tiles against the SMs: split-K and ping-pong are for few and many tiles a SM.
-  const ImplicitGemm gemm = implicit_gemm(p, c);
   const int64_t tiles = ceil_div(int64_t(gemm.m), c.tile_m) * ceil_div(int64_t(gemm.n), c.tile_n);
   const int64_t sms = ArchSpec::of(p.arch).sm_count;
   if (c.splits > 1) {
