@@ -539,6 +539,14 @@ GraphDoc conv_transpose_relu(Json stride = Json::array({2, 2}), Json dilation = 
   return d;
 }
 
+// The best-ranked union of phases of a transposed convolution's configs.
+ConvConfig first_union(const ConvProblem& p) {
+  for (const ConvConfig& c : enumerate_conv_configs(p, 1000).ranked)
+    if (c.union_phases) return c;
+  ADD_FAILURE() << "no union of phases among the configs";
+  return {};
+}
+
 TEST(ConvFamily, TransposedConvolutionsMatchWithTheirEpilogueAndCutIntoPhases) {
   GraphDoc d = conv_transpose_relu();
   Plan p = plan_of(d);
@@ -695,18 +703,25 @@ TEST(ConvFamily, TransposedUnionOfPhasesRecomposesTheScatterDefinition) {
   EXPECT_THROW(conv_transposed_union(transposed_1d(8, 3, 2, 3, 1, 0), 2), Error) << "a union takes dilation 1 only";
 }
 
-// A transposed convolution's configs: the union of its phases (one launch) ranks first, the phases' kernels (a launch
-// each) after it as the fallback the tuner measures too; a union is its own config (id, JSON), takes dilation 1 only,
-// and its kernel gathers the union's filter and expands the per-channel vectors to its (channel, phase) columns.
-TEST(ConvFamily, TransposedUnionOfPhasesRanksFirstWithThePhasesAfterIt) {
+// A transposed convolution's configs: the phases' kernels (a launch each) of each schedule first (single CTAs, two
+// CTAs of two warpgroups, ping-pong where it fits), the union of its phases (one launch) after them, so a tuner
+// measuring one more than the schedules compares them; a union is its own config (id, JSON), takes
+// dilation 1 only, and its kernel gathers the union's filter and expands the per-channel vectors to its (channel,
+// phase) columns.
+TEST(ConvFamily, TransposedUnionOfPhasesRanksAfterThePhasesKernels) {
   GraphDoc d = conv_transpose_relu();
   ConvProblem p = problem_of(d);
   p.epilogue = Epilogue::of(EpilogueTree::from_json(
       Json::parse(R"(["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}])")));
-  auto top = enumerate_conv_configs(p, 3).ranked;
-  ASSERT_EQ(top.size(), 3u);
+  auto ranked = enumerate_conv_configs(p, 8).ranked;
+  const auto u = std::find_if(ranked.begin(), ranked.end(), [](const ConvConfig& c) { return c.union_phases; });
+  ASSERT_NE(u, ranked.end());
+  EXPECT_GE(u - ranked.begin(), 2) << "single CTAs and two CTAs of two warpgroups first";
+  std::set<std::string> schedules;
+  for (auto c = ranked.begin(); c != u; ++c) schedules.insert(fmt::format("{} {} {}", c->ctas_per_sm, c->consumer_warpgroups, c->pingpong));
+  EXPECT_EQ(schedules.size(), size_t(u - ranked.begin())) << "one of each schedule, then the union";
+  std::vector<ConvConfig> top = {*u};
   EXPECT_TRUE(top[0].union_phases) << top[0].summary();
-  EXPECT_FALSE(top[1].union_phases || top[2].union_phases) << top[1].summary() << " / " << top[2].summary();
   EXPECT_TRUE(has(top[0].summary(), " union ")) << top[0].summary();
   EXPECT_EQ(ConvConfig::from_json(top[0].to_json()).id(), top[0].id());
   ConvConfig phases = top[0];
@@ -962,14 +977,14 @@ TEST(ConvCodegenNvcc, Sm90Fp32X3tf32ForwardAndTransposedCompile) {
 
 // A union of a transposed convolution's phases, its host and host-device parts compiled by nvcc and run on the host:
 // launches() (the union's window, padding and phase tables), the filter gather's index (union_filter_index), the
-// store's placement of every (grid pixel, column) (ConvOutputStore::union_offset over store_arguments), and CUTLASS's
+// store's placement of every (grid pixel, column) (ConvOutputStore::union_offset over store_arguments), its threads'
+// subtile stores (union_store: each element once, at that place; whole channels a thread and one column a thread
+// channels-first, one column a lane channels-last), and CUTLASS's
 // own output extent of the forward problem, against the transposed convolution's scatter definition, over strides
 // 1-3, uneven filters, paddings and output paddings, channels-first and channels-last outputs.
 TEST(ConvCodegenNvcc, TransposedUnionOfPhasesRunsOnTheHostAsTheScatterDefinition) {
   GraphDoc d = conv_transpose_relu();
-  ConvProblem p = problem_of(d);
-  ConvConfig c = enumerate_conv_configs(p, 1).ranked.at(0);
-  ASSERT_TRUE(c.union_phases) << c.summary() << ": the ranking measures a union first";
+  ConvConfig c = first_union(problem_of(d));
   std::string text = generate_conv_kernel(c).text;
   text += R"(
 #include <cstdio>
@@ -1024,15 +1039,31 @@ int main() {
                       want[out_index(b, kk, oh, ow)] += x[((b * c + ch) * H + i) * W + j] * w[((ch * k + kk) * R + r) * S + s];
                   }
       const auto params = StoreNode::to_underlying_arguments(0, store_arguments(a, l), nullptr);
-      // The store's lane order visits every element of a subtile once.
-      std::vector<int> visits(kEpilogueM * kEpilogueN, 0);
-      for (int i = 0; i < kEpilogueM * kEpilogueN; ++i) {
-        int r, col;
-        StoreNode::union_element(params, i, r, col);
-        if (r >= 0 && r < kEpilogueM && col >= 0 && col < kEpilogueN) ++visits[r * kEpilogueN + col];
-      }
-      for (int v : visits)
-        if (v != 1 && bad++ < 8) std::printf("case %d: a subtile element stored %d times\n", checked, v);
+      // The store's threads, subtile by subtile: each element that lands in the output written once, by one thread,
+      // at union_offset's place.
+      const int64_t rows = n * l.out[1] * l.out[2];
+      std::vector<int> stores(size_t(rows * l.k), 0);
+      constexpr int kThreads = 128 * kMmaWarpGroups;
+      for (int64_t row_first = 0; row_first < rows; row_first += kEpilogueM)
+        for (int64_t col_first = 0; col_first < l.k; col_first += kEpilogueN)
+          for (int thread = 0; thread < kThreads; ++thread)
+            StoreNode::union_store(params, thread, int(row_first), int(col_first), int(rows - row_first),
+                                   int(l.k - col_first), [&](int r, int col, int64_t offset) {
+                                     const int64_t row = row_first + r, column = col_first + col;
+                                     int64_t want;
+                                     if (!StoreNode::union_offset(params, int(row), int(column), want) || want != offset) {
+                                       if (bad++ < 8) std::printf("case %d: (%lld, %lld) stored at %lld\n", checked, (long long)row, (long long)column, (long long)offset);
+                                     }
+                                     ++stores[size_t(row * l.k + column)];
+                                   });
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t column = 0; column < l.k; ++column) {
+          int64_t offset;
+          const int want = StoreNode::union_offset(params, int(row), int(column), offset) ? 1 : 0;
+          if (stores[size_t(row * l.k + column)] != want && bad++ < 8)
+            std::printf("case %d layout %lld: (%lld, %lld) stored %d times\n", checked, (long long)layout, (long long)row,
+                        (long long)column, stores[size_t(row * l.k + column)]);
+        }
       const int64_t grid = l.out[1] * l.out[2];
       for (int64_t b = 0; b < n; ++b)
         for (int64_t g = 0; g < grid; ++g)
@@ -1073,8 +1104,7 @@ TEST(ConvCodegenNvcc, Sm90Fp32TransposedUnionsCompile) {
   ConvProblem p = problem_of(d);
   p.epilogue = Epilogue::of(EpilogueTree::from_json(
       Json::parse(R"(["add", ["relu", ["add", ["mul", "alpha", "acc"], {"row": "bias"}]], {"row": "vec0"}])")));
-  ConvConfig c = enumerate_conv_configs(p, 1).ranked.at(0);
-  ASSERT_TRUE(c.union_phases) << c.summary();
+  ConvConfig c = first_union(p);
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_tf32_conv_transpose2d_union_vec", c.summary());
   GraphDoc d3;
   d3.input("w", {16, 32, 3, 3, 3}, "float32", "parameter").input("x", {2, 16, 6, 6, 6});
@@ -1082,8 +1112,8 @@ TEST(ConvCodegenNvcc, Sm90Fp32TransposedUnionsCompile) {
                                                 Json::array({1, 1, 1}), Json::array({1, 1, 1})}, {2, 32, 12, 12, 12});
   d3.op("relu", "aten.relu.default", {ref_to("convt")}, {2, 32, 12, 12, 12});
   d3.output("relu");
-  ConvConfig c3 = enumerate_conv_configs(problem_of(d3), 1).ranked.at(0);
-  ASSERT_TRUE(c3.union_phases && c3.spatial_dims == 3) << c3.summary();
+  ConvConfig c3 = first_union(problem_of(d3));
+  ASSERT_EQ(c3.spatial_dims, 3) << c3.summary();
   expect_kernel_compiles(c3.arch, generate_conv_kernel(c3).text, "sm90_tf32_conv_transpose3d_union", c3.summary());
 }
 
@@ -1121,9 +1151,9 @@ TEST(ConvCodegenNvcc, Sm90Fp32TwoWarpgroupsInAClusterSplitKCompile) {
 TEST(ConvCodegenNvcc, Sm90Fp32TwoCtasOfTwoWarpgroupsCompile) {
   GraphDoc d = conv_transpose_relu();
   ConvProblem p = problem_of(d);
-  auto space = enumerate_conv_configs(p, 3).ranked;  // the union's group, single CTAs, then two CTAs of two
-  ASSERT_EQ(space.size(), 3u);
-  const ConvConfig& c = space[2];
+  auto space = enumerate_conv_configs(p, 2).ranked;  // single CTAs, then two CTAs of two
+  ASSERT_EQ(space.size(), 2u);
+  const ConvConfig& c = space[1];
   ASSERT_TRUE(c.consumer_warpgroups == 2 && c.ctas_per_sm == 2 && !c.union_phases) << c.summary();
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_fp32_conv2d_2wg_2cta", c.summary());
 }

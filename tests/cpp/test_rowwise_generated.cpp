@@ -293,6 +293,31 @@ TEST(RowwiseGenerated, AZeroDimTensorIsReadAsOneValueForAll) {
   EXPECT_NE(text.find("% 1]"), std::string::npos) << text;
 }
 
+// A per-channel bias added after a mean over each channel's plane (KernelBench level2/42's tail): one value per row,
+// read once at the row's first element (the per-element load lives inside the sweeps only).
+GraphDoc mean_then_channel_bias() {
+  GraphDoc d;
+  d.input("x", {2, 8, 6, 10}).input("b", {8, 1, 1});
+  d.op("m", "aten.mean.dim", {ref_to("x"), Json::array({2, 3}), true}, {2, 8, 1, 1});
+  d.op("a", "aten.add.Tensor", {ref_to("m"), ref_to("b")}, {2, 8, 1, 1}).output("a");
+  return d;
+}
+TEST(RowwiseGenerated, APerRowValueReadsAPerChannelInputOnceAtTheRowsStart) {
+  auto p = plan_of(mean_then_channel_bias());
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"m", "a"}));
+  auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  ASSERT_EQ(prog.inputs.at(1), discover::RowInputKind::channel);
+  ASSERT_TRUE(prog.output_per_row);
+  for (const auto& c : configs_of(prog)) {
+    std::string text = realize::render_rowwise_kernel(prog, c, "t", "");
+    const size_t row_load = text.find("= to_float(in1[((row * kCols + 0) / 60) % 8]);");
+    ASSERT_NE(row_load, std::string::npos) << c.to_json().dump() << "\n" << text;
+    EXPECT_LT(row_load, text.find("out[0] = from_float<Element>(")) << text;
+  }
+}
+
 TEST(RowwiseGenerated, VectorNormsOfOrdOneAndTwo) {
   // x / ||x||_2 over the rows (KernelBench level1/39's graph).
   GraphDoc d;
@@ -857,6 +882,8 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(max_pool_mish({4, 16, 126, 126}), false, "rowwise_max_pool_mish");
   expect_generated_compiles(avg_pool3d_softmax(), true, "rowwise_avg_pool3d_softmax_strided");
   expect_generated_compiles(sb, true, "rowwise_softmax_strided_bias_one_pass");
+  expect_generated_compiles(mean_then_channel_bias(), true, "rowwise_mean_then_channel_bias_one_pass");
+  expect_generated_compiles(mean_then_channel_bias(), false, "rowwise_mean_then_channel_bias_two_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
 }
 

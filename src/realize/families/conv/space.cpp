@@ -396,16 +396,17 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
               c.splits = splits;
               c.pingpong = pingpong;
               c.union_phases = union_phases;
-              // Five groups take turns, so a short top_n measures each: a transposed convolution's union of phases
-              // (one launch; the phases' kernels are the fallback), single CTAs, two CTAs of two consumer
+              // Five groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
               // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
-              // ping-pong warpgroups (an epilogue under the other warpgroup's MMAs, on the full tile), clusters (no
-              // gain measured so far: last).
-              size_t group = c.union_phases                                        ? 0
-                             : c.cluster_m * c.cluster_n > 1                       ? 4
-                             : c.pingpong                                          ? 3
-                             : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 2
-                                                                                : 1;
+              // ping-pong warpgroups (an epilogue under the other warpgroup's MMAs, on the full tile), a transposed
+              // convolution's union of phases (one launch; measured on the H200 1.5-2.4x slower than the phases'
+              // kernels on 10 of KernelBench's 11 stride-2 shapes, perf-notes item 39), clusters (no gain measured
+              // so far: last).
+              size_t group = c.cluster_m * c.cluster_n > 1                       ? 4
+                             : c.union_phases                                      ? 3
+                             : c.pingpong                                          ? 2
+                             : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 1
+                                                                                : 0;
               ranking.add(c, conv_config_rejection(p, c), [&] { return score(p, c); }, group);
             }
   }

@@ -222,8 +222,27 @@ struct KernelWriter {
 
   void row_values(int level) {
     for (const auto& s : p.statements)
-      if (s.kind == RowStatement::Kind::expr && s.per_row && lv.at(s.var) == level)
+      if (s.kind == RowStatement::Kind::expr && s.per_row && lv.at(s.var) == level) {
+        row_loads(s.expr);
         line("  ", fmt::format("const float {} = {};", s.var, s.expr));
+      }
+  }
+  // A per-row value that reads an input's element: a per-channel vector over rows that lie in one channel (a bias
+  // added after a mean over H x W), read once at the row's first element. Other inputs vary along the row.
+  std::set<std::string> row_loaded;
+  void row_loads(const std::string& expr) {
+    static const std::regex ident(R"(\bv\d+\b)");
+    for (std::sregex_iterator it(expr.begin(), expr.end(), ident), end; it != end; ++it) {
+      const std::string v = it->str();
+      auto s = std::find_if(p.statements.begin(), p.statements.end(), [&](const RowStatement& st) {
+        return st.var == v && st.kind == RowStatement::Kind::load;
+      });
+      if (s == p.statements.end() || s->per_row || !row_loaded.insert(v).second) continue;
+      const size_t i = static_cast<size_t>(s->input);
+      if (!channel(i))
+        throw Error(fmt::format("row-wise program: a per-row value reads {} (input {}), which varies along the row", v, i));
+      line("  ", fmt::format("const float {} = {};", v, element_value(i, flat_of("0"))));
+    }
   }
 
   void rows() {
