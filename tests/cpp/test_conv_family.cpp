@@ -978,8 +978,7 @@ TEST(ConvCodegenNvcc, Sm90Fp32X3tf32ForwardAndTransposedCompile) {
 // A union of a transposed convolution's phases, its host and host-device parts compiled by nvcc and run on the host:
 // launches() (the union's window, padding and phase tables), the filter gather's index (union_filter_index), the
 // store's placement of every (grid pixel, column) (ConvOutputStore::union_offset over store_arguments), its threads'
-// subtile stores (union_store: each element once, at that place; whole channels a thread and one column a thread
-// channels-first, one column a lane channels-last), and CUTLASS's
+// subtile stores (union_store: each element once, at that place, in both output layouts), and CUTLASS's
 // own output extent of the forward problem, against the transposed convolution's scatter definition, over strides
 // 1-3, uneven filters, paddings and output paddings, channels-first and channels-last outputs.
 TEST(ConvCodegenNvcc, TransposedUnionOfPhasesRunsOnTheHostAsTheScatterDefinition) {
