@@ -3,7 +3,8 @@
 # TOP as `fact tune` does, then every candidate of every measurement request runs once more, alone, under ncu (its
 # kernels' speed of light, pipes, warp stalls, memory), and so does PyTorch's baseline (its kernels named BASE_KERNELS).
 # For where a kernel loses its time, which the tuner's times do not say.
-# Usage (device): [BASE_KERNELS=regex] bash bench/scripts/profile_candidates.sh FAMILY TOP problem.py...
+# Usage (device): [BASE_KERNELS=regex] [NCU_METRICS=m1,m2] bash bench/scripts/profile_candidates.sh FAMILY TOP problem.py...
+#   NCU_METRICS: metrics beside the sections (e.g. dram__bytes_read.sum,dram__bytes_write.sum), in the summary too.
 # Returns in $OUT: <problem>.tgz (tune report, log, one ncu text report a candidate and the baseline's) and
 # summary.txt (each profiled kernel's duration, SM and memory throughput, tensor pipe use, top stalls).
 set -uo pipefail
@@ -12,6 +13,7 @@ family=${1:?usage: profile_candidates.sh FAMILY TOP problem.py...} top=${2:?TOP}
 shift 2
 ncu_sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
   --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats)
+[ -n "${NCU_METRICS:-}" ] && ncu_sections+=(--metrics "$NCU_METRICS")
 # The candidates' own kernels: the conv/GEMM templates (device_kernel<...>), the direct kernels, their layout copies.
 fact_kernels='regex:device_kernel|fact|transpose_tiles|conv_depthwise|conv_direct|conv_element|fold'
 # (Not the inputs' random fills, which run first: distribution_elementwise_grid_stride_kernel.)
@@ -49,7 +51,7 @@ PY
   rm -rf "$dir/work" "$dir/one" "$dir/plan.json"
 done
 # The lines worth reading first, per profiled kernel.
-grep -H -E "^  [^ ].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc Active|No Eligible|One or More Eligible|Warp Cycles Per Issued" \
+grep -H -E "^  [^ ].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc Active|No Eligible|One or More Eligible|Warp Cycles Per Issued${NCU_METRICS:+|${NCU_METRICS//,/|}}" \
   "$OUT"/*/*.ncu.txt | sed "s#$OUT/##" > "$OUT/summary.txt"
 for p in "$@"; do
   name=$(basename "$p" .py)

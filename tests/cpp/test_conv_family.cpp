@@ -321,7 +321,7 @@ TEST(ConvFamily, TwoCtasASmForShortKLoopsWithHalfTheRegisters) {
   EXPECT_TRUE(has(kernel, "constexpr int kCtasPerSm = 2;"));
   EXPECT_TRUE(has(kernel, "constexpr int kCtaSmem = 114688;")) << "112 KB a CTA, from conv.json's limits";
   EXPECT_EQ(conv_cta_smem_bytes(space.ranked.front()), 114688);
-  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong>;"));
+  EXPECT_TRUE(has(kernel, "using ConvKernel = fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong, kGroup>;"));
   EXPECT_TRUE(has(kernel, "constexpr bool kPingPong = false;"));
   EXPECT_TRUE(has(kernel, "static constexpr uint32_t MinBlocksPerMultiprocessor = CtasPerSm;"))
       << "the launch bounds that keep nvcc to 128 registers with 2";
@@ -812,8 +812,9 @@ TEST(ConvFamily, TransposedCallPassesOutputPaddingAndTheKernelGathersSubFilters)
             "torch.ops.fact." + c.id() + "(x, w, b, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1, [], "
             "w_constant=True)");
   std::string kernel = generate_conv_kernel(c).text;
-  EXPECT_TRUE(has(kernel, "if (a.transposed) gather(a, p.launches[i], base + w.filters + p.launches[i].filter_offset, stream);"));
-  EXPECT_TRUE(has(kernel, "for (size_t i = 0; i < p.launches.size(); ++i) {")) << "one forward launch a phase";
+  EXPECT_TRUE(has(kernel, "for (const Launch& l : p.launches) gather(a, l, base + w.filters + l.filter_offset, stream);"));
+  // One forward launch a group of phases (its first launch's params carry the others').
+  EXPECT_TRUE(has(kernel, "if (p.launches[i].members == 0) continue;"));
   std::string op = generate_conv_op_wrapper(c).text;
   EXPECT_TRUE(has(op, "a.k = w.size(1 - w_in);")) << "w is [c, k, ...] when transposed";
 }
@@ -909,9 +910,9 @@ TEST(ConvFamily, Fp32AccurateConvolutionsRunOverThreeTf32ChannelBlocks) {
   ConvProblem tcp = conv_problem_from_match(conv_match(tp), tp.graph, Numerics::x3tf32, Arch::sm90);
   ASSERT_TRUE(tcp.x3tf32 && tcp.transposed);
   std::string tk = generate_conv_kernel(enumerate_conv_configs(tcp, 1).ranked.at(0)).text;
-  EXPECT_TRUE(has(tk, "SubFilter f{a.c, padded_channels(a) * kChannelBlocks, a.k, {}, {}, {}, {}};"));
+  EXPECT_TRUE(has(tk, "SubFilter f{a.c, padded_channels(a) * kChannelBlocks, a.k, {}, {}, {}, {}, {}};"));
   EXPECT_TRUE(has(tk, "return Element(block == 1 ? tf32_small(float(v), big) : big);"));
-  EXPECT_TRUE(has(tk, "out[e] = filter_block_value(v, block);"));
+  EXPECT_TRUE(has(tk, "out[e] = filter_block_value(src >= 0 ? w[src] : Element(0), block);"));
   EXPECT_TRUE(has(tk, "if (kX3tf32 && !a.transposed)")) << "no split_rows of the whole filter";
 }
 
@@ -1094,6 +1095,137 @@ int main() {
 }
 )";
   expect_runs_on_the_host(c.arch, text, "conv_transposed_union_host");
+}
+
+// A transposed convolution's phases as the kernel runs them, its host and host-device parts compiled by nvcc and run on
+// the host: launches() (the phases, their groups on one grid and with as many taps: PersistentConv's Group), each
+// phase's sub-filter (sub_filter_source: the phase's own taps, zeros after), a stride-1 forward convolution over each
+// padded grid, and the store's placement of its rows (ConvOutputStore::row_offset over store_arguments: -1 past the
+// output), against the scatter definition: every output element written once, with its value, over strides 1-4,
+// uneven filters, dilations, paddings and output paddings, channels-first and channels-last outputs. CUTLASS's own
+// output extent of each phase's forward problem is its group's grid.
+TEST(ConvCodegenNvcc, TransposedPhaseGroupsRunOnTheHostAsTheScatterDefinition) {
+  GraphDoc d = conv_transpose_relu();
+  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  ASSERT_FALSE(c.union_phases);
+  ASSERT_EQ(c.splits, 1) << "split kernels run a launch a phase";
+  std::string text = generate_conv_kernel(c).text;
+  text += R"(
+#include <cstdio>
+#include <vector>
+int main() {
+  struct Case { int64_t in[2], filter[2], stride[2], padding[2], output_padding[2], dilation[2]; size_t group; };
+  const Case cases[] = {{{5, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 4},   // k3 s2: taps 2 and 1 a dim
+                        {{4, 5}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 4},   // k4 s2: equal taps
+                        {{3, 7}, {4, 3}, {3, 2}, {0, 1}, {2, 0}, {1, 1}, 2},   // height's phases apart
+                        {{4, 3}, {3, 5}, {1, 3}, {1, 2}, {0, 1}, {1, 1}, 3},
+                        {{3, 4}, {2, 5}, {2, 4}, {0, 1}, {1, 3}, {1, 1}, 4},   // the width's four alone
+                        {{5, 5}, {3, 3}, {2, 2}, {2, 1}, {1, 0}, {3, 1}, 4}};  // dilated
+  int bad = 0, checked = 0;
+  for (const Case& cs : cases)
+    for (int64_t layout : {int64_t(0), kOutLast}) {
+      FactConvArgs a{};
+      a.n = 2, a.c = 3, a.k = 8, a.transposed = 1, a.groups = 1, a.channels_last = layout;
+      for (int i = 0; i < 3; ++i) {
+        const int j = i - 1;  // dims 1, 2 are the case's; dim 0 (depth) is trivial
+        a.in_extent[i] = j < 0 ? 1 : cs.in[j];
+        a.filter_extent[i] = j < 0 ? 1 : cs.filter[j];
+        a.stride[i] = j < 0 ? 1 : cs.stride[j];
+        a.padding[i] = j < 0 ? 0 : cs.padding[j];
+        a.dilation[i] = j < 0 ? 1 : cs.dilation[j];
+        a.out_extent[i] = transposed_out(a, i) + (j < 0 ? 0 : cs.output_padding[j]);
+      }
+      const std::vector<Launch> ls = launches(a);
+      if (ls.empty()) { std::printf("case %d: no launches\n", checked++); ++bad; continue; }
+      const int64_t n = a.n, c = a.c, k = a.k, H = a.in_extent[1], W = a.in_extent[2], R = a.filter_extent[1],
+                    S = a.filter_extent[2], OH = a.out_extent[1], OW = a.out_extent[2], cw = padded_channels(a);
+      std::vector<double> x(n * c * H * W), w(c * k * R * S), want(n * k * OH * OW, 0.0), got(want.size(), 0.0);
+      std::vector<int> written(want.size(), 0);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = double((i * 37) % 101) - 50.0;
+      for (size_t i = 0; i < w.size(); ++i) w[i] = double((i * 53) % 89) / 16.0 - 2.5;
+      auto out_index = [&](int64_t b, int64_t kk, int64_t oh, int64_t ow) {
+        return layout ? ((b * OH + oh) * OW + ow) * k + kk : ((b * k + kk) * OH + oh) * OW + ow;
+      };
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t i = 0; i < H; ++i)
+            for (int64_t j = 0; j < W; ++j)
+              for (int64_t kk = 0; kk < k; ++kk)
+                for (int64_t r = 0; r < R; ++r)
+                  for (int64_t s = 0; s < S; ++s) {
+                    const int64_t oh = i * a.stride[1] - a.padding[1] + r * a.dilation[1],
+                                  ow = j * a.stride[2] - a.padding[2] + s * a.dilation[2];
+                    if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
+                      want[out_index(b, kk, oh, ow)] += x[((b * c + ch) * H + i) * W + j] * w[((ch * k + kk) * R + r) * S + s];
+                  }
+      for (size_t first = 0; first < ls.size(); first += size_t(ls[first].members)) {
+        const int members = ls[first].members;
+        if (members < 1 || first + members > ls.size() || size_t(members) != std::min(cs.group, ls.size())) {
+          std::printf("case %d: a group of %d at launch %zu of %zu (want %zu)\n", checked, members, first, ls.size(), cs.group);
+          ++bad;
+          break;
+        }
+        for (size_t m = first; m < first + members; ++m) {
+          const Launch& l = ls[m];
+          // Each sub-filter in the workspace's filter area apart from the next (at its group's taps).
+          if (m + 1 < ls.size() && ls[m + 1].filter_offset < l.filter_offset + sub_filter_bytes(a, l)) {
+            std::printf("case %d: launch %zu's sub-filter overlaps the next\n", checked, m);
+            ++bad;
+          }
+          if ((m > first && l.members != 0) || l.out[1] != ls[first].out[1] || l.out[2] != ls[first].out[2] ||
+              l.filter[1] != ls[first].filter[1] || l.filter[2] != ls[first].filter[2]) {
+            std::printf("case %d: launch %zu's grid or taps differ from its group's\n", checked, m);
+            ++bad;
+          }
+          ProblemShape shape = problem_shape(a, l);
+          if (shape.shape_C[1] != l.out[1] || shape.shape_C[2] != l.out[2]) {
+            std::printf("case %d launch %zu: CUTLASS's output %d x %d, the grid %lld x %lld\n", checked, m,
+                        shape.shape_C[1], shape.shape_C[2], (long long)l.out[1], (long long)l.out[2]);
+            ++bad;
+          }
+          const SubFilter f = sub_filter_of(a, l);
+          std::vector<double> sub(size_t(sub_filter_elements(a, l)), 0.0);
+          for (size_t e = 0; e < sub.size(); ++e) {
+            int64_t block;
+            const int64_t src = sub_filter_source(f, int64_t(e), block);
+            if (src >= int64_t(w.size())) { std::printf("case %d: sub-filter source %lld\n", checked, (long long)src); ++bad; continue; }
+            sub[e] = src >= 0 ? w[size_t(src)] : 0.0;
+          }
+          const auto params = StoreNode::to_underlying_arguments(0, store_arguments(a, l), nullptr);
+          const int64_t grid = l.out[1] * l.out[2];
+          for (int64_t b = 0; b < n; ++b)
+            for (int64_t g = 0; g < grid; ++g) {
+              const int64_t offset = StoreNode::row_offset(params, int(b * grid + g));
+              if (offset < 0) continue;  // a pixel of the group's grid past this phase's outputs
+              const int64_t gy = g / l.out[2], gx = g % l.out[2];
+              for (int64_t kk = 0; kk < k; ++kk) {
+                double acc = 0.0;
+                for (int64_t t = 0; t < l.filter[1]; ++t)
+                  for (int64_t u = 0; u < l.filter[2]; ++u) {
+                    const int64_t i = gy - l.pad_lo[1] + t * l.dilation[1], j = gx - l.pad_lo[2] + u * l.dilation[2];
+                    if (i < 0 || i >= H || j < 0 || j >= W) continue;
+                    for (int64_t ch = 0; ch < c; ++ch)
+                      acc += x[((b * c + ch) * H + i) * W + j] * sub[size_t(((kk * l.filter[1] + t) * l.filter[2] + u) * cw + ch)];
+                  }
+                const int64_t e = offset + (layout ? kk : kk * OH * OW);
+                if (e < 0 || e >= int64_t(got.size())) { std::printf("case %d: offset %lld out of range\n", checked, (long long)e); ++bad; continue; }
+                got[size_t(e)] = acc;
+                ++written[size_t(e)];
+              }
+            }
+        }
+      }
+      for (size_t e = 0; e < want.size(); ++e)
+        if ((written[e] != 1 || got[e] != want[e]) && bad++ < 8)
+          std::printf("case %d layout %lld element %zu: written %d times, %g vs %g\n", checked, (long long)layout, e,
+                      written[e], got[e], want[e]);
+      ++checked;
+    }
+  std::printf("%d cases, %d mismatches\n", checked, bad);
+  return bad != 0;
+}
+)";
+  expect_runs_on_the_host(c.arch, text, "conv_transposed_phases_host");
 }
 
 // Unions of phases for sm_90a: a 2-D one whose epilogue reads a per-channel vector (expanded to its columns) and a
@@ -1416,7 +1548,8 @@ TEST(ConvFamily, FewTilesOfLongKLoopsSplitK) {
   EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const ConvConfig& k) { return k.splits == 1; }));
   std::string kernel = generate_conv_kernel(top).text;
   EXPECT_TRUE(has(kernel, fmt::format("constexpr int kSplits = {};", top.splits)));
-  EXPECT_TRUE(has(kernel, "fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong>"));
+  EXPECT_TRUE(has(kernel, "fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong, kGroup>"));
+  EXPECT_TRUE(has(kernel, "constexpr int kGroup = kSplits > 1 ? 1 : kMaxPhases;")) << "split kernels run a phase a launch";
   EXPECT_TRUE(has(kernel, "if (k_tiles < kSplits) return FACT_ERR_SHAPE;")) << "each split needs a K tile";
   EXPECT_TRUE(has(kernel, "ConvKernel::reset_arrivals(p.params[i], stream) != cudaSuccess"))
       << "the arrival counts are zeroed before every launch";
