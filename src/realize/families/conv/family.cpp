@@ -84,13 +84,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["fold_width"] = boolean(c.fold_width);
   v["x3tf32"] = boolean(c.x3tf32);
   v["promotion_k_blocks"] = std::to_string(c.promotion_k_blocks);
-  v["union_phases"] = boolean(c.union_phases);
-  v["max_union_stride"] = std::to_string(kConvMaxUnionStride);
-  // A union of phases reads each per-channel vector once per (channel, phase) column: the kernel expands them.
-  std::string row_vectors;
-  for (const auto& [i, kind] : vector_slot_kinds(tree))
-    if (kind == EpilogueNodeKind::row_broadcast) row_vectors += fmt::format("{}, ", i);
-  v["row_vector_slots"] = row_vectors + "-1";
+  v["phase_group"] = std::to_string(kConvPhaseGroup);
   v["splits"] = std::to_string(c.splits);
   v["pingpong"] = boolean(c.pingpong);
   return render_family_template("conv", "kernel_template", c.id(), v);

@@ -89,21 +89,10 @@ struct ConvPhase {
 // window starting past x's edge).
 std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& problem, int i);
 
-// One dim of a transposed convolution run as one stride-1 forward convolution over the union of its phases' windows
-// (ConvConfig::union_phases): grid pixel g of that convolution (`taps` taps, `lower` / `upper` padding, `grid`
-// outputs) computes every phase j's output o = stride * g + offset[j] (kept where 0 <= o < the output's extent) in
-// a column of its own, whose tap t is w's first[j] + stride * (shift[j] - t) where 0 <= shift[j] - t < taps of phase
-// j, else zero. A tile then holds every phase of its pixels, so the halves of each output sector are written
-// together instead of a launch apart. Throws Error naming the reason when the union is no forward convolution (a
-// dilation other than 1, a stride over the kernel's 4, an output without a pixel of every residue of the stride).
-// The largest stride per dim a union of phases takes (the kernel's phase tables are this wide).
-constexpr int64_t kConvMaxUnionStride = 4;
-struct ConvUnion {
-  int64_t taps = 0, lower = 0, upper = 0, grid = 0;
-  std::vector<ConvPhase> phases;       // conv_transposed_phases(problem, i)
-  std::vector<int64_t> shift, offset;  // per phase
-};
-ConvUnion conv_transposed_union(const ConvProblem& problem, int i);
+// The phases a kernel launch runs together (templates/cutlass/conv_persistent_kernel.hpp.in's Group): the width's,
+// with the height's and the depth's while they fit, so that the phases sharing an output row's sectors write them at
+// once.
+constexpr int kConvPhaseGroup = 4;
 
 // One kernel: the CTA tile (M x N x K elements) and the cluster, plus the problem traits the kernel is specialized on
 // (spatial dims, element, epilogue). CUTLASS's sm90 convolutions have one schedule (warp-specialized, one producer
@@ -133,9 +122,6 @@ struct ConvConfig {
   // limits.x3tf32_promotion_k_blocks; templates/cutlass/conv_promoting_mainloop.hpp.in says why); 0: never (3xTF32
   // configs recorded before promotion).
   int promotion_k_blocks = 0;
-  // A transposed convolution as one forward convolution over its phases' union window into (output channel, phase)
-  // columns (conv_transposed_union), instead of a launch a phase.
-  bool union_phases = false;
   // Split-K: each tile's K loop cut into this many units of work, which CTAs take like tiles; all but the last store
   // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
   // problems of fewer tiles than the CTAs resident at once (small images of many channels).

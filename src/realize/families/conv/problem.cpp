@@ -107,45 +107,6 @@ std::vector<ConvPhase> conv_transposed_phases(const ConvProblem& p, int i) {
   return phases;
 }
 
-ConvUnion conv_transposed_union(const ConvProblem& p, int i) {
-  const int64_t s = p.stride[i], pad = p.padding[i];
-  if (p.dilation[i] != 1)
-    throw Error(fmt::format("a transposed convolution's phases as one convolution: dilation 1 only (dim {} has {})", i,
-                            p.dilation[i]));
-  if (s > kConvMaxUnionStride)
-    throw Error(fmt::format("a transposed convolution's phases as one convolution: stride {} in dim {}, over the "
-                            "kernel's {}", s, i, kConvMaxUnionStride));
-  ConvUnion u;
-  u.phases = conv_transposed_phases(p, i);
-  if (int64_t(u.phases.size()) != s)
-    throw Error(fmt::format("a transposed convolution's phases as one convolution, dim {}: an output of {} pixels has "
-                            "no pixel of some residue of the stride {}", i, p.out[i], s));
-  // Phase j's output q (o = s q + residue - pad, q from q_min) gathers x[q - e - m], m < taps (e: its first tap's
-  // shift, as conv_transposed_phases' lower = e + taps - 1 - q_min says); the union's window spans every phase's.
-  int64_t q_lo = INT64_MAX, q_hi = INT64_MIN, e_hi = INT64_MIN, e_lo = INT64_MAX;
-  std::vector<int64_t> e;
-  for (const ConvPhase& ph : u.phases) {
-    const int64_t q_min = (ph.offset - ph.residue + pad) / s;
-    e.push_back(ph.lower - (ph.taps - 1) + q_min);
-    q_lo = std::min(q_lo, q_min);
-    q_hi = std::max(q_hi, q_min + ph.outputs - 1);
-    e_lo = std::min(e_lo, e.back());
-    e_hi = std::max(e_hi, e.back() + ph.taps - 1);
-  }
-  u.taps = e_hi - e_lo + 1;
-  u.grid = q_hi - q_lo + 1;
-  u.lower = e_hi - q_lo;  // grid pixel g reads x[g - lower + t]: phase j's m = e_hi - e_j - t
-  u.upper = u.grid - p.in[i] - u.lower + u.taps - 1;
-  for (size_t j = 0; j < u.phases.size(); ++j) {
-    u.shift.push_back(e_hi - e[j]);
-    u.offset.push_back(s * q_lo + u.phases[j].residue - pad);
-  }
-  if (u.lower < 0 || u.upper < 0)
-    throw Error(fmt::format("a transposed convolution's phases as one convolution, dim {}: padding {} / {} (no forward "
-                            "window)", i, u.lower, u.upper));
-  return u;
-}
-
 void ConvProblem::validate() const {
   if (spatial_dims < 1 || spatial_dims > kConvSpatial)
     throw Error(fmt::format("conv problem: {} spatial dims; FACT takes conv1d, conv2d and conv3d", spatial_dims));

@@ -38,31 +38,12 @@ double k_steps(const ConvProblem& p, bool fold, int tile_k) {
   return taps * std::ceil(double(p.kernel_channels(fold)) / tile_k);
 }
 
-// The implicit GEMM a config runs: M rows (output pixels), N columns (channels) and its K loop's steps. A transposed
-// convolution's union of phases computes its grid's pixels, each in a column per (channel, phase), over the union's
-// taps; its phases otherwise (one launch each) add up to the output's pixels and the phases' taps.
-struct ImplicitGemm {
-  double m, n, k_steps;
-};
-ImplicitGemm implicit_gemm(const ConvProblem& p, const ConvConfig& c) {
-  if (!c.union_phases) return {double(p.gemm_m()), double(p.k), k_steps(p, c.fold_width, c.tile_k)};
-  double m = double(p.n), n = double(p.k), taps = 1;
-  for (int i = 0; i < kConvSpatial; ++i) {
-    ConvUnion u = conv_transposed_union(p, i);
-    m *= double(u.grid);
-    n *= double(u.phases.size());
-    taps *= double(u.taps);
-  }
-  return {m, n, taps * std::ceil(double(p.kernel_channels(false)) / c.tile_k)};
-}
-
 // Higher is better: the share of computed tile elements that are output (tiles past M or N compute padding), the
 // last wave's fill across the SMs, the tile's arithmetic intensity (m*n/(m+n): operand bytes per MMA), and a tile's
 // time: its K loop (steps times their width and overhead) and its epilogue, which with one CTA a SM follows the K
 // loop (a convolution's short K loop does not amortize it) and with two overlaps the other CTA's MMAs.
 double score(const ConvProblem& p, const ConvConfig& c) {
-  const ImplicitGemm gemm = implicit_gemm(p, c);
-  double m = gemm.m, n = gemm.n;
+  double m = double(p.gemm_m()), n = double(p.k);
   double tiles_m = std::ceil(m / c.tile_m), tiles_n = std::ceil(n / c.tile_n);
   double utilization = (m / (tiles_m * c.tile_m)) * (n / (tiles_n * c.tile_n));
   double sms = ArchSpec::of(p.arch).sm_count;
@@ -70,7 +51,7 @@ double score(const ConvProblem& p, const ConvConfig& c) {
   double waves = std::ceil(tiles / sms);
   double fill = tiles / (waves * sms);
   double intensity = (double(c.tile_m) * c.tile_n / (c.tile_m + c.tile_n)) / (128.0 * 256 / 384);
-  double k_loop = gemm.k_steps * (c.tile_k + kKStepOverhead);
+  double k_loop = k_steps(p, c.fold_width, c.tile_k) * (c.tile_k + kKStepOverhead);
   // Two CTAs a SM, or ping-pong's two warpgroups, overlap one tile's epilogue with another's MMAs.
   const bool overlapped = c.ctas_per_sm > 1 || c.pingpong;
   auto tile_time = [&](double loop) { return overlapped ? std::max(loop, kEpilogueCost) : loop + kEpilogueCost; };
@@ -190,7 +171,6 @@ nlohmann::json ConvConfig::to_json() const {
     if (fold_width) j["fold_width"] = true;  // written only when set: unfolded configs keep their ids
     if (x3tf32) j["numerics"] = "3xtf32";    // and TF32 ones
     if (promotion_k_blocks) j["promotion_k_blocks"] = promotion_k_blocks;  // and unpromoted 3xTF32 ones
-    if (union_phases) j["union_phases"] = true;  // and a launch a phase
     if (splits > 1) j["splits"] = splits;    // and unsplit ones
     if (pingpong) j["pingpong"] = true;      // and cooperative ones
   }
@@ -229,7 +209,6 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.pingpong = j.value("pingpong", false);
     c.x3tf32 = j.value("numerics", "") == "3xtf32";
     c.promotion_k_blocks = j.value("promotion_k_blocks", 0);
-    c.union_phases = j.value("union_phases", false);
     return c;
   });
 }
@@ -242,8 +221,8 @@ std::string ConvConfig::summary() const {
                        to_string(element),
                        channels_last ? std::string("channels-last") : fmt::format("{}x{}", tile_w, direct_tile_h()),
                        fmt::join(filter, "x"), fmt::join(stride, "x"), fmt::join(dilation, "x"), epilogue.key());
-  return fmt::format("{} conv{}d {}{}{} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
-                     x3tf32 ? " 3xtf32" : "", union_phases ? " union" : "",
+  return fmt::format("{} conv{}d {}{} {}x{}x{} c{}x{}{}{}{}{} {}", to_string(arch), spatial_dims, to_string(element),
+                     x3tf32 ? " 3xtf32" : "",
                      tile_m, tile_n, tile_k, cluster_m, cluster_n,
                      ctas_per_sm > 1 ? fmt::format(" {}/sm", ctas_per_sm) : "",
                      consumer_warpgroups > 1 ? fmt::format(" {}wg{}", consumer_warpgroups, pingpong ? " pingpong" : "")
@@ -279,15 +258,8 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   const nlohmann::json limits = family_data("conv").at("limits");
   if (c.ctas_per_sm < 1 || c.ctas_per_sm > 2) return fmt::format("{} CTAs a SM: 1 or 2 only", c.ctas_per_sm);
   if (c.splits < 1) return fmt::format("{} splits of the K loop: 1 or more", c.splits);
-  if (c.union_phases && !p.transposed) return "a union of phases: for a transposed convolution only";
-  ImplicitGemm gemm;
-  try {
-    gemm = implicit_gemm(p, c);  // a union that is no forward convolution throws why
-  } catch (const Error& e) {
-    return e.what();
-  }
   // The output's tiles against the SMs: split-K and ping-pong are for few and many tiles a SM.
-  const int64_t tiles = ceil_div(int64_t(gemm.m), c.tile_m) * ceil_div(int64_t(gemm.n), c.tile_n);
+  const int64_t tiles = ceil_div(p.gemm_m(), c.tile_m) * ceil_div(p.k, c.tile_n);
   const int64_t sms = ArchSpec::of(p.arch).sm_count;
   if (c.splits > 1) {
     if (p.transposed)
@@ -336,9 +308,8 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
     return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory, over the {} a CTA's mainloop "
                        "has with {} CTA(s) a SM", c.tile_m, c.tile_n, c.tile_k, 2 * stage_bytes, mainloop_bytes,
                        c.ctas_per_sm);
-  if (c.tile_n >= 2 * gemm.n && c.tile_n > 64)
-    return fmt::format("tile N {} is over twice the {} output channels{}", c.tile_n, int64_t(gemm.n),
-                       c.union_phases ? " (each channel's phases)" : "");
+  if (c.tile_n >= 2 * p.k && c.tile_n > 64)
+    return fmt::format("tile N {} is over twice the {} output channels", c.tile_n, p.k);
   return "";
 }
 
@@ -373,9 +344,6 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
         ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); });
       }
   } else {
-    // A transposed convolution's phases as one launch or a launch each (the union is rejected elsewhere).
-    std::vector<bool> unions = p.transposed ? axes.at("union_phases").get<std::vector<bool>>() : std::vector<bool>{false};
-    for (bool union_phases : unions)
     for (bool fold : axes.at("fold_width"))
     for (int splits : axes.at("splits"))
     for (int k_bytes : axes.at("k_tile_bytes"))
@@ -395,15 +363,11 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
               c.fold_width = fold;
               c.splits = splits;
               c.pingpong = pingpong;
-              c.union_phases = union_phases;
-              // Five groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
+              // Four groups take turns, so a short top_n measures each: single CTAs, two CTAs of two consumer
               // warpgroups (16 warps share an epilogue's math: chains of costly activations after a short K loop),
-              // ping-pong warpgroups (an epilogue under the other warpgroup's MMAs, on the full tile), a transposed
-              // convolution's union of phases (one launch; measured on the H200 1.5-2.4x slower than the phases'
-              // kernels on 10 of KernelBench's 11 stride-2 shapes, perf-notes item 39), clusters (no gain measured
-              // so far: last).
-              size_t group = c.cluster_m * c.cluster_n > 1                       ? 4
-                             : c.union_phases                                      ? 3
+              // ping-pong warpgroups (an epilogue under the other warpgroup's MMAs, on the full tile), clusters (no
+              // gain measured so far: last).
+              size_t group = c.cluster_m * c.cluster_n > 1                         ? 3
                              : c.pingpong                                          ? 2
                              : c.ctas_per_sm == 2 && c.consumer_warpgroups == 2 ? 1
                                                                                 : 0;
