@@ -875,8 +875,9 @@ TEST(ConvCodegenNvcc, Sm90Fp32X3tf32ForwardAndTransposedCompile) {
 // the host: launches() (the phases, their groups on one grid and with as many taps: PersistentConv's Group), each
 // phase's sub-filter (sub_filter_source: the phase's own taps, zeros after), a stride-1 forward convolution over each
 // padded grid, and the store's placement of its rows (ConvOutputStore::row_offset over store_arguments: -1 past the
-// output), against the scatter definition: every output element written once, with its value, over strides 1-4,
-// uneven filters, dilations, paddings and output paddings, channels-first and channels-last outputs. CUTLASS's own
+// output), against the scatter definition: every output element written once, with its value, over strides 1-5
+// (five width phases: groups across the height's phases, the last one short), uneven filters, dilations, paddings and
+// output paddings, channels-first and channels-last outputs. CUTLASS's own
 // output extent of each phase's forward problem is its group's grid.
 TEST(ConvCodegenNvcc, TransposedPhaseGroupsRunOnTheHostAsTheScatterDefinition) {
   GraphDoc d = conv_transpose_relu();
@@ -893,7 +894,8 @@ int main() {
                         {{3, 7}, {4, 3}, {3, 2}, {0, 1}, {2, 0}, {1, 1}, 2},   // height's phases apart
                         {{4, 3}, {3, 5}, {1, 3}, {1, 2}, {0, 1}, {1, 1}, 3},
                         {{3, 4}, {2, 5}, {2, 4}, {0, 1}, {1, 3}, {1, 1}, 4},   // the width's four alone
-                        {{5, 5}, {3, 3}, {2, 2}, {2, 1}, {1, 0}, {3, 1}, 4}};  // dilated
+                        {{5, 5}, {3, 3}, {2, 2}, {2, 1}, {1, 0}, {3, 1}, 4},   // dilated
+                        {{3, 6}, {3, 5}, {2, 5}, {1, 0}, {0, 0}, {1, 2}, 4}};  // five width phases: groups of 4, 4, 2
   int bad = 0, checked = 0;
   for (const Case& cs : cases)
     for (int64_t layout : {int64_t(0), kOutLast}) {
@@ -933,7 +935,7 @@ int main() {
                   }
       for (size_t first = 0; first < ls.size(); first += size_t(ls[first].members)) {
         const int members = ls[first].members;
-        if (members < 1 || first + members > ls.size() || size_t(members) != std::min(cs.group, ls.size())) {
+        if (members < 1 || first + members > ls.size() || size_t(members) != std::min(cs.group, ls.size() - first)) {
           std::printf("case %d: a group of %d at launch %zu of %zu (want %zu)\n", checked, members, first, ls.size(), cs.group);
           ++bad;
           break;
