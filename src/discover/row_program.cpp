@@ -364,6 +364,10 @@ bool row_program_reads(const std::string& op) {
 
 bool is_window_op(const std::string& op) { return window_ops().contains(op); }
 
+std::string row_reduction_form(const std::string& op) {
+  return row_reductions().contains(op) ? row_reductions()[op].value("form", "") : "";
+}
+
 std::string row_partials_of(const std::string& op) {
   const json& whole = whole_tensor_reductions();
   return whole.contains(op) ? whole[op].get<std::string>() : "";

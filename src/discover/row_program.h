@@ -83,6 +83,9 @@ bool yields_bool(const std::string& op);
 // Whether argument `index` of a row reduction op is the per-channel weight or bias of an instance or group norm.
 bool row_reduction_weight_arg(const std::string& op, int index);
 
+// The form of a row reduction op of data/ir/row_reductions.json ("sum", "mean", "softmax", ...), "" for another op.
+std::string row_reduction_form(const std::string& op);
+
 // Whether an op is one the lowering reads (pointwise table, row reductions or windows).
 bool row_program_reads(const std::string& op);
 

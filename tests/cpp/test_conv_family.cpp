@@ -491,8 +491,9 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "Sm90RowBroadcast")) << "bias and the [32, 1, 1] vector are row broadcasts";
   EXPECT_TRUE(has(kernel, "a.vectors[0]"));
   EXPECT_TRUE(has(kernel, "else if (!x_in_place(a))")) << "x arrives channels-first unless the call says otherwise";
-  EXPECT_TRUE(has(kernel, "store.channels_last = (a.channels_last & kOutLast) != 0;"));
-  EXPECT_TRUE(has(kernel, "using StoreNode =\n    fact_evt::ConvOutputStore<")) << "the tree's last node writes the output";
+  EXPECT_TRUE(has(kernel, "store.channels_last = !kReduce && (a.channels_last & kOutLast) != 0;"));
+  EXPECT_TRUE(has(kernel, "using StoreNode = fact_evt::ConvOutputStore<")) << "the tree's last node writes the output";
+  EXPECT_TRUE(has(kernel, "constexpr bool kReduce = false;"));
   EXPECT_TRUE(has(kernel, "fusion::Sm90EVT<StoreNode, FusionTree>"));
   EXPECT_TRUE(has(kernel, "using EpilogueTile = cute::Shape<cute::Int<kEpilogueM>, cute::Int<kEpilogueN>>;"))
       << "the store node stages the subtile it is given";
@@ -537,6 +538,94 @@ GraphDoc conv_transpose_relu(Json stride = Json::array({2, 2}), Json dilation = 
   d.op("relu", "aten.relu.default", {ref_to("convt")}, out);
   d.output("relu");
   return d;
+}
+
+// A global average pool (mean over the pixels) or spatial sum after the conv's epilogue: the kernel adds each image's
+// sums per channel into [n, k] instead of writing the output (ConvProblem::reduce).
+GraphDoc conv_relu_bias_pooled(const char* op, Json dims, bool keepdim, const std::string& dtype = "float32") {
+  GraphDoc d = conv_relu_bias(dtype);
+  d.json()["outputs"] = Json::array();  // the pool's value is the module's output, not the conv's
+  std::vector<int64_t> shape = keepdim ? std::vector<int64_t>{4, 32, 1, 1} : std::vector<int64_t>{4, 32};
+  d.op("pool", op, {ref_to("add"), dims, keepdim}, shape, dtype);
+  d.output("pool");
+  return d;
+}
+
+TEST(ConvFamily, AGlobalAveragePoolAfterTheConvIsSummedInItsEpilogue) {
+  GraphDoc d = conv_relu_bias_pooled("aten.mean.dim", Json::array({-1, -2}), true);
+  Plan p = plan_of(d);
+  const Match& m = conv_match(p);
+  EXPECT_EQ(m.anchor, "pool");
+  EXPECT_EQ(m.nodes, (std::vector<std::string>{"conv2d", "relu", "add", "pool"}));
+  EXPECT_EQ(m.kernel.value("reduce", ""), "mean");
+  EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+    return has(n, "pool (aten.mean.dim) averages each image's pixels in the kernel's epilogue");
+  }));
+  ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
+  EXPECT_EQ(cp.reduce, "mean");
+  EXPECT_EQ(cp.epilogue.tree.text(), "add(relu(add(mul(alpha,acc),row(bias))),row(vec0))") << "the tree before the pool";
+  EXPECT_EQ(ConvProblem::from_json(cp.to_json()).to_json(), cp.to_json());
+  ConvConfig c = enumerate_conv_configs(cp, 1).ranked.at(0);
+  EXPECT_EQ(c.reduce, "mean");
+  EXPECT_EQ(ConvConfig::from_json(c.to_json()).id(), c.id());
+  ConvConfig unreduced = c;
+  unreduced.reduce = "";
+  EXPECT_NE(unreduced.id(), c.id());
+  EXPECT_FALSE(unreduced.to_json().contains("reduce")) << "configs writing their output keep their ids";
+  EXPECT_FALSE(conv_config_rejection(cp, unreduced).empty());
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "constexpr bool kReduce = true;"));
+  EXPECT_TRUE(has(kernel, "constexpr bool kMean = true;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kGroup = kSplits > 1 || kReduce ? 1 :")) << "no phase groups: no stores to merge";
+  EXPECT_TRUE(has(kernel, "if (kReduce && cudaMemsetAsync(a.out, 0,")) << "the sums start at zero every call";
+  EXPECT_TRUE(has(generate_conv_op_wrapper(c).text, "if (true) return {a.n, a.k};"));
+  EXPECT_EQ(composed_call(p, m, cp, c), "torch.ops.fact." + c.id() + "(x, w, b, None, [1, 1], [0, 0], [1, 1], False, "
+                                        "[0, 0], 1, [bias2.reshape(-1)], w_constant=True).view(4, 32, 1, 1)");
+  EXPECT_FALSE(kernel_family_named("conv")->channels_last(cp.to_json(), c.to_json()).writes)
+      << "[n, k] sums have no channels-last order";
+
+  // A spatial sum without keepdim returns the op's [n, k] as it is.
+  GraphDoc s = conv_relu_bias_pooled("aten.sum.dim_IntList", Json::array({2, 3}), false);
+  Plan sp = plan_of(s);
+  const Match& sm = conv_match(sp);
+  ConvProblem scp = conv_problem_from_match(sm, sp.graph, Numerics::tf32, Arch::sm90);
+  EXPECT_EQ(scp.reduce, "sum");
+  ConvConfig sc = enumerate_conv_configs(scp, 1).ranked.at(0);
+  EXPECT_TRUE(has(generate_conv_kernel(sc).text, "constexpr bool kMean = false;"));
+  EXPECT_FALSE(has(composed_call(sp, sm, scp, sc), ".view("));
+
+  // A transposed convolution's phases each add their pixels' sums.
+  GraphDoc t = conv_transpose_relu();
+  t.json()["outputs"] = Json::array();
+  t.op("pool", "aten.mean.dim", {ref_to("relu"), Json::array({2, 3}), true}, {2, 32, 1, 1});
+  t.output("pool");
+  Plan tp = plan_of(t);
+  ConvProblem tcp = conv_problem_from_match(conv_match(tp), tp.graph, Numerics::tf32, Arch::sm90);
+  EXPECT_TRUE(tcp.transposed);
+  EXPECT_EQ(tcp.reduce, "mean");
+}
+
+TEST(ConvFamily, OnlyAPoolOverEveryPixelOfAnFp32ConvsOwnValueJoinsIt) {
+  auto reduce_of = [](GraphDoc& d) { return conv_match(plan_of(d)).kernel.value("reduce", ""); };
+  GraphDoc channels = conv_relu_bias_pooled("aten.mean.dim", Json::array({1}), true);
+  EXPECT_EQ(reduce_of(channels), "") << "a mean over the channels is no pool";
+  GraphDoc rows = conv_relu_bias_pooled("aten.mean.dim", Json::array({2}), true);
+  EXPECT_EQ(reduce_of(rows), "") << "nor one over the rows alone";
+  GraphDoc shared = conv_relu_bias_pooled("aten.mean.dim", Json::array({2, 3}), true);
+  shared.op("twice", "aten.mul.Tensor", {ref_to("add"), 2.0}, {4, 32, 16, 16});
+  shared.output("twice");
+  EXPECT_EQ(reduce_of(shared), "") << "the conv's value is read elsewhere: it is written";
+  GraphDoc half = conv_relu_bias_pooled("aten.mean.dim", Json::array({2, 3}), true, "bfloat16");
+  EXPECT_EQ(conv_match(plan_of(half, Numerics::bf16)).kernel.value("reduce", ""), "") << "fp32 atomics only";
+
+  GraphDoc d = conv_relu_bias();
+  ConvProblem p = problem_of(d);
+  p.reduce = "max";
+  EXPECT_THROW(p.validate(), Error);
+  p.reduce = "sum";
+  p.validate();
+  p.element = Element::bf16;
+  EXPECT_THROW(p.validate(), Error);
 }
 
 TEST(ConvFamily, TransposedConvolutionsMatchWithTheirEpilogueAndCutIntoPhases) {
@@ -1023,6 +1112,17 @@ TEST(ConvCodegenNvcc, Sm90Fp32TransposedPhaseGroupsCompile) {
   expect_kernel_compiles(c3.arch, generate_conv_kernel(c3).text, "sm90_tf32_conv_transpose3d", c3.summary());
 }
 
+// The reducing store node (ConvProblem::reduce) in a transposed convolution's phases, one a launch.
+TEST(ConvCodegenNvcc, Sm90Fp32ReducingEpilogueCompiles) {
+  GraphDoc d = conv_transpose_relu();
+  d.json()["outputs"] = Json::array();
+  d.op("pool", "aten.mean.dim", {ref_to("relu"), Json::array({2, 3}), true}, {2, 32, 1, 1});
+  d.output("pool");
+  ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
+  ASSERT_EQ(c.reduce, "mean");
+  expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_tf32_conv_transpose2d_mean", c.summary());
+}
+
 TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
   GraphDoc stem = resnet_stem();
   ConvConfig c = enumerate_conv_configs(problem_of(stem), 1).ranked.at(0);
@@ -1234,7 +1334,7 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   EXPECT_TRUE(has(op, "any_layout = true;"));
   EXPECT_TRUE(has(op, "if (any_layout && (!implicit || padded_c == a.c) && "))
       << "a direct kernel reads a channels-last x of any channel count in place";
-  EXPECT_TRUE(has(op, "_empty(sizes, x.options(), true && channels_last);")) << "the meta impl agrees";
+  EXPECT_TRUE(has(op, "_empty(sizes, x.options(), true && channels_last && !false);")) << "the meta impl agrees";
 }
 
 // A ReLU'd convolution of x [n, c, size, size] by a k x c x filter x filter weight (stride 1, "same" padding).
@@ -1324,7 +1424,7 @@ TEST(ConvFamily, FewTilesOfLongKLoopsSplitK) {
   std::string kernel = generate_conv_kernel(top).text;
   EXPECT_TRUE(has(kernel, fmt::format("constexpr int kSplits = {};", top.splits)));
   EXPECT_TRUE(has(kernel, "fact_conv::PersistentConv<UniversalKernel, kCtasPerSm, kSplits, kPingPong, kGroup>"));
-  EXPECT_TRUE(has(kernel, "constexpr int kGroup = kSplits > 1 ? 1 : " + std::to_string(kConvPhaseGroup) + ";"))
+  EXPECT_TRUE(has(kernel, "constexpr int kGroup = kSplits > 1 || kReduce ? 1 : " + std::to_string(kConvPhaseGroup) + ";"))
       << "split kernels run a phase a launch";
   EXPECT_TRUE(has(kernel, "if (k_tiles < kSplits) return FACT_ERR_SHAPE;")) << "each split needs a K tile";
   EXPECT_TRUE(has(kernel, "ConvKernel::reset_arrivals(p.params[i], stream) != cudaSuccess"))

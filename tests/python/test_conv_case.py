@@ -102,6 +102,43 @@ def test_reference_op_is_the_tree_over_the_convolution():
     assert out.shape == want.shape == (2, 16, 9, 9) and torch.allclose(out, want, atol=1e-5)
 
 
+def test_a_reducing_problem_returns_each_images_pixel_means():
+    """reduce "mean": the op returns the epilogue's values averaged over each image's pixels, [n, k], against the
+    convolution, its epilogue and the mean on the CPU; its output buffer and kernel args are the [n, k] sums'."""
+    for problem in (PROBLEM, TRANSPOSED):
+        p = family_cases.parse_family_problem("conv", {**problem, "reduce": "mean"}, "x")
+        assert p.result_shape == (2, 16) and p.out_shape[2:] != () and p.to_json()["reduce"] == "mean"
+        case = family_cases.case_for("conv", p)
+        g = torch.Generator().manual_seed(0)
+        inp = case.make_inputs("cpu", g)
+        assert inp.outputs["out"][0].shape == (2, 16)
+        if case.pre_kernel():
+            case.pre_kernel()(inp)
+        ref = case.reference(inp)["out"]
+        plain = family_cases.case_for("conv", family_cases.parse_family_problem("conv", problem, "x"))
+        want = plain.reference(inp)["out"].mean(dim=(2, 3))
+        assert ref.shape == (2, 16) and torch.allclose(ref, want)
+        (_, run), = case.baselines()
+        assert (run(inp)["out"].double() - ref).norm() / ref.norm() < case.tolerance()
+        assert list(case.kernel_args(inp, 0).out_extent) == list(p.out), "the kernel gets the conv's extents"
+    summed = family_cases.parse_family_problem("conv", {**PROBLEM, "reduce": "sum"}, "x")
+    assert "reduce" not in family_cases.parse_family_problem("conv", PROBLEM, "x").to_json()
+    case = family_cases.case_for("conv", summed)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(1))
+    want = family_cases.case_for("conv", family_cases.parse_family_problem("conv", PROBLEM, "x")).reference(inp)["out"]
+    assert torch.allclose(case.reference(inp)["out"], want.sum(dim=(2, 3)))
+    with pytest.raises(ProblemError, match="reduce"):
+        family_cases.parse_family_problem("conv", {**PROBLEM, "reduce": "max"}, "x")
+
+    entry = {"op": "conv_x", "config": {"epilogue": TREE, "reduce": "mean"}}
+    _, impl, key = conv_reference.reference_op(entry)
+    assert key.endswith("-> mean over pixels")
+    x, w, b, v = torch.randn(2, 8, 9, 9), torch.randn(16, 8, 3, 3), torch.randn(16), torch.randn(16)
+    out = impl(x, w, b, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [v])
+    want = (F.conv2d(x, w, b, padding=1).relu() + v.reshape(-1, 1, 1)).mean(dim=(2, 3))
+    assert out.shape == (2, 16) and torch.allclose(out, want, atol=1e-5)
+
+
 def test_reference_in_slices_of_the_batch_equals_the_whole(monkeypatch):
     from fact.realize import conv_case
     p = family_cases.parse_family_problem("conv", PROBLEM, "x")

@@ -32,7 +32,8 @@ NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
 FP32_NUMERICS = ("tf32", "3xtf32")
 DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
-                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last")
+                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last", "reduce")
+REDUCTIONS = ("sum", "mean")  # ConvProblem::reduce: the epilogue's values over each image's output pixels
 
 
 def _dims(obj, key, where, minimum):
@@ -65,12 +66,16 @@ class ConvProblem(JsonProblem):
     # residual, 4 out): 0 in a problem tuned on a module's channels-first tensors, channels_last_bits in one a chain
     # of convolutions feeds (the C++ problem's channels_last), the other one in verify_variants.
     channels_last: int = 0
+    # "sum" or "mean": the op returns the epilogue's values summed (averaged) over each image's output pixels, [n, k]
+    # (the C++ problem's reduce); "" the output itself.
+    reduce: str = ""
 
     def to_json(self) -> dict:
         j = super().to_json()
         j["in"] = j.pop("in_")
-        if not j["channels_last"]:
-            del j["channels_last"]
+        for key in ("channels_last", "reduce"):
+            if not j[key]:
+                del j[key]
         return j
 
     @property
@@ -102,7 +107,20 @@ class ConvProblem(JsonProblem):
 
     @property
     def out_shape(self) -> tuple:
+        """The convolution's output (and a residual's shape)."""
         return (self.n, self.k, *self.out[self.own])
+
+    @property
+    def result_shape(self) -> tuple:
+        """What the op returns: the output, or [n, k] where it reduces the pixels."""
+        return (self.n, self.k) if self.reduce else self.out_shape
+
+    def reduced(self, out):
+        """out [n, k, ...] summed or averaged over its pixels where the problem reduces, else out."""
+        if not self.reduce:
+            return out
+        dims = tuple(range(2, out.dim()))
+        return out.sum(dim=dims) if self.reduce == "sum" else out.mean(dim=dims)
 
 
 def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
@@ -147,6 +165,10 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
         raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
     if p.transposed and "residual" in tree_leaves(p.tree):
         raise ProblemError(f"{where}.epilogue: a transposed convolution's epilogue reads no residual")
+    reduce = obj.get("reduce", "")
+    if reduce and (reduce not in REDUCTIONS or p.dtype != "float32" or p.direct):
+        raise ProblemError(f"{where}.reduce: {reduce!r} is not one of {REDUCTIONS} over an fp32 convolution of groups 1")
+    p = replace(p, reduce=reduce)
     # The C++ problem's channels_last (true: tuned as a chain of convolutions hands it over) becomes the layout bits;
     # the bits themselves (a variant's to_json) are taken as they are.
     layout = obj.get("channels_last", False)
@@ -213,6 +235,7 @@ class ConvCase(MeasureCase):
         w = math.prod(p.w_shape) * (1 if p.transposed or p.direct else 2)  # an implicit GEMM's filter: both layouts
         out = p.n * p.k * math.prod(p.out)
         residual = out if "residual" in tree_leaves(p.tree) else 0
+        out = math.prod(p.result_shape)
         return (x + w + out + residual + (len(vector_slots(p.tree)) + 1) * p.k) * elem
 
     def make_inputs(self, device, generator=None) -> ConvInputs:
@@ -240,11 +263,11 @@ class ConvCase(MeasureCase):
             residual = channels_last_copy(residual)
         vectors = {slot: (torch.rand(p.k if slots[slot] == "row" else 1, device=device, dtype=torch.float32,
                                      generator=generator) + 0.5).to(dt) for slot in vector_slots(p.tree)}
-        numel = math.prod(p.out_shape)
+        numel = math.prod(p.result_shape)
         g = verify.GUARD_ELEMENTS
         buf = torch.full((numel + 2 * g,), float("nan"), device=device, dtype=dt)
-        view = buf[g:g + numel].view(p.out_shape)
-        if p.channels_last & 4:  # [n, ..., k] in memory
+        view = buf[g:g + numel].view(p.result_shape)
+        if p.channels_last & 4 and not p.reduce:  # [n, ..., k] in memory
             last = (p.n, *p.out_shape[2:], p.k)
             view = buf[g:g + numel].view(last).permute(0, len(last) - 1, *range(1, len(last) - 1))
         return ConvInputs(x, w, w_last, bias, residual, vectors, {"out": (view, buf)})
@@ -312,14 +335,15 @@ class ConvCase(MeasureCase):
         w, bias = inp.w.double(), f64(inp.bias)
         vectors = {s: t.double() for s, t in inp.vectors.items()}
         per_image = math.prod(p.out_shape[1:])
-        dtype = torch.float64 if p.n * per_image * 8 <= REFERENCE_F64_BYTES else torch.float32
-        out = torch.empty(p.out_shape, dtype=dtype, device=inp.x.device)
+        dtype = torch.float64 if p.n * math.prod(p.result_shape[1:]) * 8 <= REFERENCE_F64_BYTES else torch.float32
+        out = torch.empty(p.result_shape, dtype=dtype, device=inp.x.device)
         step = max(1, REFERENCE_CHUNK_BYTES // (per_image * 8))
         for start in range(0, p.n, step):
             rows = slice(start, start + step)
             acc = self._conv(inp.x[rows].double(), w)
             residual = f64(inp.residual[rows]) if inp.residual is not None else None
-            out[rows] = evaluate_conv_epilogue(p.tree, activations, acc, bias, residual, vectors, "the conv problem")
+            out[rows] = p.reduced(evaluate_conv_epilogue(p.tree, activations, acc, bias, residual, vectors,
+                                                         "the conv problem"))
         return {"out": out}
 
     def baselines(self) -> list:
@@ -346,8 +370,8 @@ class ConvCase(MeasureCase):
             x, w = inp.x, inp.w
             with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=tf32):
                 acc = self._conv(x, w, inp.bias if bias_in_conv else None)
-            return {"out": evaluate_conv_epilogue(module_tree, activations, acc, inp.bias, inp.residual, inp.vectors,
-                                                  "the conv problem")}
+            return {"out": p.reduced(evaluate_conv_epilogue(module_tree, activations, acc, inp.bias, inp.residual,
+                                                            inp.vectors, "the conv problem"))}
 
         layout = ", channels-last" if p.channels_last & 1 else ""
         name = (f"torch conv (cuDNN{layout}, TF32 allowed: PyTorch's default)" if p.dtype == "float32" and tf32

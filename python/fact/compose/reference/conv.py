@@ -3,7 +3,8 @@ acc = conv(x, w) (cross-correlation, the op's stride / padding / dilation / grou
 conv_transpose with w [c, k, ...] and the op's output_padding), with "bias" the op's [k] bias,
 "residual" its residual slot and vec<i> its `vectors` ([k] per-channel, or one element), computed in float64 and
 rounded once to x's dtype, in the memory order the op writes (channels-last where the composer asked for it, so the
-PyTorch ops after it run on what they get on the GPU).
+PyTorch ops after it run on what they get on the GPU); a reducing op's (config "reduce") summed or averaged over each
+image's pixels, [n, k].
 The tree comes from the manifest entry's config ("epilogue"), read with the GEMM reference's evaluator (gemm.py
 beside this file, found by path: composed folders carry no fact package)."""
 import importlib.util
@@ -44,7 +45,7 @@ def evaluate_conv_epilogue(tree, activations, acc, bias, residual, vectors, what
     return _GEMM.evaluate_epilogue(tree, activations, leaf)
 
 
-def _conv(tree, activations, key):
+def _conv(tree, activations, key, reduce=""):
     slots = _GEMM.vector_slots(tree)
 
     def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, groups, vectors=(),
@@ -56,6 +57,9 @@ def _conv(tree, activations, key):
         f64 = lambda t: t.double() if t is not None else None  # noqa: E731
         out = evaluate_conv_epilogue(tree, activations, acc, f64(bias), f64(residual),
                                      {s: v.double() for s, v in zip(slots, vectors)}, key)
+        if reduce:  # the op's [n, k]: each image's sums (means) over the output pixels
+            dims = tuple(range(2, out.dim()))
+            return (out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)).to(x.dtype)
         out = out.to(x.dtype)
         if channels_last:  # channels innermost: [n, c, *spatial] stored as [n, *spatial, c]
             last = [0, *range(2, out.dim()), 1]
@@ -76,5 +80,8 @@ def reference_op(entry):
         _GEMM.check_tree(tree, activations)
     except ValueError as e:
         raise ValueError(f"op {entry['op']}: epilogue {tree!r}: {e}") from None
-    key = f"conv epilogue {_GEMM.tree_text(tree)}"
-    return SCHEMA, _conv(tree, activations, key), key
+    reduce = (entry.get("config") or {}).get("reduce", "")
+    if reduce not in ("", "sum", "mean"):
+        raise ValueError(f"op {entry['op']}: reduce {reduce!r} is not 'sum' or 'mean'")
+    key = f"conv epilogue {_GEMM.tree_text(tree)}" + (f" -> {reduce} over pixels" if reduce else "")
+    return SCHEMA, _conv(tree, activations, key, reduce), key

@@ -87,6 +87,8 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["phase_group"] = std::to_string(kConvPhaseGroup);
   v["splits"] = std::to_string(c.splits);
   v["pingpong"] = boolean(c.pingpong);
+  v["reduce"] = boolean(!c.reduce.empty());
+  v["reduce_mean"] = boolean(c.reduce == "mean");
   return render_family_template("conv", "kernel_template", c.id(), v);
 }
 
@@ -103,6 +105,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["direct"] = boolean(c.direct);
   v["any_layout"] = boolean(!c.direct || c.channels_last);
+  v["reduce"] = boolean(!c.reduce.empty());
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
@@ -146,6 +149,9 @@ OpCall conv_op_call(const OpCallSite& s) {
   const ir::Node* w = s.node("w");
   if (w && ir::is_module_state(s.graph, *w)) expr.insert(expr.size() - 1, ", w_constant=True");
   if (s.channels_last) expr.insert(expr.size() - 1, ", channels_last=True");
+  // A reducing op returns [n, k]: the anchor's (a mean over the pixels keeping them as 1) shape is a view of it.
+  const ir::TensorMeta& anchor = s.graph.at(s.match.anchor).out();
+  if (!p.reduce.empty() && anchor.rank() != 2) expr += fmt::format(".view({})", fmt::join(anchor.shape, ", "));
   return {"", expr};
 }
 
@@ -154,7 +160,7 @@ OpCall conv_op_call(const OpCallSite& s) {
 // channel planes is channels-first only, a chain's (an element a thread) reads and writes either order.
 ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
   if (c.direct) return c.channels_last ? ChannelsLast{{"x", "residual"}, true} : ChannelsLast{};
-  ChannelsLast out{{"residual"}, true};
+  ChannelsLast out{{"residual"}, c.reduce.empty()};  // a reducing kernel's [n, k] sums have no channels-last order
   if (p.padded_c() == p.c && !c.fold_width) out.reads.push_back("x");
   return out;
 }

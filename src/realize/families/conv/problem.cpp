@@ -138,6 +138,9 @@ void ConvProblem::validate() const {
   if (x3tf32 && (element != Element::f32 || direct()))
     throw Error("conv problem: 3xTF32 is for fp32 convolutions of groups 1 (a grouped one's direct kernel multiplies in "
                 "fp32 already)");
+  if (!reduce.empty() && ((reduce != "sum" && reduce != "mean") || element != Element::f32 || direct()))
+    throw Error(fmt::format("conv problem: reduce '{}': an fp32 implicit-GEMM convolution of groups 1 sums (\"sum\") "
+                            "or averages (\"mean\") its output pixels", reduce));
   if (transposed && epilogue.tree.reads_source("residual"))
     throw Error("conv problem: a transposed convolution's epilogue reads a residual; its phases write strided output "
                 "pixels, which the residual's tile loads cannot follow");
@@ -164,6 +167,7 @@ nlohmann::json ConvProblem::to_json() const {
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
   if (channels_last) j["channels_last"] = true;  // only when set: a channels-first problem keeps the key it always had
+  if (!reduce.empty()) j["reduce"] = reduce;      // and one writing its output
   return j;
 }
 
@@ -188,6 +192,7 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.arch = arch_from_string(j.at("arch"));
     p.channels_last = j.value("channels_last", false);
     p.x3tf32 = j.value("numerics", "") == "3xtf32";
+    p.reduce = j.value("reduce", "");
     return p;
   });
 }
@@ -229,14 +234,21 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
   if (p.transposed) p.output_padding = spatial_attr(m, "output_padding", p.spatial_dims, 0, what);
   for (int i = 0; i < kConvSpatial; ++i) p.out[i] = p.expected_out(i);
 
-  // The convolution's own output, and the anchor's (the last op of a grown epilogue): one shape.
+  // The convolution's own output, and the anchor's (the last op of a grown epilogue): one shape; a reducing match's
+  // anchor (its mean or sum over the pixels) is [n, k], with the pixels' dims kept as 1 or not.
+  p.reduce = m.kernel.value("reduce", "");
   const ir::Node* conv = m.nodes.empty() ? nullptr : g.find(m.nodes.front());
   const ir::TensorMeta& anchor = g.at(m.anchor).out();
-  std::vector<int64_t> want = {p.n, p.k};
-  for (int i = 0; i < p.spatial_dims; ++i) want.push_back(p.out[lead + i]);
-  if (anchor.shape != want || (conv && !conv->outputs.empty() && conv->out().shape != want))
-    throw Error(fmt::format("{}: the output is shaped [{}], but the attrs give [{}]", what, fmt::join(anchor.shape, ", "),
-                            fmt::join(want, ", ")));
+  std::vector<int64_t> want = {p.n, p.k}, reduced = {p.n, p.k}, kept = {p.n, p.k};
+  for (int i = 0; i < p.spatial_dims; ++i) {
+    want.push_back(p.out[lead + i]);
+    kept.push_back(1);
+  }
+  const bool anchor_ok = p.reduce.empty() ? anchor.shape == want : anchor.shape == reduced || anchor.shape == kept;
+  if (!anchor_ok || (conv && !conv->outputs.empty() && conv->out().shape != want))
+    throw Error(fmt::format("{}: the output is shaped [{}], but the attrs give [{}]{}", what,
+                            fmt::join(anchor.shape, ", "), fmt::join(want, ", "),
+                            p.reduce.empty() ? "" : " (reduced over the pixels: [n, k])"));
   if (input_element(numerics) != element_from_string(tx.dtype) || tw.dtype != tx.dtype || anchor.dtype != tx.dtype)
     throw Error(fmt::format("{}: x, w and the output are {}, {}, {}; numerics {} takes {} for all", what, tx.dtype,
                             tw.dtype, anchor.dtype, to_string(numerics), to_string(input_element(numerics))));

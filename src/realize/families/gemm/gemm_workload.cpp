@@ -64,7 +64,11 @@ Epilogue grown_epilogue(const discover::Match& m, const ir::Graph& g, const std:
   if (e.tree.reads_source("C") || e.tree.any([](const EpilogueTree& t) { return t.name == "beta"; }))
     throw Error(fmt::format("{}: epilogue_tree {} reads C or beta; a grown tree starts from the rule's tree with "
                             "the beta*C term removed", what, e.tree.text()));
-  const ir::TensorMeta& out = g.at(m.anchor).out();
+  // The value the tree computes: the anchor's, or, where a conv's kernel reduces it (ConvProblem::reduce), the value its
+  // pool reads.
+  const ir::Node& anchor = g.at(m.anchor);
+  const bool pooled = m.kernel.contains("reduce") && !anchor.args.empty() && ir::is_ref(anchor.args[0]);
+  const ir::TensorMeta& out = pooled ? g.at(ir::ref_name(anchor.args[0])).out() : anchor.out();
   auto check_dtype = [&](const ir::TensorMeta& t, const std::string& slot) {
     if (t.dtype != out.dtype)
       throw Error(fmt::format("{}: epilogue slot {} is {}, but the GEMM's output is {}; the epilogue reads its "
