@@ -199,25 +199,33 @@ void finish(Match& m, const ir::Graph& g, const Growth& kept) {
   m.dtype = g.at(kept.live_out).out().dtype;
 }
 
-// "sum" or "mean" where node n sums or averages the convolution region's live-out over all its pixels (dims 2..,
-// a global average pool), the live-out has no other reader and the kernel can add the sums (fp32, groups 1:
-// ConvProblem::reduce); "" otherwise.
-std::string pixel_reduction(const Match& m, const ir::Graph& g, const ir::Node& n, const std::string& live_out) {
+// A reduction a convolution's kernel computes in place of writing its output (ConvProblem::reduce / reduce_over).
+struct ConvReduction {
+  std::string op, over;  // "sum" / "mean" over "pixels"; "sum" / "mean" / "max" / "min" over "channels"
+};
+
+// The reduction node n makes of the convolution region's live-out, where the live-out has no other reader and the
+// kernel can compute it (fp32, groups 1): a sum or mean over all its pixels (dims 2..: a global average pool), or a
+// sum, mean, max or min over its channels (dim 1); {} otherwise.
+ConvReduction conv_reduction(const Match& m, const ir::Graph& g, const ir::Node& n, const std::string& live_out) {
   const std::string form = row_reduction_form(n.op);
-  if (form != "sum" && form != "mean") return "";
-  if (n.args.empty() || !ir::is_ref(n.args[0]) || ir::ref_name(n.args[0]) != live_out) return "";
-  if (g.users(live_out).size() != 1 || n.outputs.size() != 1) return "";
-  if (n.kwargs.contains("dtype") && !n.kwargs["dtype"].is_null()) return "";
+  if (form != "sum" && form != "mean" && form != "max" && form != "min") return {};
+  if (n.args.empty() || !ir::is_ref(n.args[0]) || ir::ref_name(n.args[0]) != live_out) return {};
+  if (g.users(live_out).size() != 1 || n.outputs.size() != 1) return {};
+  if (n.kwargs.contains("dtype") && !n.kwargs["dtype"].is_null()) return {};
   auto groups = m.attrs.find("groups");
-  if (groups != m.attrs.end() && groups->second.is_number_integer() && groups->second.get<int64_t>() != 1) return "";
+  if (groups != m.attrs.end() && groups->second.is_number_integer() && groups->second.get<int64_t>() != 1) return {};
   const ir::TensorMeta& in = g.at(live_out).out();
-  if (in.dtype != "float32" || n.out().dtype != "float32" || in.rank() < 3) return "";
+  if (in.dtype != "float32" || n.out().dtype != "float32" || in.rank() < 3) return {};
   try {
-    ReducedDims d = row_reduction_dims(n.name, n.op, n.args, n.kwargs, static_cast<int>(in.rank()));
-    return d.first == 2 && d.count == static_cast<int>(in.rank()) - 2 && d.groups == 1 ? form : "";
+    const int rank = static_cast<int>(in.rank());
+    ReducedDims d = row_reduction_dims(n.name, n.op, n.args, n.kwargs, rank);
+    if (d.groups != 1) return {};
+    if (d.first == 2 && d.count == rank - 2 && (form == "sum" || form == "mean")) return {form, "pixels"};
+    if (d.first == 1 && d.count == 1) return {form, "channels"};
   } catch (const Error&) {
-    return "";
   }
+  return {};
 }
 
 // Grows one match; returns the plan note ("" when there is nothing to say).
@@ -292,22 +300,24 @@ std::string grow(Match& m, const ir::Graph& g, const std::map<std::string, std::
       stop_reason = fmt::format("stops at {} ({}): {}", n.name, n.op, e.what());
     }
   }
-  // A convolution's value summed or averaged over its pixels next (a global average pool): the kernel adds each
-  // image's sums per channel and never writes the output, the chain's largest tensor.
-  std::string reduce = conv && !stop_node.empty() ? pixel_reduction(m, g, g.at(stop_node), kept.live_out) : "";
-  if (!reduce.empty()) {
+  // A convolution's value reduced next over its pixels (a global average pool) or its channels (amin over dim 1): the
+  // kernel reduces it in its epilogue and never writes the output, the chain's largest tensor.
+  ConvReduction reduce = conv && !stop_node.empty() ? conv_reduction(m, g, g.at(stop_node), kept.live_out) : ConvReduction{};
+  if (!reduce.op.empty()) {
     kept.region.insert(stop_node);
     kept.tree[stop_node] = kept.tree.at(kept.live_out);
     kept.grown.push_back(stop_node);
     kept.live_out = stop_node;
-    m.kernel["reduce"] = reduce;
+    m.kernel["reduce"] = reduce.op;
+    m.kernel["reduce_over"] = reduce.over;
   }
   if (!kept.grown.empty()) finish(m, g, kept);
-  if (!reduce.empty())
-    return fmt::format("{} at {}: epilogue grown over {} ({} op{}); {} ({}) {}s each image's pixels in the kernel's "
-                       "epilogue, so the convolution's output is never written", m.rule, m.nodes.front(),
+  if (!reduce.op.empty())
+    return fmt::format("{} at {}: epilogue grown over {} ({} op{}); {} ({}) reduces ({}) {} in the kernel's epilogue, "
+                       "so the convolution's output is never written", m.rule, m.nodes.front(),
                        fmt::join(kept.grown, ", "), kept.grown.size(), kept.grown.size() == 1 ? "" : "s", stop_node,
-                       g.at(stop_node).op, reduce == "sum" ? "sum" : "average");
+                       g.at(stop_node).op, reduce.op,
+                       reduce.over == "pixels" ? "each image's pixels" : "each pixel's channels");
 
   const ir::Node* stop = stop_node.empty() ? nullptr : &g.at(stop_node);
   // A GEMM whose value goes straight into a view or another matrix product (attention heads, an MLP's next

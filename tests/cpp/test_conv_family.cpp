@@ -493,7 +493,7 @@ TEST(ConvFamily, KernelAndOpWrapperRenderTheTreeAndTheLayout) {
   EXPECT_TRUE(has(kernel, "else if (!x_in_place(a))")) << "x arrives channels-first unless the call says otherwise";
   EXPECT_TRUE(has(kernel, "store.channels_last = !kReduce && (a.channels_last & kOutLast) != 0;"));
   EXPECT_TRUE(has(kernel, "using StoreNode = fact_evt::ConvOutputStore<")) << "the tree's last node writes the output";
-  EXPECT_TRUE(has(kernel, "constexpr bool kReduce = false;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kReduce = 0;"));
   EXPECT_TRUE(has(kernel, "fusion::Sm90EVT<StoreNode, FusionTree>"));
   EXPECT_TRUE(has(kernel, "using EpilogueTile = cute::Shape<cute::Int<kEpilogueM>, cute::Int<kEpilogueN>>;"))
       << "the store node stages the subtile it is given";
@@ -559,7 +559,7 @@ TEST(ConvFamily, AGlobalAveragePoolAfterTheConvIsSummedInItsEpilogue) {
   EXPECT_EQ(m.nodes, (std::vector<std::string>{"conv2d", "relu", "add", "pool"}));
   EXPECT_EQ(m.kernel.value("reduce", ""), "mean");
   EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
-    return has(n, "pool (aten.mean.dim) averages each image's pixels in the kernel's epilogue");
+    return has(n, "pool (aten.mean.dim) reduces (mean) each image's pixels in the kernel's epilogue");
   }));
   ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
   EXPECT_EQ(cp.reduce, "mean");
@@ -574,11 +574,12 @@ TEST(ConvFamily, AGlobalAveragePoolAfterTheConvIsSummedInItsEpilogue) {
   EXPECT_FALSE(unreduced.to_json().contains("reduce")) << "configs writing their output keep their ids";
   EXPECT_FALSE(conv_config_rejection(cp, unreduced).empty());
   std::string kernel = generate_conv_kernel(c).text;
-  EXPECT_TRUE(has(kernel, "constexpr bool kReduce = true;"));
+  EXPECT_TRUE(has(kernel, "constexpr int kReduce = 1;")) << "fact_evt::kPixels";
   EXPECT_TRUE(has(kernel, "constexpr bool kMean = true;"));
   EXPECT_TRUE(has(kernel, "constexpr int kGroup = kSplits > 1 || kReduce ? 1 :")) << "no phase groups: no stores to merge";
-  EXPECT_TRUE(has(kernel, "if (kReduce && cudaMemsetAsync(a.out, 0,")) << "the sums start at zero every call";
-  EXPECT_TRUE(has(generate_conv_op_wrapper(c).text, "if (true) return {a.n, a.k};"));
+  EXPECT_TRUE(has(kernel, "if (kReduce == fact_evt::kPixels && cudaMemsetAsync(a.out, 0,"))
+      << "the sums start at zero every call";
+  EXPECT_TRUE(has(generate_conv_op_wrapper(c).text, "if (1 == 1) return {a.n, a.k};"));
   EXPECT_EQ(composed_call(p, m, cp, c), "torch.ops.fact." + c.id() + "(x, w, b, None, [1, 1], [0, 0], [1, 1], False, "
                                         "[0, 0], 1, [bias2.reshape(-1)], w_constant=True).view(4, 32, 1, 1)");
   EXPECT_FALSE(kernel_family_named("conv")->channels_last(cp.to_json(), c.to_json()).writes)
@@ -605,10 +606,42 @@ TEST(ConvFamily, AGlobalAveragePoolAfterTheConvIsSummedInItsEpilogue) {
   EXPECT_EQ(tcp.reduce, "mean");
 }
 
-TEST(ConvFamily, OnlyAPoolOverEveryPixelOfAnFp32ConvsOwnValueJoinsIt) {
+// KernelBench's Conv2d_Scaling_Min (torch.min over dim 1, which the tracer writes as amin): each pixel's minimum over
+// the channels, computed where one N tile holds all of them, into [n, 1, pixels].
+TEST(ConvFamily, AMinimumOverTheChannelsIsTakenInTheEpilogue) {
+  for (bool keepdim : {true, false}) {
+    GraphDoc d = conv_relu_bias();
+    d.json()["outputs"] = Json::array();
+    d.op("least", "aten.amin.default", {ref_to("add"), Json::array({1}), keepdim},
+         keepdim ? std::vector<int64_t>{4, 1, 16, 16} : std::vector<int64_t>{4, 16, 16});
+    d.output("least");
+    Plan p = plan_of(d);
+    const Match& m = conv_match(p);
+    EXPECT_EQ(m.anchor, "least");
+    EXPECT_EQ(m.kernel.value("reduce", ""), "min");
+    EXPECT_EQ(m.kernel.value("reduce_over", ""), "channels");
+    ConvProblem cp = conv_problem_from_match(m, p.graph, Numerics::tf32, Arch::sm90);
+    EXPECT_EQ(cp.result_shape(), (std::vector<int64_t>{4, 1, 16, 16}));
+    EXPECT_EQ(ConvProblem::from_json(cp.to_json()).to_json(), cp.to_json());
+    auto space = enumerate_conv_configs(cp, 1000);
+    ASSERT_FALSE(space.ranked.empty());
+    for (const auto& c : space.ranked) EXPECT_TRUE(c.tile_n >= 32 && c.cluster_n == 1) << c.summary();
+    ConvConfig narrow = space.ranked.at(0);
+    narrow.tile_n = 16;
+    EXPECT_TRUE(has(conv_config_rejection(cp, narrow), "needs every one of the 32 in one tile"));
+    ConvConfig c = space.ranked.at(0);
+    std::string kernel = generate_conv_kernel(c).text;
+    EXPECT_TRUE(has(kernel, "constexpr int kReduce = 2;")) << "fact_evt::kChannels";
+    EXPECT_TRUE(has(kernel, "constexpr int kReduceOp = 2;")) << "fact_evt::kMin";
+    EXPECT_TRUE(has(kernel, "store.channels = kReduce == fact_evt::kChannels ? 1 : a.k;"));
+    EXPECT_TRUE(has(generate_conv_op_wrapper(c).text, "if (2 == 2) sizes[1] = 1;"));
+    std::string call = composed_call(p, m, cp, c);
+    EXPECT_EQ(has(call, ".view(4, 16, 16)"), !keepdim) << call;
+  }
+}
+
+TEST(ConvFamily, OnlyAReductionOverThePixelsOrTheChannelsOfAnFp32ConvsOwnValueJoinsIt) {
   auto reduce_of = [](GraphDoc& d) { return conv_match(plan_of(d)).kernel.value("reduce", ""); };
-  GraphDoc channels = conv_relu_bias_pooled("aten.mean.dim", Json::array({1}), true);
-  EXPECT_EQ(reduce_of(channels), "") << "a mean over the channels is no pool";
   GraphDoc rows = conv_relu_bias_pooled("aten.mean.dim", Json::array({2}), true);
   EXPECT_EQ(reduce_of(rows), "") << "nor one over the rows alone";
   GraphDoc shared = conv_relu_bias_pooled("aten.mean.dim", Json::array({2, 3}), true);
@@ -621,8 +654,14 @@ TEST(ConvFamily, OnlyAPoolOverEveryPixelOfAnFp32ConvsOwnValueJoinsIt) {
   GraphDoc d = conv_relu_bias();
   ConvProblem p = problem_of(d);
   p.reduce = "max";
+  p.reduce_over = "pixels";
+  EXPECT_THROW(p.validate(), Error) << "pixels are summed by atomics: sums and means only";
+  p.reduce_over = "channels";
+  p.validate();
+  p.reduce_over = "";
   EXPECT_THROW(p.validate(), Error);
   p.reduce = "sum";
+  p.reduce_over = "pixels";
   p.validate();
   p.element = Element::bf16;
   EXPECT_THROW(p.validate(), Error);
@@ -1112,7 +1151,8 @@ TEST(ConvCodegenNvcc, Sm90Fp32TransposedPhaseGroupsCompile) {
   expect_kernel_compiles(c3.arch, generate_conv_kernel(c3).text, "sm90_tf32_conv_transpose3d", c3.summary());
 }
 
-// The reducing store node (ConvProblem::reduce) in a transposed convolution's phases, one a launch.
+// The reducing store node (ConvProblem::reduce): a mean over the pixels in a transposed convolution's phases (one a
+// launch), a minimum over the channels of a forward one by two consumer warpgroups (two threads a row of 128).
 TEST(ConvCodegenNvcc, Sm90Fp32ReducingEpilogueCompiles) {
   GraphDoc d = conv_transpose_relu();
   d.json()["outputs"] = Json::array();
@@ -1121,6 +1161,17 @@ TEST(ConvCodegenNvcc, Sm90Fp32ReducingEpilogueCompiles) {
   ConvConfig c = enumerate_conv_configs(problem_of(d), 1).ranked.at(0);
   ASSERT_EQ(c.reduce, "mean");
   expect_kernel_compiles(c.arch, generate_conv_kernel(c).text, "sm90_tf32_conv_transpose2d_mean", c.summary());
+  GraphDoc f = conv_relu_bias();
+  f.json()["outputs"] = Json::array();
+  f.op("least", "aten.amin.default", {ref_to("add"), Json::array({1}), true}, {4, 1, 16, 16});
+  f.output("least");
+  ConvProblem fp = problem_of(f);
+  ConvConfig two;
+  for (const auto& k : enumerate_conv_configs(fp, 1000).ranked)
+    if (k.consumer_warpgroups == 2 && !k.pingpong) two = k;
+  ASSERT_EQ(two.consumer_warpgroups, 2);
+  ASSERT_EQ(two.reduce_over, "channels");
+  expect_kernel_compiles(two.arch, generate_conv_kernel(two).text, "sm90_tf32_conv2d_min_channels", two.summary());
 }
 
 TEST(ConvCodegenNvcc, Sm90Fp32WidthFoldedStemCompiles) {
@@ -1334,7 +1385,7 @@ TEST(ConvFamily, AConvFedByAnotherIsTunedChannelsLast) {
   EXPECT_TRUE(has(op, "any_layout = true;"));
   EXPECT_TRUE(has(op, "if (any_layout && (!implicit || padded_c == a.c) && "))
       << "a direct kernel reads a channels-last x of any channel count in place";
-  EXPECT_TRUE(has(op, "_empty(sizes, x.options(), true && channels_last && !false);")) << "the meta impl agrees";
+  EXPECT_TRUE(has(op, "_empty(sizes, x.options(), true && channels_last && !0);")) << "the meta impl agrees";
 }
 
 // A ReLU'd convolution of x [n, c, size, size] by a k x c x filter x filter weight (stride 1, "same" padding).

@@ -106,7 +106,7 @@ def test_a_reducing_problem_returns_each_images_pixel_means():
     """reduce "mean": the op returns the epilogue's values averaged over each image's pixels, [n, k], against the
     convolution, its epilogue and the mean on the CPU; its output buffer and kernel args are the [n, k] sums'."""
     for problem in (PROBLEM, TRANSPOSED):
-        p = family_cases.parse_family_problem("conv", {**problem, "reduce": "mean"}, "x")
+        p = family_cases.parse_family_problem("conv", {**problem, "reduce": "mean", "reduce_over": "pixels"}, "x")
         assert p.result_shape == (2, 16) and p.out_shape[2:] != () and p.to_json()["reduce"] == "mean"
         case = family_cases.case_for("conv", p)
         g = torch.Generator().manual_seed(0)
@@ -121,22 +121,51 @@ def test_a_reducing_problem_returns_each_images_pixel_means():
         (_, run), = case.baselines()
         assert (run(inp)["out"].double() - ref).norm() / ref.norm() < case.tolerance()
         assert list(case.kernel_args(inp, 0).out_extent) == list(p.out), "the kernel gets the conv's extents"
-    summed = family_cases.parse_family_problem("conv", {**PROBLEM, "reduce": "sum"}, "x")
+    summed = family_cases.parse_family_problem("conv", {**PROBLEM, "reduce": "sum", "reduce_over": "pixels"}, "x")
     assert "reduce" not in family_cases.parse_family_problem("conv", PROBLEM, "x").to_json()
     case = family_cases.case_for("conv", summed)
     inp = case.make_inputs("cpu", torch.Generator().manual_seed(1))
     want = family_cases.case_for("conv", family_cases.parse_family_problem("conv", PROBLEM, "x")).reference(inp)["out"]
     assert torch.allclose(case.reference(inp)["out"], want.sum(dim=(2, 3)))
     with pytest.raises(ProblemError, match="reduce"):
-        family_cases.parse_family_problem("conv", {**PROBLEM, "reduce": "max"}, "x")
+        family_cases.parse_family_problem("conv", {**PROBLEM, "reduce": "max", "reduce_over": "pixels"}, "x")
 
-    entry = {"op": "conv_x", "config": {"epilogue": TREE, "reduce": "mean"}}
+    entry = {"op": "conv_x", "config": {"epilogue": TREE, "reduce": "mean", "reduce_over": "pixels"}}
     _, impl, key = conv_reference.reference_op(entry)
     assert key.endswith("-> mean over pixels")
     x, w, b, v = torch.randn(2, 8, 9, 9), torch.randn(16, 8, 3, 3), torch.randn(16), torch.randn(16)
     out = impl(x, w, b, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [v])
     want = (F.conv2d(x, w, b, padding=1).relu() + v.reshape(-1, 1, 1)).mean(dim=(2, 3))
     assert out.shape == (2, 16) and torch.allclose(out, want, atol=1e-5)
+
+
+def test_a_channel_reduction_returns_each_pixels_minimum():
+    """reduce "min" over "channels": [n, 1, ...], each pixel's minimum over the epilogue's channels (torch.amin over
+    dim 1), forward and transposed, in the case's reference and baseline and in the composed module's reference op."""
+    # (The transposed problem's relu makes most pixels' minimum 0: its maximum instead.)
+    for problem, op in ((PROBLEM, "min"), (TRANSPOSED, "max")):
+        p = family_cases.parse_family_problem("conv", {**problem, "reduce": op, "reduce_over": "channels"}, "x")
+        assert p.result_shape == (2, 1, *p.out_shape[2:])
+        case = family_cases.case_for("conv", p)
+        inp = case.make_inputs("cpu", torch.Generator().manual_seed(2))
+        assert inp.outputs["out"][0].shape == p.result_shape
+        if case.pre_kernel():
+            case.pre_kernel()(inp)
+        plain = family_cases.case_for("conv", family_cases.parse_family_problem("conv", problem, "x"))
+        ref = case.reference(inp)["out"]
+        full = plain.reference(inp)["out"]
+        assert torch.equal(ref, full.amin(dim=1, keepdim=True) if op == "min" else full.amax(dim=1, keepdim=True))
+        (_, run), = case.baselines()
+        assert (run(inp)["out"].double() - ref).norm() / ref.norm() < case.tolerance()
+    entry = {"op": "conv_x", "config": {"epilogue": TREE, "reduce": "max", "reduce_over": "channels"}}
+    _, impl, key = conv_reference.reference_op(entry)
+    assert key.endswith("-> max over channels")
+    x, w, b, v = torch.randn(2, 8, 9, 9), torch.randn(16, 8, 3, 3), torch.randn(16), torch.randn(16)
+    out = impl(x, w, b, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [v])
+    want = (F.conv2d(x, w, b, padding=1).relu() + v.reshape(-1, 1, 1)).amax(dim=1, keepdim=True)
+    assert out.shape == (2, 1, 9, 9) and torch.allclose(out, want, atol=1e-5)
+    with pytest.raises(ValueError, match="reduce 'max' over 'pixels'"):
+        conv_reference.reference_op({"op": "c", "config": {"epilogue": TREE, "reduce": "max", "reduce_over": "pixels"}})
 
 
 def test_reference_in_slices_of_the_batch_equals_the_whole(monkeypatch):

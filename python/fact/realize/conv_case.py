@@ -32,8 +32,10 @@ NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
 FP32_NUMERICS = ("tf32", "3xtf32")
 DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
-                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last", "reduce")
-REDUCTIONS = ("sum", "mean")  # ConvProblem::reduce: the epilogue's values over each image's output pixels
+                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last", "reduce", "reduce_over")
+# ConvProblem::reduce over reduce_over: each image's pixels per channel ([n, k]) or each pixel's channels
+# ([n, 1, pixels...]).
+REDUCTIONS = {"pixels": ("sum", "mean"), "channels": ("sum", "mean", "max", "min")}
 
 
 def _dims(obj, key, where, minimum):
@@ -66,14 +68,15 @@ class ConvProblem(JsonProblem):
     # residual, 4 out): 0 in a problem tuned on a module's channels-first tensors, channels_last_bits in one a chain
     # of convolutions feeds (the C++ problem's channels_last), the other one in verify_variants.
     channels_last: int = 0
-    # "sum" or "mean": the op returns the epilogue's values summed (averaged) over each image's output pixels, [n, k]
-    # (the C++ problem's reduce); "" the output itself.
+    # The C++ problem's reduce over reduce_over: the op returns the epilogue's values reduced over each image's pixels
+    # ([n, k]) or each pixel's channels ([n, 1, pixels...]); "" the output itself.
     reduce: str = ""
+    reduce_over: str = ""
 
     def to_json(self) -> dict:
         j = super().to_json()
         j["in"] = j.pop("in_")
-        for key in ("channels_last", "reduce"):
+        for key in ("channels_last", "reduce", "reduce_over"):
             if not j[key]:
                 del j[key]
         return j
@@ -112,15 +115,14 @@ class ConvProblem(JsonProblem):
 
     @property
     def result_shape(self) -> tuple:
-        """What the op returns: the output, or [n, k] where it reduces the pixels."""
-        return (self.n, self.k) if self.reduce else self.out_shape
+        """What the op returns: the output, or what the reduction leaves of it."""
+        if self.reduce_over == "pixels":
+            return (self.n, self.k)
+        return (self.n, 1, *self.out[self.own]) if self.reduce_over == "channels" else self.out_shape
 
     def reduced(self, out):
-        """out [n, k, ...] summed or averaged over its pixels where the problem reduces, else out."""
-        if not self.reduce:
-            return out
-        dims = tuple(range(2, out.dim()))
-        return out.sum(dim=dims) if self.reduce == "sum" else out.mean(dim=dims)
+        """out [n, k, ...] reduced as the problem says (else out itself)."""
+        return reduce_output(out, self.reduce, self.reduce_over)
 
 
 def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
@@ -165,10 +167,11 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
         raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
     if p.transposed and "residual" in tree_leaves(p.tree):
         raise ProblemError(f"{where}.epilogue: a transposed convolution's epilogue reads no residual")
-    reduce = obj.get("reduce", "")
-    if reduce and (reduce not in REDUCTIONS or p.dtype != "float32" or p.direct):
-        raise ProblemError(f"{where}.reduce: {reduce!r} is not one of {REDUCTIONS} over an fp32 convolution of groups 1")
-    p = replace(p, reduce=reduce)
+    reduce, over = obj.get("reduce", ""), obj.get("reduce_over", "")
+    if (reduce or over) and (reduce not in REDUCTIONS.get(over, ()) or p.dtype != "float32" or p.direct):
+        raise ProblemError(f"{where}.reduce: {reduce!r} over {over!r} is not one of {REDUCTIONS} over an fp32 "
+                           "convolution of groups 1")
+    p = replace(p, reduce=reduce, reduce_over=over)
     # The C++ problem's channels_last (true: tuned as a chain of convolutions hands it over) becomes the layout bits;
     # the bits themselves (a variant's to_json) are taken as they are.
     layout = obj.get("channels_last", False)
@@ -177,6 +180,17 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
     elif not isinstance(layout, int) or not 0 <= layout <= 7:
         raise ProblemError(f"{where}.channels_last: {layout!r} is not true, false or FactConvArgs bits 0-7")
     return replace(p, channels_last=layout)
+
+
+def reduce_output(out, reduce: str, over: str):
+    """out [n, k, ...] reduced over its pixels (sum / mean: [n, k]) or its channels (sum / mean / max / min:
+    [n, 1, ...]), as a reducing conv op returns it; out itself without a reduction."""
+    if not reduce:
+        return out
+    if over == "pixels":
+        dims = tuple(range(2, out.dim()))
+        return out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)
+    return {"sum": out.sum, "mean": out.mean, "max": out.amax, "min": out.amin}[reduce](dim=1, keepdim=True)
 
 
 def channels_last_bits(p: ConvProblem) -> int:

@@ -3,8 +3,8 @@ acc = conv(x, w) (cross-correlation, the op's stride / padding / dilation / grou
 conv_transpose with w [c, k, ...] and the op's output_padding), with "bias" the op's [k] bias,
 "residual" its residual slot and vec<i> its `vectors` ([k] per-channel, or one element), computed in float64 and
 rounded once to x's dtype, in the memory order the op writes (channels-last where the composer asked for it, so the
-PyTorch ops after it run on what they get on the GPU); a reducing op's (config "reduce") summed or averaged over each
-image's pixels, [n, k].
+PyTorch ops after it run on what they get on the GPU); a reducing op's (config "reduce" over "reduce_over") reduced
+over each image's pixels ([n, k]) or each pixel's channels ([n, 1, ...]).
 The tree comes from the manifest entry's config ("epilogue"), read with the GEMM reference's evaluator (gemm.py
 beside this file, found by path: composed folders carry no fact package)."""
 import importlib.util
@@ -45,7 +45,7 @@ def evaluate_conv_epilogue(tree, activations, acc, bias, residual, vectors, what
     return _GEMM.evaluate_epilogue(tree, activations, leaf)
 
 
-def _conv(tree, activations, key, reduce=""):
+def _conv(tree, activations, key, reduce="", over=""):
     slots = _GEMM.vector_slots(tree)
 
     def conv(x, w, bias, residual, stride, padding, dilation, transposed, output_padding, groups, vectors=(),
@@ -57,9 +57,13 @@ def _conv(tree, activations, key, reduce=""):
         f64 = lambda t: t.double() if t is not None else None  # noqa: E731
         out = evaluate_conv_epilogue(tree, activations, acc, f64(bias), f64(residual),
                                      {s: v.double() for s, v in zip(slots, vectors)}, key)
-        if reduce:  # the op's [n, k]: each image's sums (means) over the output pixels
-            dims = tuple(range(2, out.dim()))
-            return (out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)).to(x.dtype)
+        if reduce:  # the op's [n, k] (each image's pixels reduced) or [n, 1, ...] (each pixel's channels)
+            if over == "pixels":
+                dims = tuple(range(2, out.dim()))
+                out = out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)
+            else:
+                out = {"sum": out.sum, "mean": out.mean, "max": out.amax, "min": out.amin}[reduce](dim=1, keepdim=True)
+            return out.to(x.dtype).contiguous()
         out = out.to(x.dtype)
         if channels_last:  # channels innermost: [n, c, *spatial] stored as [n, *spatial, c]
             last = [0, *range(2, out.dim()), 1]
@@ -81,7 +85,10 @@ def reference_op(entry):
     except ValueError as e:
         raise ValueError(f"op {entry['op']}: epilogue {tree!r}: {e}") from None
     reduce = (entry.get("config") or {}).get("reduce", "")
-    if reduce not in ("", "sum", "mean"):
-        raise ValueError(f"op {entry['op']}: reduce {reduce!r} is not 'sum' or 'mean'")
-    key = f"conv epilogue {_GEMM.tree_text(tree)}" + (f" -> {reduce} over pixels" if reduce else "")
-    return SCHEMA, _conv(tree, activations, key, reduce), key
+    over = (entry.get("config") or {}).get("reduce_over", "")
+    if (reduce or over) and reduce not in {"pixels": ("sum", "mean"),
+                                           "channels": ("sum", "mean", "max", "min")}.get(over, ()):
+        raise ValueError(f"op {entry['op']}: reduce {reduce!r} over {over!r} is not a sum or mean over pixels or a sum, "
+                         "mean, max or min over channels")
+    key = f"conv epilogue {_GEMM.tree_text(tree)}" + (f" -> {reduce} over {over}" if reduce else "")
+    return SCHEMA, _conv(tree, activations, key, reduce, over), key

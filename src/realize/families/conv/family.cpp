@@ -87,7 +87,9 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["phase_group"] = std::to_string(kConvPhaseGroup);
   v["splits"] = std::to_string(c.splits);
   v["pingpong"] = boolean(c.pingpong);
-  v["reduce"] = boolean(!c.reduce.empty());
+  // fact_evt::ConvReduce and ConvReduceOp (templates/cutlass/conv_output_store.hpp.in).
+  v["reduce_kind"] = std::to_string(c.reduce.empty() ? 0 : c.reduce_over == "pixels" ? 1 : 2);
+  v["reduce_op"] = std::to_string(c.reduce == "max" ? 1 : c.reduce == "min" ? 2 : 0);
   v["reduce_mean"] = boolean(c.reduce == "mean");
   return render_family_template("conv", "kernel_template", c.id(), v);
 }
@@ -105,7 +107,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["direct"] = boolean(c.direct);
   v["any_layout"] = boolean(!c.direct || c.channels_last);
-  v["reduce"] = boolean(!c.reduce.empty());
+  v["reduce"] = c.reduce.empty() ? "0" : c.reduce_over == "pixels" ? "1" : "2";
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
@@ -149,9 +151,11 @@ OpCall conv_op_call(const OpCallSite& s) {
   const ir::Node* w = s.node("w");
   if (w && ir::is_module_state(s.graph, *w)) expr.insert(expr.size() - 1, ", w_constant=True");
   if (s.channels_last) expr.insert(expr.size() - 1, ", channels_last=True");
-  // A reducing op returns [n, k]: the anchor's (a mean over the pixels keeping them as 1) shape is a view of it.
+  // A reducing op returns [n, k] or [n, 1, pixels...]: the anchor's shape (the reduced dims kept as 1 or dropped) is a
+  // view of it.
   const ir::TensorMeta& anchor = s.graph.at(s.match.anchor).out();
-  if (!p.reduce.empty() && anchor.rank() != 2) expr += fmt::format(".view({})", fmt::join(anchor.shape, ", "));
+  if (!p.reduce.empty() && anchor.shape != p.result_shape())
+    expr += fmt::format(".view({})", fmt::join(anchor.shape, ", "));
   return {"", expr};
 }
 
@@ -160,7 +164,7 @@ OpCall conv_op_call(const OpCallSite& s) {
 // channel planes is channels-first only, a chain's (an element a thread) reads and writes either order.
 ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
   if (c.direct) return c.channels_last ? ChannelsLast{{"x", "residual"}, true} : ChannelsLast{};
-  ChannelsLast out{{"residual"}, c.reduce.empty()};  // a reducing kernel's [n, k] sums have no channels-last order
+  ChannelsLast out{{"residual"}, c.reduce.empty()};  // a reducing kernel writes channels-first
   if (p.padded_c() == p.c && !c.fold_width) out.reads.push_back("x");
   return out;
 }

@@ -45,10 +45,14 @@ struct ConvProblem {
   // fp32 tensors multiply in 3xTF32 (fp32-accurate: the plan's conv numerics, against cuDNN with TF32 off) rather than
   // TF32. Forward implicit GEMMs only (conv_problem_from_match leaves transposed ones to PyTorch).
   bool x3tf32 = false;
-  // "sum" or "mean": the epilogue's values summed (averaged) over each image's output pixels, the result [n, k]
-  // (a global average pool or spatial sum after the convolution, grown by discover/epilogue_growth.h); "" writes
-  // the output. fp32 implicit GEMMs (the sums are added by fp32 atomics); the output's layout bit is moot.
-  std::string reduce;
+  // "sum", "mean", "max" or "min": the epilogue's values reduced instead of written (grown by
+  // discover/epilogue_growth.h), over reduce_over's dims: "pixels" (each image's pixels per channel, [n, k]: a global
+  // average pool or spatial sum; sum and mean only, added by fp32 atomics) or "channels" (each pixel's channels,
+  // [n, 1, pixels...]: PyTorch's amin / amax / sum / mean over dim 1, one N tile holding every channel); "" writes the
+  // output. fp32 implicit GEMMs; the output's layout bit is moot.
+  std::string reduce, reduce_over;
+  // The op's result: the output [n, k, pixels...], or what the reduction leaves ([n, k] or [n, 1, pixels...]).
+  std::vector<int64_t> result_shape() const;
 
   // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default) or 3xTF32 (x3tf32), bf16/fp16 in
   // their type; the direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
@@ -122,7 +126,7 @@ struct ConvConfig {
   // w' = [w_big, w_small, w_big]: the sum is x_small w_big + x_big w_small + x_big w_big (each tap's small products
   // first), fp32's accuracy (the small x small product, about 2^-22 relative, is what it leaves out). Never folded.
   bool x3tf32 = false;
-  std::string reduce;  // ConvProblem::reduce: the store node's sums instead of the output
+  std::string reduce, reduce_over;  // ConvProblem's: the store node's reduction instead of the output
   // 3xTF32: the wgmma k-blocks the tensor cores accumulate before fp32 FADDs take the sum (conv.json's
   // limits.x3tf32_promotion_k_blocks; templates/cutlass/conv_promoting_mainloop.hpp.in says why); 0: never (3xTF32
   // configs recorded before promotion).

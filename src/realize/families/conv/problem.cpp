@@ -67,6 +67,13 @@ bool ConvProblem::can_fold_width() const {
          padded_c() * element_bytes(element) < *std::max_element(widths.begin(), widths.end());
 }
 
+std::vector<int64_t> ConvProblem::result_shape() const {
+  std::vector<int64_t> s = {n, reduce_over == "channels" ? 1 : k};
+  if (reduce_over != "pixels")
+    for (int i = kConvSpatial - spatial_dims; i < kConvSpatial; ++i) s.push_back(out[i]);
+  return s;
+}
+
 int64_t ConvProblem::expected_out(int i) const {
   if (transposed) return (in[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (filter[i] - 1) + output_padding[i] + 1;
   return (in[i] + 2 * padding[i] - dilation[i] * (filter[i] - 1) - 1) / stride[i] + 1;
@@ -138,9 +145,15 @@ void ConvProblem::validate() const {
   if (x3tf32 && (element != Element::f32 || direct()))
     throw Error("conv problem: 3xTF32 is for fp32 convolutions of groups 1 (a grouped one's direct kernel multiplies in "
                 "fp32 already)");
-  if (!reduce.empty() && ((reduce != "sum" && reduce != "mean") || element != Element::f32 || direct()))
-    throw Error(fmt::format("conv problem: reduce '{}': an fp32 implicit-GEMM convolution of groups 1 sums (\"sum\") "
-                            "or averages (\"mean\") its output pixels", reduce));
+  const bool pixels = reduce_over == "pixels", channels = reduce_over == "channels";
+  if (!reduce.empty() &&
+      (!(pixels || channels) || element != Element::f32 || direct() ||
+       !(reduce == "sum" || reduce == "mean" || (channels && (reduce == "max" || reduce == "min")))))
+    throw Error(fmt::format("conv problem: reduce '{}' over '{}': an fp32 implicit-GEMM convolution of groups 1 sums or "
+                            "averages its pixels (\"pixels\") or sums, averages, maxes or mins its channels "
+                            "(\"channels\")", reduce, reduce_over));
+  if (reduce.empty() != reduce_over.empty())
+    throw Error("conv problem: reduce and reduce_over are set together");
   if (transposed && epilogue.tree.reads_source("residual"))
     throw Error("conv problem: a transposed convolution's epilogue reads a residual; its phases write strided output "
                 "pixels, which the residual's tile loads cannot follow");
@@ -167,7 +180,7 @@ nlohmann::json ConvProblem::to_json() const {
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
   if (channels_last) j["channels_last"] = true;  // only when set: a channels-first problem keeps the key it always had
-  if (!reduce.empty()) j["reduce"] = reduce;      // and one writing its output
+  if (!reduce.empty()) j.update({{"reduce", reduce}, {"reduce_over", reduce_over}});  // and one writing its output
   return j;
 }
 
@@ -193,6 +206,7 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.channels_last = j.value("channels_last", false);
     p.x3tf32 = j.value("numerics", "") == "3xtf32";
     p.reduce = j.value("reduce", "");
+    p.reduce_over = j.value("reduce_over", "");
     return p;
   });
 }
@@ -235,20 +249,24 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
   for (int i = 0; i < kConvSpatial; ++i) p.out[i] = p.expected_out(i);
 
   // The convolution's own output, and the anchor's (the last op of a grown epilogue): one shape; a reducing match's
-  // anchor (its mean or sum over the pixels) is [n, k], with the pixels' dims kept as 1 or not.
+  // anchor (its reduction over the pixels or the channels) has the op's result's elements, the reduced dims kept as 1
+  // or not.
   p.reduce = m.kernel.value("reduce", "");
+  p.reduce_over = m.kernel.value("reduce_over", "");
   const ir::Node* conv = m.nodes.empty() ? nullptr : g.find(m.nodes.front());
   const ir::TensorMeta& anchor = g.at(m.anchor).out();
-  std::vector<int64_t> want = {p.n, p.k}, reduced = {p.n, p.k}, kept = {p.n, p.k};
+  std::vector<int64_t> want = {p.n, p.k}, kept = {p.n, p.reduce_over == "channels" ? 1 : p.k}, dropped = {p.n};
+  if (p.reduce_over != "channels") dropped.push_back(p.k);
   for (int i = 0; i < p.spatial_dims; ++i) {
     want.push_back(p.out[lead + i]);
-    kept.push_back(1);
+    kept.push_back(p.reduce_over == "pixels" ? 1 : p.out[lead + i]);
+    if (p.reduce_over == "channels") dropped.push_back(p.out[lead + i]);
   }
-  const bool anchor_ok = p.reduce.empty() ? anchor.shape == want : anchor.shape == reduced || anchor.shape == kept;
+  const bool anchor_ok = p.reduce.empty() ? anchor.shape == want : anchor.shape == kept || anchor.shape == dropped;
   if (!anchor_ok || (conv && !conv->outputs.empty() && conv->out().shape != want))
     throw Error(fmt::format("{}: the output is shaped [{}], but the attrs give [{}]{}", what,
                             fmt::join(anchor.shape, ", "), fmt::join(want, ", "),
-                            p.reduce.empty() ? "" : " (reduced over the pixels: [n, k])"));
+                            p.reduce.empty() ? "" : " (reduced over the " + p.reduce_over + ")"));
   if (input_element(numerics) != element_from_string(tx.dtype) || tw.dtype != tx.dtype || anchor.dtype != tx.dtype)
     throw Error(fmt::format("{}: x, w and the output are {}, {}, {}; numerics {} takes {} for all", what, tx.dtype,
                             tw.dtype, anchor.dtype, to_string(numerics), to_string(input_element(numerics))));

@@ -175,7 +175,7 @@ nlohmann::json ConvConfig::to_json() const {
     if (promotion_k_blocks) j["promotion_k_blocks"] = promotion_k_blocks;  // and unpromoted 3xTF32 ones
     if (splits > 1) j["splits"] = splits;    // and unsplit ones
     if (pingpong) j["pingpong"] = true;      // and cooperative ones
-    if (!reduce.empty()) j["reduce"] = reduce;  // and those writing their output
+    if (!reduce.empty()) j.update({{"reduce", reduce}, {"reduce_over", reduce_over}});  // and those writing their output
   }
   j["family"] = "conv";
   return j;
@@ -213,6 +213,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
     c.x3tf32 = j.value("numerics", "") == "3xtf32";
     c.promotion_k_blocks = j.value("promotion_k_blocks", 0);
     c.reduce = j.value("reduce", "");
+    c.reduce_over = j.value("reduce_over", "");
     return c;
   });
 }
@@ -233,7 +234,7 @@ std::string ConvConfig::summary() const {
                                              : "",
                      fold_width ? " fold" : "",
                      splits > 1 ? fmt::format(" splitk{}", splits) : "", epilogue.key(),
-                     reduce.empty() ? "" : " -> " + reduce + " over pixels");
+                     reduce.empty() ? "" : " -> " + reduce + " over " + reduce_over);
 }
 
 int64_t conv_cta_smem_bytes(const ConvConfig& c) {
@@ -243,7 +244,7 @@ int64_t conv_cta_smem_bytes(const ConvConfig& c) {
 
 std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   if (c.spatial_dims != p.spatial_dims || c.element != p.element || c.arch != p.arch || !(c.epilogue == p.epilogue) ||
-      c.reduce != p.reduce)
+      c.reduce != p.reduce || c.reduce_over != p.reduce_over)
     return "the config is specialized for another spatial rank, element, arch, epilogue or reduction";
   if (c.direct) return direct_config_rejection(p, c);
   if (c.x3tf32 != p.x3tf32)
@@ -314,6 +315,10 @@ std::string conv_config_rejection(const ConvProblem& p, const ConvConfig& c) {
     return fmt::format("two stages of a {}x{}x{} tile need {} bytes of shared memory, over the {} a CTA's mainloop "
                        "has with {} CTA(s) a SM", c.tile_m, c.tile_n, c.tile_k, 2 * stage_bytes, mainloop_bytes,
                        c.ctas_per_sm);
+  // A channel reduction combines every channel of a pixel in the CTA that holds them: one N tile.
+  if (p.reduce_over == "channels" && (c.tile_n < p.k || c.cluster_n > 1))
+    return fmt::format("a reduction over the channels needs every one of the {} in one tile (not {} wide, cluster {} "
+                       "along N)", p.k, c.tile_n, c.cluster_n);
   if (c.tile_n >= 2 * p.k && c.tile_n > 64)
     return fmt::format("tile N {} is over twice the {} output channels", c.tile_n, p.k);
   return "";
@@ -330,6 +335,7 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
   base.arch = p.arch;
   base.x3tf32 = p.x3tf32;
   base.reduce = p.reduce;
+  base.reduce_over = p.reduce_over;
   if (p.x3tf32) base.promotion_k_blocks = family_data("conv").at("limits").at("x3tf32_promotion_k_blocks").get<int>();
   if (p.direct() && p.channels_last) {  // a chain's: one kernel, an element a thread
     ConvConfig c = base;
