@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -133,6 +134,42 @@ json batch_norm_node(const json& form, const ir::Node& node, json x, const Opera
   return t;
 }
 
+// Whether tree t has pattern's shape (activations.json "written_out"): "$x" binds a subtree (equal wherever it recurs),
+// a commutative binary op matches its operands either way round, anything else must be equal (numbers by value).
+bool matches(const json& pattern, const json& t, json& x) {
+  if (pattern == "$x") {
+    if (x.is_null()) x = t;
+    return x == t;
+  }
+  if (!pattern.is_array()) return pattern == t;
+  if (!t.is_array() || t.size() != pattern.size() || t.empty() || pattern[0] != t[0]) return false;
+  json bound = x;
+  bool in_order = true;
+  for (size_t i = 1; i < t.size() && in_order; ++i) in_order = matches(pattern[i], t[i], bound);
+  if (in_order) {
+    x = bound;
+    return true;
+  }
+  static const std::set<std::string> commutative = {"add", "mul", "max", "min"};
+  if (t.size() != 3 || !t[0].is_string() || !commutative.count(t[0].get<std::string>())) return false;
+  bound = x;
+  if (!matches(pattern[1], t[2], bound) || !matches(pattern[2], t[1], bound)) return false;
+  x = bound;
+  return true;
+}
+
+// t, or the activation t spells out in other ops (Mish as x * tanh(softplus(x))), whose kernel is cheaper and
+// rounds once.
+json folded_activation(json t) {
+  for (const auto& [name, a] : activations().items()) {
+    for (const json& pattern : a.value("written_out", json::array())) {
+      json x;
+      if (matches(pattern, t, x)) return activation_tree(name, std::move(x));
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 json activation_tree(const std::string& name, json x) {
@@ -162,7 +199,7 @@ json pointwise_tree(const ir::Node& node, const OperandTree& operand) {
       throw NotPointwise(fmt::format("its {} {} has no activation", by.value("kwarg", "argument"), key.dump()));
     return activation_node(values[key.get<std::string>()], x(), node, json::object());
   }
-  if (form.contains("binary")) return binary_node(form, node, operand);
+  if (form.contains("binary")) return folded_activation(binary_node(form, node, operand));
   if (form.contains("clamp")) return clamp_node(form["clamp"], node, x(), operand);
   if (form.contains("identity_if")) {
     const json& c = form["identity_if"];

@@ -96,6 +96,28 @@ TEST(EpilogueGrowth, MulLeakyReluJoinTheGemm) {
   EXPECT_TRUE(has(table, "covers linear, mul, leaky_relu (anchor leaky_relu; epilogue grown over mul, leaky_relu)")) << table;
 }
 
+// An activation spelled out in other ops (data/epilogues/activations.json "written_out") is folded into it: Mish as
+// y * tanh(softplus(y)) (KernelBench's Conv2d_Activation_BatchNorm, with torch.multiply, an alias the tracer turns
+// into mul), Swish as sigmoid(y) * y either way round; x * sigmoid(of another value) is no SiLU.
+TEST(EpilogueGrowth, SpelledOutActivationsFoldIntoTheirOwn) {
+  auto d = linear_graph();
+  d.op("mul", "aten.mul.Tensor", {ref_to("linear"), 0.5}, {64, 48});
+  d.op("softplus", "aten.softplus.default", {ref_to("mul")}, {64, 48});
+  d.op("tanh", "aten.tanh.default", {ref_to("softplus")}, {64, 48});
+  d.op("mish", "aten.mul.Tensor", {ref_to("tanh"), ref_to("mul")}, {64, 48});
+  d.op("sigmoid", "aten.sigmoid.default", {ref_to("mish")}, {64, 48});
+  d.op("swish", "aten.mul.Tensor", {ref_to("sigmoid"), ref_to("mish")}, {64, 48});
+  d.op("sigmoid_1", "aten.sigmoid.default", {ref_to("mul")}, {64, 48});
+  d.op("other", "aten.mul.Tensor", {ref_to("swish"), ref_to("sigmoid_1")}, {64, 48});
+  d.output("other");
+  Plan p = plan_of(d);
+  const Match& m = gemm_entry(p);
+  EXPECT_EQ(m.anchor, "other");
+  const Json y = Json::array({"mul", kBias, 0.5});
+  const Json swish = Json::array({"silu", Json::array({"mish", y})});
+  EXPECT_EQ(m.kernel["epilogue_tree"], Json::array({"mul", swish, Json::array({"sigmoid", y})}));
+}
+
 TEST(EpilogueGrowth, ActivationDefaultsAndRuleActivationsGrowFurther) {
   auto d = linear_graph();
   d.op("relu", "aten.relu.default", {ref_to("linear")}, {64, 48});  // gemm_bias_relu takes linear + relu
