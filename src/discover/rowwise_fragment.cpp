@@ -135,11 +135,16 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       throw Error(fmt::format("'{}' is read by {} in the fragment; a pool's input is read through its window only", src,
                               fmt::join(readers, ", ")));
   }
+  // The largest value; of equal sizes the one of more dims, which a reduction's dims index (KernelBench level2/42's
+  // sum over dims [2, 3] of a [16, 1, 1, 1] tensor, whose [16, 1] result has as many elements).
   const ir::TensorMeta* full = &out;
+  auto larger = [&](const ir::TensorMeta& t) {
+    return t.numel() > full->numel() || (t.numel() == full->numel() && t.rank() > full->rank());
+  };
   for (const auto& v : outside)
-    if (!pooled.count(v) && graph.at(v).out().numel() > full->numel()) full = &graph.at(v).out();
+    if (!pooled.count(v) && larger(graph.at(v).out())) full = &graph.at(v).out();
   for (const auto& name : f.nodes)
-    if (graph.at(name).out().numel() > full->numel()) full = &graph.at(name).out();
+    if (larger(graph.at(name).out())) full = &graph.at(name).out();
   f.full_shape = full->shape;
   const int rank = static_cast<int>(f.full_shape.size());
   if (rank < 1 || f.full_shape.back() < 1) throw Error(fmt::format("the fragment's values have no last dimension"));

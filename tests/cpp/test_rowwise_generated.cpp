@@ -92,6 +92,19 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonAdjacentDimsAreRefused) 
   EXPECT_EQ(prog.rows, 128);
   EXPECT_EQ(prog.cols, 32);
 
+  // A reduction over dims of extent 1 leaves as many elements in fewer dims: its dims index its input's
+  // (KernelBench level2/42's sum over [2, 3] of a [16, 1, 1, 1] value).
+  GraphDoc ones;
+  ones.input("x", {16, 1, 1, 1});
+  ones.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({2, 3}), false}, {16, 1});
+  ones.op("m", "aten.mul.Tensor", {ref_to("s"), 10.0}, {16, 1}).output("m");
+  auto po = plan_of(ones);
+  ASSERT_NE(generated(po), nullptr) << fmt::format("{}", fmt::join(po.notes, "\n"));
+  auto one = discover::lower_row_program(generated(po)->match.kernel["fragment"]);
+  EXPECT_EQ(one.rows, 16);
+  EXPECT_EQ(one.cols, 1);
+  EXPECT_TRUE(po.uncovered_ops.empty());
+
   GraphDoc bad;
   bad.input("x", {8, 16, 32});
   bad.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({0, 2}), true}, {1, 16, 1}).output("s");

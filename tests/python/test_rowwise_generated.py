@@ -334,3 +334,23 @@ def test_a_pools_input_keeps_its_pooled_dims_and_is_sliced_by_samples_on_cpu(mon
     monkeypatch.setattr(rowwise_case, "REFERENCE_CHUNK", 4 * 7 * 9)  # one sample per slice
     # The same values; PyTorch's CPU pool may round the last bit differently on a batch of one.
     assert torch.allclose(case.reference(inp)["out"], ref, rtol=0, atol=1e-15)
+
+
+def test_a_sum_over_dims_of_extent_one_replays_on_its_inputs_dims_on_cpu():
+    """KernelBench level2/42's tail: sum over dims [2, 3] of a [16, 1, 1, 1] value (as many elements as its [16, 1]
+    result), times 10: the fragment's full shape is the input's, so its dims index the reduction."""
+    from fact.realize.rowwise_case import RowwiseCase
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "mul", "rows": 16, "cols": 1, "dtype": "float32",
+         "full_shape": [16, 1, 1, 1], "trailing_dims": 2,
+         "inputs": [{"name": "lse", "shape": [16, 1, 1, 1], "broadcast": False}],
+         "nodes": [{"name": "s", "op": "aten.sum.dim_IntList", "args": [{"ref": "lse"}, [2, 3]], "kwargs": {},
+                    "outputs": [{"dtype": "float32", "shape": [16, 1]}]},
+                   {"name": "mul", "op": "aten.mul.Tensor", "args": [{"ref": "s"}, 10.0], "kwargs": {},
+                    "outputs": [{"dtype": "float32", "shape": [16, 1]}]}]}
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": 16, "cols": 1, "dtype": "float32",
+                                      "numerics": "fp32", "fragment": f}))
+    inp = case.make_inputs("cpu")
+    ref = case.reference(inp)["out"]
+    assert torch.allclose(ref.reshape(16), inp.inputs[0].double().reshape(16) * 10.0)
+    (_, run), = case.baselines()[:1]
+    assert torch.allclose(run(inp)["out"].double().reshape(16), ref.reshape(16))
