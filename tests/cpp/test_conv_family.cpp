@@ -131,6 +131,8 @@ TEST(ConvFamily, AttrsStrideDilationPaddingAndOneDimConvs) {
 TEST(ConvFamily, ImageChannelsArePaddedAndUnalignedOutputChannelsStayPyTorchs) {
   GraphDoc rgb = conv_relu_bias("float32", 3);
   ConvProblem rp = problem_of(rgb);
+  ASSERT_TRUE(rp.dense_direct) << "3 into 32 channels: the direct kernel's (DenseConvsOfFewChannelsRunTheDirectKernel)";
+  rp.dense_direct = false;  // the implicit GEMM's, as in a chain of convolutions or with more output channels
   EXPECT_EQ(rp.c, 3);
   EXPECT_EQ(rp.padded_c(), 4);
   EXPECT_EQ(rp.gemm_k(), 4 * 9) << "the K loop runs over the padded channels";
@@ -273,6 +275,54 @@ TEST(ConvFamily, GroupedAndDepthwiseConvolutionsRunTheDirectKernel) {
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "reads each output's group channel by channel")) << e.what();
   }
+}
+
+// An image's 3 channels into 32: the direct kernel, each CTA computing a block of output channels from every staged
+// plane; ResNet's stem (64 outputs), a chain's conv and a 3xTF32 one stay the implicit GEMM's.
+TEST(ConvFamily, DenseConvsOfFewChannelsRunTheDirectKernel) {
+  GraphDoc rgb = conv_relu_bias("float32", 3);
+  Plan plan = plan_of(rgb);
+  const Match& m = conv_match(plan);
+  ConvProblem p = conv_problem_from_match(m, plan.graph, Numerics::tf32, Arch::sm90);
+  EXPECT_TRUE(p.dense_direct);
+  EXPECT_TRUE(p.direct());
+  EXPECT_EQ(p.numerics(), Numerics::fp32) << "fp32 FMAs, as a grouped convolution's";
+  EXPECT_EQ(p.gemm_k(), 3 * 9) << "no padded channels";
+  EXPECT_EQ(p.to_json().at("direct"), true);
+  EXPECT_EQ(ConvProblem::from_json(p.to_json()).to_json(), p.to_json());
+  auto space = enumerate_conv_configs(p, 100);
+  ASSERT_GE(space.ranked.size(), 3u);
+  for (const ConvConfig& c : space.ranked) EXPECT_TRUE(c.direct) << c.summary();
+  EXPECT_EQ(space.ranked[0].channel_block, 4) << "the widest block first, each block's best taking turns";
+  EXPECT_EQ(space.ranked[1].channel_block, 2);
+  EXPECT_EQ(space.ranked[2].channel_block, 1);
+  ConvConfig c = space.ranked[0];
+  EXPECT_EQ(ConvConfig::from_json(c.to_json()).id(), c.id());
+  EXPECT_TRUE(has(c.summary(), "x4 channels")) << c.summary();
+  std::string kernel = generate_conv_kernel(c).text;
+  EXPECT_TRUE(has(kernel, "constexpr int kChannelBlock = 4;"));
+  EXPECT_TRUE(has(kernel, "const int channel = channel0 + o;")) << "the epilogue's vectors per channel of the block";
+  EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
+  ConvConfig odd = c;
+  odd.channel_block = 3;
+  EXPECT_TRUE(has(conv_config_rejection(p, odd), "must divide the 32")) << conv_config_rejection(p, odd);
+  odd.channel_block = 8;  // 8 x 9 taps in registers
+  EXPECT_TRUE(has(conv_config_rejection(p, odd), "keeps at most 64 taps")) << conv_config_rejection(p, odd);
+  ConvConfig one = space.ranked[2];
+  EXPECT_EQ(one.to_json().count("channel_block"), 0u) << "one-channel configs keep the ids they had";
+
+  const KernelFamily* family = kernel_family_named("conv");
+  ASSERT_NE(family, nullptr);
+  Json chained = family->in_channels_last_chain(p.to_json());
+  EXPECT_EQ(chained.count("direct"), 0u) << "a chain's conv: the implicit GEMM, channels-last";
+  EXPECT_EQ(chained.at("numerics"), "tf32");
+  EXPECT_FALSE(conv_problem_from_match(m, plan.graph, Numerics::x3tf32, Arch::sm90).dense_direct)
+      << "3xTF32 is measured against cuDNN with TF32 off: its own kernels";
+  GraphDoc stem = resnet_stem();
+  EXPECT_FALSE(problem_of(stem).dense_direct) << "64 output channels: past direct_dense_max_outputs";
+  ConvProblem bad = p;
+  bad.channels_last = true;
+  EXPECT_THROW(bad.validate(), Error);
 }
 
 TEST(ConvFamily, ConfigSpaceKeepsAccumulatorsInRegistersAndRanksClusters) {

@@ -228,7 +228,7 @@ def test_depthwise_problem_runs_fp32_and_reads_w_as_pytorch_holds_it():
     depthwise = {**PROBLEM, "k": 16, "groups": 8, "numerics": "fp32", "padding": [0, 1, 1], "out": [1, 10, 10]}
     p = family_cases.parse_family_problem("conv", depthwise, "x")
     assert p.direct and p.w_shape == (16, 1, 3, 3) and p.reduction == 9 and p.to_json() == depthwise
-    with pytest.raises(ProblemError, match="grouped convolutions run fp32 FMAs"):
+    with pytest.raises(ProblemError, match="the direct kernel .* runs fp32 FMAs"):
         family_cases.parse_family_problem("conv", {**depthwise, "numerics": "tf32"}, "x")
     with pytest.raises(ProblemError, match="groups: 3 must divide c 8"):
         family_cases.parse_family_problem("conv", {**depthwise, "groups": 3}, "x")
@@ -246,6 +246,30 @@ def test_depthwise_problem_runs_fp32_and_reads_w_as_pytorch_holds_it():
     assert (got.double() - ref).norm() / ref.norm() < case.tolerance()
     args = case.kernel_args(inp, 0)
     assert args.groups == 8 and args.transposed == 0 and args.w == inp.w.data_ptr()
+
+
+def test_dense_direct_problem_runs_fp32_and_reads_w_as_pytorch_holds_it():
+    """A dense convolution the C++ problem marks "direct" (an image's 3 channels into few): the direct kernel's like a
+    grouped one, fp32 FMAs, w handed as it is, the reference PyTorch's conv in float64."""
+    dense = {**PROBLEM, "c": 3, "direct": True, "numerics": "fp32"}
+    p = family_cases.parse_family_problem("conv", dense, "x")
+    assert p.direct and p.groups == 1 and p.w_shape == (p.k, 3, 3, 3) and p.to_json() == dense
+    plain = family_cases.parse_family_problem("conv", {**PROBLEM, "c": 3}, "x")
+    assert not plain.direct and "direct" not in plain.to_json()
+    with pytest.raises(ProblemError, match="the direct kernel .* runs fp32 FMAs"):
+        family_cases.parse_family_problem("conv", {**dense, "numerics": "tf32"}, "x")
+    with pytest.raises(ProblemError, match="direct: .* groups 1"):
+        family_cases.parse_family_problem("conv", {**dense, "c": 8, "groups": 2}, "x")
+    case = family_cases.case_for("conv", p)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert inp.w_last is inp.w and case.pre_kernel() is None and case.verify_variants() == []
+    ref = case.reference(inp)["out"]
+    want = F.conv2d(inp.x.double(), inp.w.double(), inp.bias.double() if inp.bias is not None else None)
+    assert ref.shape == want.shape
+    (name, run), = case.baselines()
+    assert "TF32 allowed" in name, "against PyTorch's default convolution"
+    args = case.kernel_args(inp, 0)
+    assert args.groups == 1 and args.w == inp.w.data_ptr() and args.c == 3
 
 
 def test_channels_last_variant_hands_the_kernel_channels_last_tensors():

@@ -3,8 +3,8 @@ groups; transposed: conv_transpose with w [c, k, ...] and an output padding, gro
 epilogue trees (bias, per-channel vectors, scalars, a residual) over the [n, k, ...] output.
 
 Verified against the convolution in float64 on the same rounded inputs, within verify.py's table for the mode at
-K = c / groups * filter taps. fp32 tensors multiply in TF32 in the implicit GEMM (groups 1) and in fp32 in a grouped
-convolution's direct kernel: the baseline is PyTorch's own convolution as a module runs it, cuDNN with TF32 allowed
+K = c / groups * filter taps. fp32 tensors multiply in TF32 in the implicit GEMM (groups 1) and in fp32 in the direct
+kernel (a grouped convolution, or a dense one of few channels the C++ problem marks "direct"): the baseline is PyTorch's own convolution as a module runs it, cuDNN with TF32 allowed
 (PyTorch's default for convolutions, whatever the matmul precision), plus PyTorch's epilogue ops; both sides are timed from channels-first tensors as the module holds them (the op's layout change
 counts toward FACT's time: the kernel transposes x (and a residual) into its workspace and writes the output
 channels-first from its epilogue, the case's pre-kernel step copies the filter).
@@ -30,9 +30,10 @@ TIMED_VARIANT_MAX_BYTES = 1 << 30  # an input set past this is not timed channel
 NUMERICS_FOR_DTYPE = {"float32": "tf32", "bfloat16": "bf16", "float16": "fp16"}
 # fp32 convolutions: TF32 (PyTorch's cuDNN default) or fp32-accurate 3xTF32 (against cuDNN with TF32 off).
 FP32_NUMERICS = ("tf32", "3xtf32")
-DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # groups > 1: fp32 FMAs
+DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # the direct kernel: fp32 FMAs
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
-                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last", "reduce", "reduce_over")
+                "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last", "reduce", "reduce_over",
+                "direct")
 # ConvProblem::reduce over reduce_over: each image's pixels per channel ([n, k]) or each pixel's channels
 # ([n, 1, pixels...]).
 REDUCTIONS = {"pixels": ("sum", "mean"), "channels": ("sum", "mean", "max", "min")}
@@ -72,11 +73,14 @@ class ConvProblem(JsonProblem):
     # ([n, k]) or each pixel's channels ([n, 1, pixels...]); "" the output itself.
     reduce: str = ""
     reduce_over: str = ""
+    # The C++ problem's dense_direct ("direct" in its JSON): a dense convolution of few channels the direct kernel takes.
+    dense_direct: bool = False
 
     def to_json(self) -> dict:
         j = super().to_json()
         j["in"] = j.pop("in_")
-        for key in ("channels_last", "reduce", "reduce_over"):
+        j["direct"] = j.pop("dense_direct")
+        for key in ("channels_last", "reduce", "reduce_over", "direct"):
             if not j[key]:
                 del j[key]
         return j
@@ -100,8 +104,8 @@ class ConvProblem(JsonProblem):
 
     @property
     def direct(self) -> bool:
-        """A grouped convolution: the direct kernel's, which reads w as PyTorch holds it."""
-        return self.groups > 1
+        """A grouped convolution or a dense one marked so: the direct kernel's, which reads w as PyTorch holds it."""
+        return self.groups > 1 or self.dense_direct
 
     @property
     def w_shape(self) -> tuple:
@@ -128,9 +132,14 @@ class ConvProblem(JsonProblem):
 def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
     check_keys(obj, PROBLEM_KEYS, where)
     groups = integer(obj, "groups", where) if "groups" in obj else 1
-    if groups > 1:
+    dense_direct = obj.get("direct", False)
+    if not isinstance(dense_direct, bool) or (dense_direct and groups != 1):
+        raise ProblemError(f"{where}.direct: {dense_direct!r} is not true or false (true: a dense convolution, groups 1, "
+                           "the direct kernel takes)")
+    if groups > 1 or dense_direct:
         dtype, numerics = paired_choice(obj, where, "dtype", DIRECT_NUMERICS_FOR_DTYPE, "numerics",
-                                        "grouped convolutions run fp32 FMAs in the direct kernel")
+                                        "the direct kernel (grouped convolutions, dense ones marked direct) runs fp32 "
+                                        "FMAs")
     elif obj.get("dtype") == "float32" and obj.get("numerics") in FP32_NUMERICS:
         dtype, numerics = "float32", obj["numerics"]
     else:
@@ -148,7 +157,7 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
                     padding=_dims(obj, "padding", where, 0), dilation=_dims(obj, "dilation", where, 1),
                     transposed=transposed,
                     output_padding=_dims(obj, "output_padding", where, 0) if "output_padding" in obj else (0, 0, 0),
-                    groups=groups, dtype=dtype, numerics=numerics,
+                    groups=groups, dtype=dtype, numerics=numerics, dense_direct=dense_direct,
                     epilogue=parse_epilogue(obj.get("epilogue", "none"), f"{where}.epilogue"))
     for i in range(SPATIAL):
         if p.transposed:
@@ -161,8 +170,9 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
         if p.out[i] != want:
             raise ProblemError(f"{where}.out: {list(p.out)} does not follow from the input, filter, stride, padding "
                                f"and dilation (dim {i}: {want})")
-    if p.c % p.groups or p.k % p.groups or (p.groups > 1 and p.transposed):
-        raise ProblemError(f"{where}.groups: {p.groups} must divide c {p.c} and k {p.k} (forward convolutions only)")
+    if p.c % p.groups or p.k % p.groups or (p.direct and p.transposed):
+        raise ProblemError(f"{where}.groups: {p.groups} must divide c {p.c} and k {p.k} (the direct kernel's: forward "
+                           "convolutions only)")
     if "C" in tree_leaves(p.tree) or "col" in tree_slots(p.tree).values():
         raise ProblemError(f"{where}.epilogue: a convolution's epilogue reads no C and no column vectors")
     if p.transposed and "residual" in tree_leaves(p.tree):

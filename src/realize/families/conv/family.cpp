@@ -31,6 +31,7 @@ GeneratedSource generate_conv_direct_kernel(const ConvConfig& c) {
   // (A chain's config has no tile: the plane-staging kernel it also compiles, unused, keeps the defaults.)
   v["tile_w"] = std::to_string(c.tile_w);
   v["rows_per_warp"] = std::to_string(c.rows_per_warp);
+  v["channel_block"] = std::to_string(c.channel_block);
   for (int i = 0; i < kConvSpatial; ++i) {
     v[fmt::format("filter{}", i)] = std::to_string(c.filter[i]);
     v[fmt::format("stride{}", i)] = std::to_string(c.stride[i]);
@@ -170,9 +171,11 @@ ChannelsLast conv_channels_last(const ConvProblem& p, const ConvConfig& c) {
 }
 
 // Every convolution a chain feeds is tuned channels-last; a grouped one then by the direct kernel of an element a
-// thread (MobileNet's depthwise convs keep their 1x1 neighbours' layout).
+// thread (MobileNet's depthwise convs keep their 1x1 neighbours' layout), a dense one by the implicit GEMM (the element
+// kernel re-reads each input pixel for every output channel).
 ConvProblem conv_in_channels_last_chain(ConvProblem p) {
   p.channels_last = true;
+  p.dense_direct = false;
   return p;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // The conv family: convolutions (conv1d/2d/3d), forward and transposed, with the GEMM family's epilogue trees, as
 // CUTLASS 3.x implicit-GEMM kernels on sm90 (TMA im2col, wgmma); a transposed convolution runs as one stride-1
-// forward convolution per output phase (ConvPhase). Grouped and depthwise convolutions (groups > 1) run as a direct
-// kernel (templates/cute/conv_direct.cu.in: fp32 FMAs over input planes staged in shared memory). problem.cpp reads a
+// forward convolution per output phase (ConvPhase). Grouped and depthwise convolutions (groups > 1), and dense ones of
+// few channels in and out (ConvProblem::dense_direct), run as a direct kernel (templates/cute/conv_direct.cu.in: fp32
+// FMAs over input planes staged in shared memory). problem.cpp reads a
 // match into a ConvProblem; space.cpp has the ConvConfig and its config space; family.cpp renders the kernel and
 // conv_op.cpp.in and registers the family. As a GEMM: M = n * z * p * q output pixels, N = k output channels,
 // K = c (padded to 16-byte vectors) * t * r * s; a per-channel vector is the epilogue's row broadcast.
@@ -35,6 +36,11 @@ struct ConvProblem {
   bool transposed = false;               // conv_transpose: x[i] * w[r] lands on output i * stride - padding + r * dilation
   ConvDims output_padding{0, 0, 0};      // transposed: added to the output's far end
   int64_t groups = 1;                    // c and k split into groups (depthwise: groups == c); w [k, c / groups, ...]
+  // A dense forward convolution of few input and output channels (an image's 3 into 16 or 24: conv.json's
+  // limits.direct_dense_max_channels / direct_dense_max_outputs), off a chain of convolutions and not reducing: the
+  // direct kernel's, as a grouped one (a tensor-core tile of K = 4 padded channels a tap and N = 16 is mostly padding,
+  // and cuDNN runs such Conv3d stems 5-10x off their FMA bound). conv_problem_from_match decides it.
+  bool dense_direct = false;
   Element element = Element::f32;  // x, w, out and the epilogue's tensors
   Epilogue epilogue;               // over acc, without C: "none", "bias" or a grown tree
   Arch arch = Arch::sm90;
@@ -55,12 +61,12 @@ struct ConvProblem {
   std::vector<int64_t> result_shape() const;
 
   // fp32 tensors multiply in TF32 (what PyTorch's cuDNN convolutions do by default) or 3xTF32 (x3tf32), bf16/fp16 in
-  // their type; the direct kernel of a grouped convolution (no tensor cores) in fp32 FMAs.
+  // their type; the direct kernel (no tensor cores) in fp32 FMAs.
   Numerics numerics() const;
   // Input channels a K step walks: padded_c(), three times over for 3xTF32 (x' = [x_small, x_big, x_big] against
   // w' = [w_big, w_small, w_big] channel blocks), the folded taps' channels where folded.
   int64_t kernel_channels(bool fold) const;
-  bool direct() const { return groups > 1; }  // the direct kernel's, not the implicit GEMM's
+  bool direct() const { return groups > 1 || dense_direct; }  // the direct kernel's, not the implicit GEMM's
   int64_t gemm_m() const { return n * out[0] * out[1] * out[2]; }
   // Input channels as the kernel reads them: c zero-padded to whole 16-byte vectors (TMA's unit).
   int64_t padded_c() const;
@@ -135,11 +141,12 @@ struct ConvConfig {
   // fp32 partial accumulators to the workspace, the last adds them (in split order) and runs the epilogue. For
   // problems of fewer tiles than the CTAs resident at once (small images of many channels).
   int splits = 1;
-  // direct (a grouped convolution's kernel, templates/cute/conv_direct.cu.in): a CTA of conv.json's direct_threads
-  // computes tile_w x direct_tile_h() outputs of one channel's plane (each lane every 32nd column, each warp
-  // rows_per_warp rows), specialized on the filter, stride and dilation (loops unrolled); the fields above are unused.
+  // direct (ConvProblem::direct()'s kernel, templates/cute/conv_direct.cu.in): a CTA of conv.json's direct_threads
+  // computes tile_w x direct_tile_h() outputs of channel_block channels' planes (each lane every 32nd column, each warp
+  // rows_per_warp rows; every staged input plane feeds the block's channels, which share a group), specialized on the
+  // filter, stride and dilation (loops unrolled); the fields above are unused.
   bool direct = false;
-  int tile_w = 64, rows_per_warp = 4;
+  int tile_w = 64, rows_per_warp = 4, channel_block = 1;
   // A direct config for a chain of convolutions (ConvProblem::channels_last; MobileNet's depthwise convs between 1x1
   // ones): one thread an output element, channels fastest, x, the residual and out read and written in whichever
   // order FactConvArgs::channels_last gives, so the chain stays channels-last; tile_w and rows_per_warp unused.

@@ -121,6 +121,9 @@ void ConvProblem::validate() const {
     throw Error(fmt::format("conv problem n={} c={} k={}: every extent must be positive", n, c, k));
   if (groups <= 0 || c % groups || k % groups)
     throw Error(fmt::format("conv problem c={} k={} groups={}: groups must divide both channel counts", c, k, groups));
+  if (dense_direct && (groups != 1 || transposed || !reduce.empty() || channels_last || x3tf32))
+    throw Error("conv problem: dense_direct is for a forward convolution of groups 1, off a chain of convolutions, "
+                "neither reducing nor 3xTF32");
   if (groups > 1 && transposed)
     throw Error(fmt::format("conv problem: a transposed convolution of {} groups (FACT's transposed convolutions take "
                             "groups 1); PyTorch keeps it", groups));
@@ -180,6 +183,7 @@ nlohmann::json ConvProblem::to_json() const {
           {"element", to_string(element)}, {"numerics", to_string(numerics())}, {"epilogue", epilogue.to_json()},
           {"arch", to_string(arch)}};
   if (channels_last) j["channels_last"] = true;  // only when set: a channels-first problem keeps the key it always had
+  if (dense_direct) j["direct"] = true;          // and an implicit GEMM's
   if (!reduce.empty()) j.update({{"reduce", reduce}, {"reduce_over", reduce_over}});  // and one writing its output
   return j;
 }
@@ -204,6 +208,7 @@ ConvProblem ConvProblem::from_json(const nlohmann::json& j) {
     p.epilogue = Epilogue::from_json(j.value("epilogue", nlohmann::json("none")));
     p.arch = arch_from_string(j.at("arch"));
     p.channels_last = j.value("channels_last", false);
+    p.dense_direct = j.value("direct", false) && p.groups == 1;
     p.x3tf32 = j.value("numerics", "") == "3xtf32";
     p.reduce = j.value("reduce", "");
     p.reduce_over = j.value("reduce_over", "");
@@ -272,6 +277,11 @@ ConvProblem conv_problem_from_match(const discover::Match& m, const ir::Graph& g
                             tw.dtype, anchor.dtype, to_string(numerics), to_string(input_element(numerics))));
   p.element = input_element(numerics);
   p.arch = arch;
+  const nlohmann::json limits = family_data("conv").at("limits");
+  // (Not in 3xTF32: its baseline is cuDNN with TF32 off, which the implicit GEMM's 3xTF32 kernels are measured against.)
+  p.dense_direct = p.groups == 1 && !p.transposed && p.reduce.empty() && numerics != Numerics::x3tf32 &&
+                   p.c <= limits.at("direct_dense_max_channels").get<int64_t>() &&
+                   p.k <= limits.at("direct_dense_max_outputs").get<int64_t>();
   if (numerics == Numerics::x3tf32 && !p.direct()) p.x3tf32 = true;
   const ir::Node* bias = bound_node(m, g, ops.value("bias", nlohmann::json()));
   const ir::Node* residual = bound_node(m, g, ops.value("residual", nlohmann::json()));

@@ -93,14 +93,15 @@ int64_t direct_tile_rows(const ConvConfig& c) {
 int64_t direct_tile_cols(const ConvConfig& c) { return (c.tile_w - 1) * c.stride[2] + (c.filter[2] - 1) * c.dilation[2] + 1; }
 
 // Higher is better: the share of computed outputs inside the plane, the share of the staged input tile that is not
-// halo (each tile re-reads its neighbours' edges from L2), and the last wave's fill.
+// halo (each tile re-reads its neighbours' edges from L2), and the last wave's fill; the channel block's reuse of each
+// staged plane (the configs' groups by block take turns in the ranking).
 double direct_score(const ConvProblem& p, const ConvConfig& c) {
   double w = double(p.out[2]), h = double(p.out[1]), tile_h = double(c.direct_tile_h());
   double tiles_w = std::ceil(w / c.tile_w), tiles_h = std::ceil(h / tile_h);
   double utilization = (w / (tiles_w * c.tile_w)) * (h / (tiles_h * tile_h));
   double halo = std::min(1.0, double(c.tile_w) * c.stride[2] * tile_h * c.stride[1] /
                                   double(direct_tile_rows(c) * direct_tile_cols(c)));
-  double ctas = tiles_w * tiles_h * double(p.n * p.k * p.out[0]);
+  double ctas = tiles_w * tiles_h * double(p.n * p.k / c.channel_block * p.out[0]);
   double slots = ArchSpec::of(p.arch).sm_count * 4.0;  // about four 256-thread CTAs a SM
   double fill = ctas / (std::ceil(ctas / slots) * slots);
   return utilization * halo * (0.8 + 0.2 * fill);
@@ -116,6 +117,11 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
                              "problem is tuned on the module's channels-first tensors"
                            : "a direct kernel staging channel planes (channels-first); the problem is tuned channels-last, "
                              "as a chain of convolutions hands it over";
+  if (c.channel_block < 1 || (p.k / p.groups) % c.channel_block)
+    return fmt::format("a block of {} output channels: it must divide the {} a group has", c.channel_block,
+                       p.k / p.groups);
+  if (c.channel_block > 1 && c.channels_last)
+    return "a block of output channels: for the kernel staging channel planes (a chain's kernel takes an element a thread)";
   if (int64_t cg = p.c / p.groups; cg > limits.at("direct_max_group_channels").get<int64_t>())
     return fmt::format("{} input channels a group: the direct kernel reads each output's group channel by channel, so "
                        "it takes at most {}", cg, limits.at("direct_max_group_channels").get<int64_t>());
@@ -127,9 +133,14 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   }
   if (c.tile_w % 32 || c.tile_w <= 0 || c.rows_per_warp <= 0)
     return fmt::format("a {}-column tile of {} rows a warp: whole warps of columns only", c.tile_w, c.rows_per_warp);
-  if (int64_t taps = c.filter[1] * c.filter[2]; taps > limits.at("direct_max_filter_taps").get<int64_t>())
-    return fmt::format("a {}x{} filter plane: the direct kernel keeps at most {} taps in registers", c.filter[1],
-                       c.filter[2], limits.at("direct_max_filter_taps").get<int64_t>());
+  if (int64_t taps = c.filter[1] * c.filter[2] * c.channel_block; taps > limits.at("direct_max_filter_taps").get<int64_t>())
+    return fmt::format("a {}x{} filter plane for {} output channels: the direct kernel keeps at most {} taps in "
+                       "registers", c.filter[1], c.filter[2], c.channel_block,
+                       limits.at("direct_max_filter_taps").get<int64_t>());
+  if (int64_t acc = int64_t{c.channel_block} * c.rows_per_warp * (c.tile_w / 32);
+      acc > limits.at("direct_max_accumulators").get<int64_t>())
+    return fmt::format("{} accumulators a thread ({} channels x {} rows x {} columns), over {}", acc, c.channel_block,
+                       c.rows_per_warp, c.tile_w / 32, limits.at("direct_max_accumulators").get<int64_t>());
   if (int64_t bytes = conv_direct_smem_bytes(c); bytes > limits.at("direct_smem_bytes").get<int64_t>())
     return fmt::format("the staged input tile needs {} bytes of shared memory, over {}", bytes,
                        limits.at("direct_smem_bytes").get<int64_t>());
@@ -167,6 +178,7 @@ nlohmann::json ConvConfig::to_json() const {
   } else if (direct) {
     j.update({{"direct", true}, {"tile_w", tile_w}, {"rows_per_warp", rows_per_warp}, {"filter", filter},
               {"stride", stride}, {"dilation", dilation}});
+    if (channel_block > 1) j["channel_block"] = channel_block;  // written only when set: one-channel configs keep ids
   } else {
     j.update({{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"cluster_m", cluster_m},
               {"cluster_n", cluster_n}, {"ctas_per_sm", ctas_per_sm}, {"consumer_warpgroups", consumer_warpgroups}});
@@ -194,6 +206,7 @@ ConvConfig ConvConfig::from_json(const nlohmann::json& j) {
       if (!c.channels_last) {
         c.tile_w = j.at("tile_w");
         c.rows_per_warp = j.at("rows_per_warp");
+        c.channel_block = j.value("channel_block", 1);
       }
       c.filter = j.at("filter");
       c.stride = j.at("stride");
@@ -224,7 +237,9 @@ std::string ConvConfig::summary() const {
   if (direct)
     return fmt::format("{} conv{}d {} direct {} filter {} stride {} dilation {} {}", to_string(arch), spatial_dims,
                        to_string(element),
-                       channels_last ? std::string("channels-last") : fmt::format("{}x{}", tile_w, direct_tile_h()),
+                       channels_last ? std::string("channels-last")
+                                     : fmt::format("{}x{}{}", tile_w, direct_tile_h(),
+                                                   channel_block > 1 ? fmt::format(" x{} channels", channel_block) : ""),
                        fmt::join(filter, "x"), fmt::join(stride, "x"), fmt::join(dilation, "x"), epilogue.key());
   return fmt::format("{} conv{}d {}{} {}x{}x{} c{}x{}{}{}{}{} {}{}", to_string(arch), spatial_dims, to_string(element),
                      x3tf32 ? " 3xtf32" : "",
@@ -345,16 +360,20 @@ ConfigSpace<ConvConfig> enumerate_conv_configs(const ConvProblem& p, int top_n) 
     c.dilation = p.dilation;
     ranking.add(c, conv_config_rejection(p, c), [] { return 1.0; });
   } else if (p.direct()) {
+    const std::vector<int> blocks = axes.at("direct").at("channel_block");
+    for (size_t b = 0; b < blocks.size(); ++b)
     for (int tile_w : axes.at("direct").at("tile_w"))
       for (int rows : axes.at("direct").at("rows_per_warp")) {
         ConvConfig c = base;
         c.direct = true;
         c.tile_w = tile_w;
         c.rows_per_warp = rows;
+        c.channel_block = blocks[b];
         c.filter = p.filter;
         c.stride = p.stride;
         c.dilation = p.dilation;
-        ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); });
+        // The widest block first: it stages each plane fewest times.
+        ranking.add(c, conv_config_rejection(p, c), [&] { return direct_score(p, c); }, blocks.size() - 1 - b);
       }
   } else {
     for (bool fold : axes.at("fold_width"))
