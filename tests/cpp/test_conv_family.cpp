@@ -293,22 +293,27 @@ TEST(ConvFamily, DenseConvsOfFewChannelsRunTheDirectKernel) {
   auto space = enumerate_conv_configs(p, 100);
   ASSERT_GE(space.ranked.size(), 3u);
   for (const ConvConfig& c : space.ranked) EXPECT_TRUE(c.direct) << c.summary();
-  EXPECT_EQ(space.ranked[0].channel_block, 4) << "the widest block first, each block's best taking turns";
-  EXPECT_EQ(space.ranked[1].channel_block, 2);
-  EXPECT_EQ(space.ranked[2].channel_block, 1);
-  ConvConfig c = space.ranked[0];
+  ASSERT_GE(space.ranked.size(), 5u);
+  const int widest_first[] = {16, 8, 4, 2, 1};
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(space.ranked[i].channel_block, widest_first[i]) << "the widest block first, each block's best in turn";
+  ConvConfig c = space.ranked[2];
   EXPECT_EQ(ConvConfig::from_json(c.to_json()).id(), c.id());
   EXPECT_TRUE(has(c.summary(), "x4 channels")) << c.summary();
   std::string kernel = generate_conv_kernel(c).text;
   EXPECT_TRUE(has(kernel, "constexpr int kChannelBlock = 4;"));
+  EXPECT_TRUE(has(kernel, "constexpr bool kTapsByRow = false;")) << "4 x 9 taps fit in registers";
   EXPECT_TRUE(has(kernel, "const int channel = channel0 + o;")) << "the epilogue's vectors per channel of the block";
   EXPECT_FALSE(has(kernel, "{{")) << "every slot filled";
+  EXPECT_TRUE(has(generate_conv_kernel(space.ranked[0]).text, "constexpr bool kTapsByRow = true;"))
+      << "16 channels hold a filter row's taps at a time";
   ConvConfig odd = c;
   odd.channel_block = 3;
   EXPECT_TRUE(has(conv_config_rejection(p, odd), "must divide the 32")) << conv_config_rejection(p, odd);
-  odd.channel_block = 8;  // 8 x 9 taps in registers
-  EXPECT_TRUE(has(conv_config_rejection(p, odd), "keeps at most 64 taps")) << conv_config_rejection(p, odd);
-  ConvConfig one = space.ranked[2];
+  ConvConfig wide = space.ranked[0];
+  wide.rows_per_warp = 8;  // 16 channels x 8 rows
+  EXPECT_TRUE(has(conv_config_rejection(p, wide), "accumulators a thread")) << conv_config_rejection(p, wide);
+  ConvConfig one = space.ranked[4];
   EXPECT_EQ(one.to_json().count("channel_block"), 0u) << "one-channel configs keep the ids they had";
 
   const KernelFamily* family = kernel_family_named("conv");

@@ -32,6 +32,7 @@ GeneratedSource generate_conv_direct_kernel(const ConvConfig& c) {
   v["tile_w"] = std::to_string(c.tile_w);
   v["rows_per_warp"] = std::to_string(c.rows_per_warp);
   v["channel_block"] = std::to_string(c.channel_block);
+  v["taps_by_row"] = boolean(conv_direct_taps_by_row(c));
   for (int i = 0; i < kConvSpatial; ++i) {
     v[fmt::format("filter{}", i)] = std::to_string(c.filter[i]);
     v[fmt::format("stride{}", i)] = std::to_string(c.stride[i]);

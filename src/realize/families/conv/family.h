@@ -172,6 +172,9 @@ int64_t conv_epilogue_smem_bytes(const ConvConfig& config);
 // The shared memory a direct config's CTA stages its input tile in (fp32, the rows and columns its outputs' windows
 // span).
 int64_t conv_direct_smem_bytes(const ConvConfig& config);
+// Whether a direct config's block of channels holds one filter row's taps in registers at a time rather than the whole
+// plane's (conv.json's limits.direct_row_taps_min_block).
+bool conv_direct_taps_by_row(const ConvConfig& config);
 
 // Why the config cannot run the problem (a sentence), or empty when it can.
 std::string conv_config_rejection(const ConvProblem& problem, const ConvConfig& config);

@@ -133,9 +133,11 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
   }
   if (c.tile_w % 32 || c.tile_w <= 0 || c.rows_per_warp <= 0)
     return fmt::format("a {}-column tile of {} rows a warp: whole warps of columns only", c.tile_w, c.rows_per_warp);
-  if (int64_t taps = c.filter[1] * c.filter[2] * c.channel_block; taps > limits.at("direct_max_filter_taps").get<int64_t>())
-    return fmt::format("a {}x{} filter plane for {} output channels: the direct kernel keeps at most {} taps in "
-                       "registers", c.filter[1], c.filter[2], c.channel_block,
+  const bool by_row = conv_direct_taps_by_row(c);
+  if (int64_t taps = (by_row ? 1 : c.filter[1]) * c.filter[2] * c.channel_block;
+      taps > limits.at("direct_max_filter_taps").get<int64_t>())
+    return fmt::format("a {}x{} filter {} for {} output channels: the direct kernel keeps at most {} taps in "
+                       "registers", c.filter[1], c.filter[2], by_row ? "row" : "plane", c.channel_block,
                        limits.at("direct_max_filter_taps").get<int64_t>());
   if (int64_t acc = int64_t{c.channel_block} * c.rows_per_warp * (c.tile_w / 32);
       acc > limits.at("direct_max_accumulators").get<int64_t>())
@@ -154,6 +156,10 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
 }  // namespace
 
 int64_t conv_direct_smem_bytes(const ConvConfig& c) { return direct_tile_rows(c) * direct_tile_cols(c) * 4; }
+
+bool conv_direct_taps_by_row(const ConvConfig& c) {
+  return c.channel_block >= family_data("conv").at("limits").at("direct_row_taps_min_block").get<int>();
+}
 
 int ConvConfig::direct_tile_h() const {
   return family_data("conv").at("limits").at("direct_threads").get<int>() / 32 * rows_per_warp;
