@@ -104,6 +104,17 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonAdjacentDimsAreRefused) 
   EXPECT_EQ(one.rows, 16);
   EXPECT_EQ(one.cols, 1);
   EXPECT_TRUE(po.uncovered_ops.empty());
+  // Its op returns the full [16, 1, 1, 1] (no per-row value: one element a row); the module's call views it as the
+  // anchor's [16, 1] (the composed level2/42 had returned [16, 1, 1, 1] and failed its end-to-end check).
+  const auto& oe = *generated(po);
+  const auto* family = realize::kernel_family_for(oe.match);
+  Json problem = family->problem_from_match(oe.match, po.graph, Numerics::fp32, Arch::sm90);
+  Json config = family->candidates(problem, 1).ranked.at(0).config;
+  EXPECT_FALSE(config.value("output_per_row", true));
+  realize::OpCallSite site{oe.match, po.graph, problem, config, "torch.ops.fact.r", "m", "pattern rowwise",
+                           [&](const char*, bool) -> std::string { return "x"; },
+                           [&](const char*) -> const ir::Node* { return nullptr; }};
+  EXPECT_EQ(family->op_call(site).expression, "torch.ops.fact.r(x).view(16, 1)");
 
   GraphDoc bad;
   bad.input("x", {8, 16, 32});

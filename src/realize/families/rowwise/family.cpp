@@ -267,7 +267,16 @@ class RowwiseFamily final : public KernelFamily {
       throw Error(s.where + ": the tune report's config lists no inputs (\"broadcast\"); tune the pattern again");
     std::string args;
     for (size_t i = 0; i < broadcast.size(); ++i) args += (i ? ", " : "") + s.tensor(fmt::format("in{}", i).c_str(), true);
-    return {"", fmt::format("{}({})", s.op, args)};
+    std::string call = fmt::format("{}({})", s.op, args);
+    // A fragment whose value is not one per row returns its full shape; where the anchor holds the same elements in
+    // another shape (a sum over dims of extent 1 drops them: level2/42's [16, 1, 1, 1] -> [16, 1]), the call views it.
+    if (generated(s.config) && !s.config.value("output_per_row", true) &&
+        s.config.at("fragment").value("output", std::string()) == s.match.anchor) {
+      const auto full = s.config.at("fragment").value("full_shape", std::vector<int64_t>{});
+      const auto& anchor = s.graph.at(s.match.anchor).out().shape;
+      if (!full.empty() && anchor != full) call += fmt::format(".view({})", fmt::join(anchor, ", "));
+    }
+    return {"", call};
   }
 
  private:
