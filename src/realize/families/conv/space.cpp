@@ -143,8 +143,9 @@ std::string direct_config_rejection(const ConvProblem& p, const ConvConfig& c) {
       acc > limits.at("direct_max_accumulators").get<int64_t>())
     return fmt::format("{} accumulators a thread ({} channels x {} rows x {} columns), over {}", acc, c.channel_block,
                        c.rows_per_warp, c.tile_w / 32, limits.at("direct_max_accumulators").get<int64_t>());
-  if (int64_t bytes = conv_direct_smem_bytes(c); bytes > limits.at("direct_smem_bytes").get<int64_t>())
-    return fmt::format("the staged input tile needs {} bytes of shared memory, over {}", bytes,
+  const int64_t taps_bytes = p.c / p.groups * c.filter[0] * c.filter[1] * c.filter[2] * c.channel_block * 4;
+  if (int64_t bytes = conv_direct_smem_bytes(c) + taps_bytes; bytes > limits.at("direct_smem_bytes").get<int64_t>())
+    return fmt::format("the staged input tile and the block's taps need {} bytes of shared memory, over {}", bytes,
                        limits.at("direct_smem_bytes").get<int64_t>());
   if (c.tile_w > 32 && c.tile_w >= 2 * p.out[2])
     return fmt::format("tile width {} is over twice the output's {} columns", c.tile_w, p.out[2]);
