@@ -209,7 +209,6 @@ struct ConvReduction {
 // sum, mean, max or min over its channels (dim 1); {} otherwise.
 ConvReduction conv_reduction(const Match& m, const ir::Graph& g, const ir::Node& n, const std::string& live_out) {
   const std::string form = row_reduction_form(n.op);
-  if (form != "sum" && form != "mean" && form != "max" && form != "min") return {};
   if (n.args.empty() || !ir::is_ref(n.args[0]) || ir::ref_name(n.args[0]) != live_out) return {};
   if (g.users(live_out).size() != 1 || n.outputs.size() != 1) return {};
   if (n.kwargs.contains("dtype") && !n.kwargs["dtype"].is_null()) return {};
@@ -217,12 +216,19 @@ ConvReduction conv_reduction(const Match& m, const ir::Graph& g, const ir::Node&
   if (groups != m.attrs.end() && groups->second.is_number_integer() && groups->second.get<int64_t>() != 1) return {};
   const ir::TensorMeta& in = g.at(live_out).out();
   if (in.dtype != "float32" || n.out().dtype != "float32" || in.rank() < 3) return {};
+  // What the conv kernel's store node computes, by reduce_over (data/families/conv.json "reductions").
+  static const json reductions =
+      read_json_file(data_dir() / "families" / "conv.json", "kernel family file").at("reductions");
+  auto kernel_takes = [&](const char* over) {
+    const auto& ops = reductions.at(over);
+    return std::find(ops.begin(), ops.end(), form) != ops.end();
+  };
   try {
     const int rank = static_cast<int>(in.rank());
     ReducedDims d = row_reduction_dims(n.name, n.op, n.args, n.kwargs, rank);
     if (d.groups != 1) return {};
-    if (d.first == 2 && d.count == rank - 2 && (form == "sum" || form == "mean")) return {form, "pixels"};
-    if (d.first == 1 && d.count == 1) return {form, "channels"};
+    if (d.first == 2 && d.count == rank - 2 && kernel_takes("pixels")) return {form, "pixels"};
+    if (d.first == 1 && d.count == 1 && kernel_takes("channels")) return {form, "channels"};
   } catch (const Error&) {
   }
   return {};

@@ -102,6 +102,16 @@ def test_reference_op_is_the_tree_over_the_convolution():
     assert out.shape == want.shape == (2, 16, 9, 9) and torch.allclose(out, want, atol=1e-5)
 
 
+def test_the_reference_reductions_are_the_conv_familys_table():
+    """The composed folder's reference (no fact package there) keeps its own copy of data/families/conv.json's
+    "reductions", which the C++ growth and problem read: the two must be one table."""
+    import json
+    from pathlib import Path
+    from fact.compose.reference.conv import REDUCTIONS
+    data = json.loads((Path(__file__).resolve().parents[2] / "data" / "families" / "conv.json").read_text())
+    assert {over: tuple(ops) for over, ops in data["reductions"].items()} == REDUCTIONS
+
+
 def test_a_reducing_problem_returns_each_images_pixel_means():
     """reduce "mean": the op returns the epilogue's values averaged over each image's pixels, [n, k], against the
     convolution, its epilogue and the mean on the CPU; its output buffer and kernel args are the [n, k] sums'."""

@@ -15,7 +15,7 @@ import ctypes
 import math
 from dataclasses import dataclass, replace
 
-from ..compose.reference.conv import convolution, evaluate_conv_epilogue
+from ..compose.reference.conv import REDUCTIONS, convolution, evaluate_conv_epilogue, reduce_output
 from ..compose.reference.gemm import tree_leaves, tree_slots, vector_slots
 from . import verify
 from .gemm_case import parse_epilogue, epilogue_tables
@@ -34,9 +34,6 @@ DIRECT_NUMERICS_FOR_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "
 PROBLEM_KEYS = ("spatial_dims", "n", "c", "k", "in", "filter", "out", "stride", "padding", "dilation", "transposed",
                 "output_padding", "groups", "dtype", "numerics", "epilogue", "channels_last", "reduce", "reduce_over",
                 "direct")
-# ConvProblem::reduce over reduce_over: each image's pixels per channel ([n, k]) or each pixel's channels
-# ([n, 1, pixels...]).
-REDUCTIONS = {"pixels": ("sum", "mean"), "channels": ("sum", "mean", "max", "min")}
 
 
 def _dims(obj, key, where, minimum):
@@ -190,17 +187,6 @@ def parse_problem(obj, where: str = "request.problem") -> ConvProblem:
     elif not isinstance(layout, int) or not 0 <= layout <= 7:
         raise ProblemError(f"{where}.channels_last: {layout!r} is not true, false or FactConvArgs bits 0-7")
     return replace(p, channels_last=layout)
-
-
-def reduce_output(out, reduce: str, over: str):
-    """out [n, k, ...] reduced over its pixels (sum / mean: [n, k]) or its channels (sum / mean / max / min:
-    [n, 1, ...]), as a reducing conv op returns it; out itself without a reduction."""
-    if not reduce:
-        return out
-    if over == "pixels":
-        dims = tuple(range(2, out.dim()))
-        return out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)
-    return {"sum": out.sum, "mean": out.mean, "max": out.amax, "min": out.amin}[reduce](dim=1, keepdim=True)
 
 
 def channels_last_bits(p: ConvProblem) -> int:

@@ -15,6 +15,20 @@ import torch.nn.functional as F
 SCHEMA = ("(Tensor x, Tensor w, Tensor? bias, Tensor? residual, int[] stride, int[] padding, int[] dilation, "
           "bool transposed, int[] output_padding, int groups, Tensor[] vectors, *, bool w_constant=False, "
           "bool channels_last=False) -> Tensor")
+# A reducing conv's reduce over reduce_over (the C++ ConvProblem's): each image's pixels per channel ([n, k]) or
+# each pixel's channels ([n, 1, pixels...]).
+REDUCTIONS = {"pixels": ("sum", "mean"), "channels": ("sum", "mean", "max", "min")}
+
+
+def reduce_output(out, reduce: str, over: str):
+    """out [n, k, ...] reduced over its pixels (sum / mean: [n, k]) or its channels (sum / mean / max / min:
+    [n, 1, ...]), as a reducing conv op returns it; out itself without a reduction."""
+    if not reduce:
+        return out
+    if over == "pixels":
+        dims = tuple(range(2, out.dim()))
+        return out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)
+    return {"sum": out.sum, "mean": out.mean, "max": out.amax, "min": out.amin}[reduce](dim=1, keepdim=True)
 
 
 def convolution(x, w, stride, padding, dilation, transposed=False, output_padding=None, bias=None, groups=1):
@@ -58,12 +72,7 @@ def _conv(tree, activations, key, reduce="", over=""):
         out = evaluate_conv_epilogue(tree, activations, acc, f64(bias), f64(residual),
                                      {s: v.double() for s, v in zip(slots, vectors)}, key)
         if reduce:  # the op's [n, k] (each image's pixels reduced) or [n, 1, ...] (each pixel's channels)
-            if over == "pixels":
-                dims = tuple(range(2, out.dim()))
-                out = out.sum(dim=dims) if reduce == "sum" else out.mean(dim=dims)
-            else:
-                out = {"sum": out.sum, "mean": out.mean, "max": out.amax, "min": out.amin}[reduce](dim=1, keepdim=True)
-            return out.to(x.dtype).contiguous()
+            return reduce_output(out, reduce, over).to(x.dtype).contiguous()
         out = out.to(x.dtype)
         if channels_last:  # channels innermost: [n, c, *spatial] stored as [n, *spatial, c]
             last = [0, *range(2, out.dim()), 1]
@@ -86,8 +95,7 @@ def reference_op(entry):
         raise ValueError(f"op {entry['op']}: epilogue {tree!r}: {e}") from None
     reduce = (entry.get("config") or {}).get("reduce", "")
     over = (entry.get("config") or {}).get("reduce_over", "")
-    if (reduce or over) and reduce not in {"pixels": ("sum", "mean"),
-                                           "channels": ("sum", "mean", "max", "min")}.get(over, ()):
+    if (reduce or over) and reduce not in REDUCTIONS.get(over, ()):
         raise ValueError(f"op {entry['op']}: reduce {reduce!r} over {over!r} is not a sum or mean over pixels or a sum, "
                          "mean, max or min over channels")
     key = f"conv epilogue {_GEMM.tree_text(tree)}" + (f" -> {reduce} over {over}" if reduce else "")

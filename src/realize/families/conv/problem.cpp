@@ -148,10 +148,13 @@ void ConvProblem::validate() const {
   if (x3tf32 && (element != Element::f32 || direct()))
     throw Error("conv problem: 3xTF32 is for fp32 convolutions of groups 1 (a grouped one's direct kernel multiplies in "
                 "fp32 already)");
-  const bool pixels = reduce_over == "pixels", channels = reduce_over == "channels";
-  if (!reduce.empty() &&
-      (!(pixels || channels) || element != Element::f32 || direct() ||
-       !(reduce == "sum" || reduce == "mean" || (channels && (reduce == "max" || reduce == "min")))))
+  const nlohmann::json reductions = family_data("conv").at("reductions");
+  auto reduction_known = [&] {
+    if (!reductions.contains(reduce_over)) return false;
+    const auto& ops = reductions.at(reduce_over);
+    return std::find(ops.begin(), ops.end(), reduce) != ops.end();
+  };
+  if (!reduce.empty() && (!reduction_known() || element != Element::f32 || direct()))
     throw Error(fmt::format("conv problem: reduce '{}' over '{}': an fp32 implicit-GEMM convolution of groups 1 sums or "
                             "averages its pixels (\"pixels\") or sums, averages, maxes or mins its channels "
                             "(\"channels\")", reduce, reduce_over));
