@@ -160,6 +160,22 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
   for (const auto& n : g.nodes)
     if (n.kind == ir::NodeKind::Op && !covered.count(n.name) && n.outputs.size() == 1 && row_program_reads(n.op))
       free.insert(n.name);
+  // A normalization a rule matched alone (level2/34's LayerNorm) whose value only such free ops read is offered to
+  // their region: one generated kernel then normalizes and runs the chain after it, one pass over the tensor instead
+  // of two. Where that region cannot be generated it stays the rule's.
+  std::set<std::string> offered, taken;
+  for (const auto& e : plan.entries) {
+    if (e.match.family != "normalization" || e.match.nodes.size() != 1) continue;
+    const ir::Node& n = g.at(e.match.nodes[0]);
+    const auto users = g.users(n.name);
+    if (n.outputs.size() == 1 && row_program_reads(n.op) && !users.empty() &&
+        std::all_of(users.begin(), users.end(), [&](const std::string& u) { return free.count(u) > 0; }))
+      offered.insert(n.name);
+  }
+  for (const auto& n : offered) {
+    covered.erase(n);
+    free.insert(n);
+  }
   std::vector<PlanEntry> added;
   auto try_group = [&](const std::vector<std::string>& group) {
     if (group.size() == 1 && is_window_op(g.at(group[0]).op) && between_convolutions(g, group[0], owner))
@@ -185,12 +201,29 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
                                          g.at(in).out().shape.empty() ? f.cols : g.at(in).out().shape.back()));
     }
   };
-  for (const auto& group : components(g, free)) {
+  std::vector<std::vector<std::string>> groups = components(g, free);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const std::vector<std::string> group = groups[gi];
     std::string whole_error;
     try {
       try_group(group);
+      for (const auto& n : group)
+        if (offered.count(n)) {
+          taken.insert(n);
+          plan.notes.push_back(fmt::format("{} ({}) joins the generated row-wise kernel of the ops reading it (one pass "
+                                           "over the tensor) instead of its rule's kernel", n, g.at(n).op));
+        }
       continue;
     } catch (const Error& e) {
+      // An offered normalization goes back to its rule; the rest of the region is cut as it would have been.
+      std::set<std::string> rest;
+      for (const auto& n : group)
+        if (offered.count(n)) covered.insert(n);
+        else rest.insert(n);
+      if (rest.size() != group.size()) {
+        for (auto& part : components(g, rest)) groups.push_back(std::move(part));
+        continue;
+      }
       if (group.size() == 1) {
         plan.notes.push_back(fmt::format("row-wise region {} left to PyTorch: {}", group[0], e.what()));
         continue;
@@ -233,6 +266,9 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
       }
     }
   }
+  std::erase_if(plan.entries, [&](const PlanEntry& e) {
+    return e.match.nodes.size() == 1 && taken.count(e.match.nodes[0]) && e.match.rule != kGeneratedRowwiseRule;
+  });
   for (auto& e : added) plan.entries.push_back(std::move(e));
 }
 

@@ -912,3 +912,39 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
 }
 
 }  // namespace
+
+// A LayerNorm the layer_norm rule matched alone, read only by pointwise ops (KernelBench level2/34's LayerNorm, GELU,
+// scaling): one generated kernel normalizes and runs them (one pass over the tensor); a LayerNorm a Linear reads, or
+// whose readers' region cannot take it (a pool reading it from memory), stays the rule's.
+TEST(RowwiseGenerated, ALoneLayerNormJoinsThePointwiseOpsReadingIt) {
+  auto layer_norm_then = [](const char* op, Json args, std::vector<int64_t> out) {
+    GraphDoc d;
+    d.input("x", {4, 8, 6, 64}).input("w", {64}, "float32", "parameter").input("b", {64}, "float32", "parameter");
+    d.op("ln", "aten.layer_norm.default", {ref_to("x"), {64}, ref_to("w"), ref_to("b"), 1e-5, false}, {4, 8, 6, 64});
+    args.insert(args.begin(), ref_to("ln"));
+    d.op("y", op, args, out);
+    d.op("z", "aten.mul.Tensor", {ref_to("y"), 2.0}, out).output("z");
+    return d;
+  };
+  auto ln_rule = [](const discover::Plan& p) {
+    return std::count_if(p.entries.begin(), p.entries.end(), [](const auto& e) { return e.match.rule == "layer_norm"; });
+  };
+  auto p = plan_of(layer_norm_then("aten.gelu.default", Json::array(), {4, 8, 6, 64}));
+  ASSERT_NE(generated(p), nullptr);
+  EXPECT_EQ(generated(p)->match.nodes, (std::vector<std::string>{"ln", "y", "z"}));
+  EXPECT_EQ(ln_rule(p), 0);
+  EXPECT_TRUE(noted(p, "joins the generated row-wise kernel")) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_TRUE(discover::lower_row_program(generated(p)->match.kernel["fragment"]).reductions() > 0);
+
+  auto pooled = plan_of(layer_norm_then("aten.avg_pool2d.default", Json::array({Json::array({2, 2})}), {4, 8, 3, 32}));
+  EXPECT_EQ(ln_rule(pooled), 1) << "a pool reads the normalized tensor from memory: the rule keeps it";
+  ASSERT_NE(generated(pooled), nullptr);
+  EXPECT_EQ(generated(pooled)->match.nodes, (std::vector<std::string>{"y", "z"}));
+
+  GraphDoc linear;
+  linear.input("x", {32, 64}).input("w", {64}, "float32", "parameter").input("b", {64}, "float32", "parameter");
+  linear.input("m", {16, 64}, "float32", "parameter");
+  linear.op("ln", "aten.layer_norm.default", {ref_to("x"), {64}, ref_to("w"), ref_to("b"), 1e-5, false}, {32, 64});
+  linear.op("y", "aten.linear.default", {ref_to("ln"), ref_to("m")}, {32, 16}).output("y");
+  EXPECT_EQ(ln_rule(plan_of(linear)), 1) << "a Linear reads it: no region to join";
+}
