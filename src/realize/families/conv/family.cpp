@@ -21,6 +21,10 @@ constexpr const char* kLayouts[] = {"TensorNWC", "TensorNHWC", "TensorNDHWC"};
 
 std::string boolean(bool b) { return b ? "true" : "false"; }
 
+// The config's reduce_over as fact_evt::ConvReduce numbers it (templates/cutlass/conv_output_store.hpp.in): 0 none,
+// 1 each image's pixels, 2 each pixel's channels; the kernel and its op wrapper read the same number.
+std::string reduce_kind(const ConvConfig& c) { return c.reduce.empty() ? "0" : c.reduce_over == "pixels" ? "1" : "2"; }
+
 }  // namespace
 
 // A grouped convolution's direct kernel (templates/cute/conv_direct.cu.in): the filter, stride and dilation as
@@ -90,7 +94,7 @@ GeneratedSource generate_conv_kernel(const ConvConfig& c) {
   v["splits"] = std::to_string(c.splits);
   v["pingpong"] = boolean(c.pingpong);
   // fact_evt::ConvReduce and ConvReduceOp (templates/cutlass/conv_output_store.hpp.in).
-  v["reduce_kind"] = std::to_string(c.reduce.empty() ? 0 : c.reduce_over == "pixels" ? 1 : 2);
+  v["reduce_kind"] = reduce_kind(c);
   v["reduce_op"] = std::to_string(c.reduce == "max" ? 1 : c.reduce == "min" ? 2 : 0);
   v["reduce_mean"] = boolean(c.reduce == "mean");
   return render_family_template("conv", "kernel_template", c.id(), v);
@@ -109,7 +113,7 @@ GeneratedSource generate_conv_op_wrapper(const ConvConfig& c) {
   v["has_residual"] = boolean(tree.reads_source("residual"));
   v["direct"] = boolean(c.direct);
   v["any_layout"] = boolean(!c.direct || c.channels_last);
-  v["reduce"] = c.reduce.empty() ? "0" : c.reduce_over == "pixels" ? "1" : "2";
+  v["reduce"] = reduce_kind(c);
   auto slots = vector_slot_kinds(tree);
   std::string names, bind;
   for (size_t j = 0; j < slots.size(); ++j) {
