@@ -1,7 +1,10 @@
 #include "realize/family_tuner.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "realize/kernel_build_job.h"
 
 namespace fact::realize {
@@ -16,8 +19,18 @@ json family_measure_request(const KernelFamily& family, const json& problem, con
     if (b.arguments.is_object() && !b.arguments.empty()) c["arguments"] = b.arguments;
     cands.push_back(std::move(c));
   }
-  return {{"family", family.name()}, {"problem", family.measure_problem(problem)}, {"candidates", cands},
-          {"trials", 3}, {"baseline", true}};
+  json request = {{"family", family.name()}, {"problem", family.measure_problem(problem)}, {"candidates", cands},
+                  {"trials", 3}, {"baseline", true}};
+  // A candidate that hangs waits out this limit (the runner's default 60 s otherwise); its kernel's other
+  // variants are then skipped.
+  if (const char* v = std::getenv("FACT_MEASURE_TIMEOUT_S"); v && *v) {
+    char* end = nullptr;
+    double s = std::strtod(v, &end);
+    if (end == v || *end || !(s > 0))
+      throw Error(fmt::format("FACT_MEASURE_TIMEOUT_S={:?} is not a positive number of seconds", v));
+    request["timeout_s"] = s;
+  }
+  return request;
 }
 
 namespace {

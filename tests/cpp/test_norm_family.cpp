@@ -289,6 +289,13 @@ TEST(KernelFamilySeam, RegistryMeasureRequestAndKeys) {
   EXPECT_EQ(req["problem"]["dtype"], "float32");
   EXPECT_EQ(req["problem"]["kind"], "layer_norm");
   EXPECT_EQ(req["candidates"][0]["id"], cands[0].config_id);
+  EXPECT_FALSE(req.contains("timeout_s")) << "the runner's default limit";
+  BuiltLibraries one = {{cands[0].config_id, "/tmp/x.so", cands[0].config_id}};
+  setenv("FACT_MEASURE_TIMEOUT_S", "7.5", 1);
+  EXPECT_EQ(family_measure_request(*norm, problem, one)["timeout_s"], 7.5);
+  setenv("FACT_MEASURE_TIMEOUT_S", "soon", 1);
+  EXPECT_THROW(family_measure_request(*norm, problem, one), fact::Error);
+  unsetenv("FACT_MEASURE_TIMEOUT_S");
   auto nvcc = nvcc_command(Arch::sm80, "k.cu", "k.so", "/cutlass");
   EXPECT_NE(std::find(nvcc.begin(), nvcc.end(), "-gencode=arch=compute_80,code=sm_80"), nvcc.end());
 }

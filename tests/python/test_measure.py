@@ -5,6 +5,7 @@ CPU-side tests run everywhere; tests that need a CUDA GPU (and nvcc) skip with a
 from __future__ import annotations
 
 import ctypes
+import io
 import json
 import math
 import re
@@ -388,6 +389,23 @@ def test_crash_hang_and_lost_context_do_not_take_others_down(tmp_path, monkeypat
     assert result["tolerances"]["applied"] == verify.tolerance("fp32", 16)
     assert result["tolerances"]["at_this_k"]["tf32"] == verify.tolerance("tf32", 16)
     assert result["settings"]["family"] == "gemm" and result["problem"]["m"] == 64
+
+
+def test_a_hung_kernel_is_not_run_again_under_other_arguments(tmp_path, monkeypatch):
+    """Run-time variants share their kernel's library: after one hangs, its siblings are skipped (each would wait out
+    the time limit again), while another kernel's candidates still run."""
+    monkeypatch.setenv("FAKE_WORKER_LOG", str(tmp_path / "workers.log"))
+    libs = {"hang_a": "/abs/k1.so", "ok_b": "/abs/k1.so", "ok_c": "/abs/k2.so", "ok_d": "/abs/k1.so"}
+    req = parse_request(minimal_request(candidates=[{"id": i, "library": lib, "kernel": "k1" if lib.endswith("k1.so") else "k2"}
+                                                    for i, lib in libs.items()], timeout_s=2.0))
+    # Its log is the stderr of the moment (fact's long-lived worker points sys.stderr at each request's file).
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    result = measure.Orchestrator(req, worker_argv=FAKE_WORKER).run()
+    assert "candidate hang_a timeout" in sys.stderr.getvalue()
+    by_id = {c["id"]: c for c in result["candidates"]}
+    assert {i: c["status"] for i, c in by_id.items()} == {"hang_a": "timeout", "ok_b": "skipped", "ok_c": "ok",
+                                                          "ok_d": "skipped"}
+    assert "k1 hung as candidate hang_a" in by_id["ok_b"]["message"]
 
 
 def test_worker_setup_failure_marks_everything(tmp_path, monkeypatch):

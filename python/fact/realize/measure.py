@@ -7,8 +7,8 @@ float64 reference, beside PyTorch's baseline (cuBLAS for GEMM) timed in the same
 
 Isolation: candidates run in a worker subprocess (measure_worker.py) that streams one JSON line per
 result. If the worker dies (segfault, poisoned CUDA context) the candidate it was measuring is recorded
-as `crashed`; if it exceeds the per-candidate time limit it is killed and the candidate is `timeout`.
-Either way a fresh worker measures the rest. A worker reads its job's path from stdin, so one can be started
+as `crashed`; if it exceeds the per-candidate time limit it is killed and the candidate is `timeout` (the other
+run-time variants of its kernel are then `skipped`). Either way a fresh worker measures the rest. A worker reads its job's path from stdin, so one can be started
 ahead of its request: `--prewarm` (sent by the tuner before it compiles a pattern's kernels) starts a spare that
 imports torch while nvcc runs (seconds on the GPU machine, once per worker); the next request takes it.
 
@@ -161,10 +161,10 @@ atexit.register(end_spare)
 class Orchestrator:
     """Runs workers until the baseline and every candidate have a result."""
 
-    def __init__(self, request: MeasureRequest, worker_argv=WORKER_ARGV, log=sys.stderr):
+    def __init__(self, request: MeasureRequest, worker_argv=WORKER_ARGV, log=None):
         self.request = request
         self.worker_argv = worker_argv
-        self.log = log
+        self.log = log  # None: the stderr of the moment (fact's long-lived worker swaps it per request)
         self.env: dict = {}
         self.baseline: dict | None = None
         self.results: dict[str, dict] = {}
@@ -241,7 +241,7 @@ class Orchestrator:
                 try:
                     event = json.loads(line)
                 except json.JSONDecodeError:
-                    print(f"measure: ignoring a non-JSON line from the worker: {line[:200]}", file=self.log)
+                    self._say(f"ignoring a non-JSON line from the worker: {line[:200]}")
                     continue
                 kind = event.pop("event", None)
                 if kind == "ready":
@@ -285,8 +285,24 @@ class Orchestrator:
             return
         if item == "baseline":
             self.baseline = {"status": "failed", "message": f"baseline {status}: {message}"}
-        else:
-            self.results[item] = {"id": item, "status": status, "message": message}
+            return
+        self.results[item] = {"id": item, "status": status, "message": message}
+        self._say(f"candidate {item} {status}: {message}")
+        if status == "timeout":
+            self._skip_siblings(item)
+
+    def _say(self, message: str) -> None:
+        print(f"measure: {message}", file=self.log or sys.stderr, flush=True)
+
+    def _skip_siblings(self, item: str) -> None:
+        """A kernel that hung under one set of run-time arguments is not run under the others: each would wait out
+        the whole time limit again (the variants of one build share its code; a hang is the code's)."""
+        by_id = {c.id: c for c in self.request.candidates}
+        hung = by_id[item]
+        for cid in self.pending():
+            if by_id[cid].library == hung.library:
+                self.results[cid] = {"id": cid, "status": "skipped",
+                                     "message": f"not run: its kernel {hung.symbols} hung as candidate {item}"}
 
     def result(self) -> dict:
         p = self.request.problem

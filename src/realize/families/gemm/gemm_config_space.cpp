@@ -347,8 +347,15 @@ std::optional<std::string> gemm_config_rejection(const GemmProblem& p, const Gem
       return "split3_rmem_a feeds A to TMA in place: row-major A with 16-byte aligned rows";
     if (c.splits_in_registers()) {
       if (c.threadblock.k != 32) return "the register split's k-tile is one 128-byte row of fp32 A: tile K 32";
-      if (c.tile_scheduler != TileScheduler::persistent || c.split_k_mode != SplitKMode::none)
-        return "register-split kernels run the persistent scheduler only (no stream-K or split-K)";
+      // Its stage count is what shared memory holds beside CUTLASS's TMA epilogue: EpilogueTileAuto's subtile
+      // (128 x 32 cooperative, 64 x 32 ping-pong) in 4 stages that D reuses, plus its barriers (67584 bytes for a
+      // 128 x 256 fp32 tile). A 128 x 256 tile got one stage and hung on the H200 (the next k-tile is split before
+      // the current stage is released).
+      bool coop = c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedCooperative;
+      int epilogue_smem = 4 * std::min(coop ? 128 : 64, c.threadblock.m) * 32 * out_bytes + 2048;
+      if ((smem_capacity - epilogue_smem - 1024) / (c.smem_bytes_per_stage() + 32) < 2)
+        return "the register split needs two mainloop stages beside the epilogue's shared memory (one would wait "
+               "on itself): use a smaller tile";
       if (c.kernel_schedule == KernelSchedule::KernelTmaWarpSpecializedPingpong && c.threadblock.m > 64)
         return "the register split holds two accumulators (the tensor cores' and the promoted one): a ping-pong "
                "warpgroup takes 64-row tiles (128 rows ran 2.2x slower than cooperative on the H100: 6.0 vs 2.68 ms)";
@@ -460,8 +467,11 @@ RankedGemmConfig estimate_gemm_config(const GemmProblem& p, const GemmConfig& c,
   double factor = std::sqrt(std::min(1.0, reuse / 64.0));
   if (tiles >= sm_count && !c.splits_3xtf32())
     factor *= 1.0 + kLargeTileCredit * std::log2(std::max(1.0, reuse / 64.0));
+  // mma.sync on H100 reaches about half of what wgmma does; its 3xTF32 (three MMAs and both operands split in
+  // registers) about a third of the split wgmma kernels' GEMM rate: 3.05-4.65 ms at 4096^3 against their ~1.21 ms,
+  // and 0.68 ms at 256 x 256 x 131072 (H200), where this score had put it at ~0.31 ms.
   if (c.api == KernelApi::cutlass2_universal && c.arch == Arch::sm90 && c.op_class == OpClass::tensor_op)
-    factor *= 0.5;  // mma.sync on H100 reaches about half of what wgmma does (3xTF32 measured 3.05-4.65 ms at 4096^3)
+    factor *= c.numerics == Numerics::x3tf32 ? 0.35 : 0.5;
   factor *= prepass_factor(p, c);
   if (in_kernel_tf32_transpose(c)) factor *= kInKernelTransposeEfficiency;
   if (c.splits_in_registers()) factor *= kRegisterSplitEfficiency;
