@@ -1,7 +1,7 @@
 """Merges the per-problem `fact tune --report` files of a device run into bench/results/gemm_h100.json
 and a Markdown table beside it (device, date, commit, torch, CUTLASS, numerics per row).
 
-Usage: python bench/scripts/gemm_report.py OUT_DIR... [--out bench/results/gemm_h100] [--merge-into RESULTS]
+Usage: python bench/scripts/gemm_report.py OUT_DIR... [--out bench/results/gemm_h100] [--merge-into RESULTS] [--note TEXT]
 Each OUT_DIR holds gemm_work*.tgz (or an unpacked work/ folder) from bench/scripts/gemm_h100.sh (or
 fused_h100.sh); for a problem and numerics measured in several runs, the last OUT_DIR given wins.
 --merge-into bench/results/fused_h100 keeps that file's rows of other (problem, numerics, pattern) keys
@@ -88,6 +88,7 @@ def main() -> int:
     ap.add_argument("out_dirs", nargs="+", type=Path)
     ap.add_argument("--out", default="bench/results/gemm_h100")
     ap.add_argument("--merge-into", default=None, help="results file (without suffix) whose other rows are kept")
+    ap.add_argument("--note", default=None, help="how the runs were made and what changed (default: the merged file's)")
     args = ap.parse_args()
     rows, env, old_doc = {}, {}, None
     if args.merge_into:
@@ -104,7 +105,7 @@ def main() -> int:
                 for r in report["rows"]:
                     rows[(problem, report["numerics"], r.get("anchor"))] = row_of(problem, report, r)
             env = env or environment(d, scratch)
-    print(results_table.write(Path(args.out), results_table.merge(old_doc, list(rows.values()), env)))
+    print(results_table.write(Path(args.out), results_table.merge(old_doc, list(rows.values()), env, args.note)))
     return 0
 
 

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 WIN_MARGIN = 0.03  # the tuner's gate (src/realize/candidate_tuner.cpp): a FACT kernel must beat PyTorch by 3%
-TITLES = {"gemm_h100": "GEMM benchmark",
+TITLES = {"gemm_h100": "GEMM benchmark", "gemm_h200": "GEMM benchmark",
           "fused_h100": "Fused kernels (GEMM epilogues, normalization incl. residual add + norm, attention, rope)"}
 
 
@@ -27,9 +27,10 @@ def row_key(r: dict) -> tuple:
     return r.get("problem"), r.get("pattern"), r.get("numerics")
 
 
-def merge(old_doc: dict | None, rows: list[dict], env: dict) -> dict:
+def merge(old_doc: dict | None, rows: list[dict], env: dict, note: str | None = None) -> dict:
     """old_doc's rows, less those this run measured again (same problem, pattern and numerics), plus rows.
-    Old rows keep the stamp of the header they came under; new ones get this run's."""
+    Old rows keep the stamp of the header they came under; new ones get this run's. The note (how the runs were
+    made, what changed) is the given one, else old_doc's."""
     stamp = this_run()
     for r in rows:
         r.setdefault("measured", stamp)
@@ -43,15 +44,21 @@ def merge(old_doc: dict | None, rows: list[dict], env: dict) -> dict:
     order = {n: i for i, n in enumerate(["fp32", "3xtf32", "tf32", "bf16", "fp16"])}
     merged = sorted(kept + rows, key=lambda r: (r["problem"], order.get(r["numerics"], 9)))
     date, commit = stamp.split(" commit ")
-    return {"device": env.get("device") or (old_doc or {}).get("device"), "date": date, "commit": commit,
-            "torch": env.get("torch") or (old_doc or {}).get("torch"),
-            "cuda": env.get("cuda") or (old_doc or {}).get("cuda"), "cutlass": "4.2.0", "rows": merged}
+    doc = {"device": env.get("device") or (old_doc or {}).get("device"), "date": date, "commit": commit,
+           "torch": env.get("torch") or (old_doc or {}).get("torch"),
+           "cuda": env.get("cuda") or (old_doc or {}).get("cuda"), "cutlass": "4.2.0", "rows": merged}
+    note = note or (old_doc or {}).get("note")
+    if note:
+        doc["note"] = note
+    return doc
 
 
 def markdown(doc: dict, title: str) -> str:
     f = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-    lines = [f"# {title}: {doc.get('device')}, torch {doc.get('torch')}, CUTLASS {doc.get('cutlass')}", "",
-             f"Latest run merged: {doc.get('date')}, commit {doc.get('commit')}; each row's own run is in column "
+    lines = [f"# {title}: {doc.get('device')}, torch {doc.get('torch')}, CUTLASS {doc.get('cutlass')}", ""]
+    if doc.get("note"):
+        lines += [doc["note"], ""]
+    lines += [f"Latest run merged: {doc.get('date')}, commit {doc.get('commit')}; each row's own run is in column "
              "`measured`. Times are medians (CUDA events, rotating inputs); rel_err is the relative Frobenius error "
              "vs float64.",
              f"`kept` says what the composed module uses: a FACT kernel only when it verified and beat the baseline by > "

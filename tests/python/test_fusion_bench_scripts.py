@@ -205,3 +205,18 @@ def test_kb_subset_copies_problems_by_number_and_names_a_missing_one(tmp_path):
                                                                   "5_ConvTranspose2d_Subtract_Tanh.py"]
     bad = subprocess.run(["bash", str(script), str(dest), "level2", "7"], env=env, capture_output=True, text=True)
     assert bad.returncode != 0 and "no problem 7" in bad.stderr
+
+
+def test_results_table_keeps_its_note_until_a_new_one_is_given(tmp_path):
+    """The per-kernel results files (gemm_h100/h200.json) carry how their runs were made as a note above the table."""
+    results_table = _module("results_table")
+    row = {"problem": "p", "pattern": "gemm", "numerics": "3xtf32", "baseline_ms": 1.0, "fact_ms": 0.5}
+    first = results_table.merge(None, [dict(row)], {"device": "GPU"}, note="(1) how run one was made")
+    assert first["note"] == "(1) how run one was made"
+    kept = results_table.merge(first, [dict(row, fact_ms=0.4)], {})
+    assert kept["note"] == first["note"] and [r["fact_ms"] for r in kept["rows"]] == [0.4]
+    replaced = results_table.merge(kept, [], {}, note="(1) ...\n\n(2) run two")
+    assert replaced["note"].endswith("(2) run two")
+    text = results_table.write(tmp_path / "gemm_h200", replaced)
+    assert text.startswith("# GEMM benchmark: GPU") and "(2) run two" in text.split("| problem |")[0]
+    assert "note" not in results_table.merge(None, [dict(row)], {})
