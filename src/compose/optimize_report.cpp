@@ -168,6 +168,10 @@ std::string optimize_report_markdown(const json& report) {
   }
   if (report.contains("left_to_pytorch"))
     md += "\n**Left to PyTorch**: " + report["left_to_pytorch"].get<std::string>() + "\n";
+  if (report.contains("notes") && report["notes"].is_array()) {
+    md += "\n**Plan notes**:\n\n";
+    for (const auto& n : report["notes"]) md += "- " + (n.is_string() ? n.get<std::string>() : n.dump()) + "\n";
+  }
   if (report.contains("patterns")) {
     md += "\n## Patterns\n\n| pattern | anchor | FACT? | FACT ms | PyTorch ms | numerics | rel err | why |\n"
           "|---|---|---|---|---|---|---|---|\n";

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <regex>
 #include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "discover/shape_expr.h"
@@ -289,10 +294,27 @@ class DimEvaluator {
     return out;
   }
 
-  bool constraints_hold() {
-    for (const auto& c : rule_.constraints)
-      if (eval(c, "constraint") == 0) return false;
-    return true;
+  bool constraints_hold() { return !failed_constraint(); }
+
+  // The first constraint that does not hold, with the values of the rule dims and pattern attrs it names.
+  std::optional<std::string> failed_constraint() {
+    for (const auto& c : rule_.constraints) {
+      if (eval(c, "constraint") != 0) continue;
+      const std::string& text = c;
+      std::set<std::string> names;
+      for (const auto& [name, expr] : rule_.dims.items()) names.insert(name);
+      for (const auto& [name, value] : s_.attrs) names.insert(name);
+      std::vector<std::string> values;
+      for (const auto& name : names) {
+        if (!std::regex_search(text, std::regex("(^|[^$@\\w.])" + name + "($|\\W)"))) continue;
+        try {
+          if (auto v = lookup(name)) values.push_back(fmt::format("{} = {}", name, *v));
+        } catch (const Error&) {  // an attr that is not a number (a list) is named without its value
+        }
+      }
+      return values.empty() ? text : fmt::format("{} ({})", text, fmt::join(values, ", "));
+    }
+    return std::nullopt;
   }
 
  private:
@@ -392,7 +414,8 @@ bool operand_is_covered(const Rule& rule, const State& s) {
 }  // namespace
 
 std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistry& registry, const ir::OpTable& ops,
-                                    const ArchSpec& arch, std::vector<std::string>* skipped) {
+                                    const ArchSpec& arch, std::vector<std::string>* skipped,
+                                    std::vector<NearMiss>* near_misses) {
   std::vector<Match> out;
   for (const auto& node : graph.nodes) {
     if (node.kind != ir::NodeKind::Op || node.outputs.empty()) continue;
@@ -411,7 +434,10 @@ std::vector<Match> find_all_matches(const ir::Graph& graph, const PatternRegistr
         if (!self_contained(graph, *rule, s, node.name, exported)) continue;
         if (operand_is_covered(*rule, s)) continue;
         DimEvaluator dims(graph, *rule, arch, s, where);
-        if (!dims.constraints_hold()) continue;
+        if (auto why = dims.failed_constraint()) {
+          if (near_misses) near_misses->push_back({node.name, rule->name, *why});
+          continue;
+        }
         Match m;
         m.rule = rule->name;
         m.family = rule->family;

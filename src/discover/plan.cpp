@@ -46,8 +46,10 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
   CostContext ctx{plan.graph, arch, numerics, conv_numerics};
 
   // A graph FACT cannot write back as ATen calls stays PyTorch's whole: matching it would only cost tuning time.
-  auto found = graph.replay_blocker.empty() ? find_all_matches(plan.graph, registry, ops, arch, &plan.notes)
-                                            : std::vector<Match>{};
+  std::vector<NearMiss> near_misses;
+  auto found = graph.replay_blocker.empty()
+                   ? find_all_matches(plan.graph, registry, ops, arch, &plan.notes, &near_misses)
+                   : std::vector<Match>{};
   std::map<std::string, CostEstimate> costs;  // keyed by rule + anchor (unique per match)
   auto key = [](const Match& m) { return m.rule + "@" + m.anchor; };
   std::vector<Match> matches;
@@ -87,6 +89,13 @@ Plan make_plan(const ir::Graph& graph, const PatternRegistry& registry, const ir
     if (n.kind != ir::NodeKind::Op || covered.count(n.name) || n.op == "getitem") continue;
     if (n.category == ir::OpCategory::View) continue;
     plan.uncovered_ops[n.op]++;
+  }
+  // A node left to PyTorch that a rule's pattern matched says which of the rule's constraints kept it out.
+  std::set<std::string> explained;
+  for (const auto& miss : near_misses) {
+    if (covered.count(miss.node) || !explained.insert(miss.node).second) continue;
+    plan.notes.push_back(fmt::format("{} at node '{}' stays PyTorch's: rule '{}' needs {}",
+                                     plan.graph.at(miss.node).op, miss.node, miss.rule, miss.why));
   }
   return plan;
 }

@@ -173,6 +173,13 @@ TEST(ComposeGating, ReportHasE2eFieldsPatternsAndTables) {
   EXPECT_NE(fact::compose::optimize_report_markdown(untraced)
                 .find("**Left to PyTorch**: the whole module: torch.export cannot trace Model.forward"),
             std::string::npos);
+  // The plan's notes (why a node stays PyTorch's) are listed under the patterns' summary.
+  json noted = {{"model", "m.py"}, {"patterns", json::array()}, {"steps", json::array()},
+                {"notes", {"aten.conv_transpose2d.input at node 'convt' stays PyTorch's: rule 'conv_transpose' needs "
+                           "groups == 1 (groups = 4)"}}};
+  EXPECT_NE(fact::compose::optimize_report_markdown(noted).find(
+                "**Plan notes**:\n\n- aten.conv_transpose2d.input at node 'convt' stays PyTorch's"),
+            std::string::npos);
 }
 
 // Normalization and attention winners are composed like GEMMs: their op is the family's config id, and the

@@ -3,6 +3,7 @@
 // extents), the config spaces (implicit GEMM, direct), the kernels and op wrapper rendered from their templates, the
 // composed call, and (tests named *Nvcc*) nvcc compiles for sm_90a.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -720,6 +721,30 @@ TEST(ConvFamily, OnlyAReductionOverThePixelsOrTheChannelsOfAnFp32ConvsOwnValueJo
   p.validate();
   p.element = Element::bf16;
   EXPECT_THROW(p.validate(), Error);
+}
+
+// A transposed convolution of groups 4 (KernelBench level1/72, 75): no rule takes it, and the plan says which rule's
+// constraint kept it out, with the value it saw, beside "Left to PyTorch".
+TEST(ConvFamily, AGroupedTransposedConvolutionStaysPyTorchsWithTheConstraintNamed) {
+  GraphDoc d;
+  d.input("w", {16, 8, 3, 3}, "float32", "parameter").input("x", {2, 16, 8, 8});
+  d.op("convt", "aten.conv_transpose2d.input",
+       {ref_to("x"), ref_to("w"), nullptr, Json::array({2, 2}), Json::array({1, 1}), Json::array({1, 1}), 4,
+        Json::array({1, 1})},
+       {2, 32, 16, 16});
+  d.output("convt");
+  Plan p = plan_of(d);
+  EXPECT_TRUE(p.entries.empty());
+  EXPECT_EQ(discover::left_to_pytorch(p), "aten.conv_transpose2d.input x1");
+  EXPECT_NE(std::find(p.notes.begin(), p.notes.end(),
+                      "aten.conv_transpose2d.input at node 'convt' stays PyTorch's: rule 'conv_transpose' needs "
+                      "groups == 1 (groups = 4)"),
+            p.notes.end())
+      << fmt::format("{}", fmt::join(p.notes, " | "));
+  // A node some rule takes gets no such note (conv_transpose of groups 1, though other rules near-missed it).
+  GraphDoc ungrouped = conv_transpose_relu();
+  Plan q = plan_of(ungrouped);
+  for (const auto& n : q.notes) EXPECT_EQ(n.find("stays PyTorch's"), std::string::npos) << n;
 }
 
 TEST(ConvFamily, TransposedConvolutionsMatchWithTheirEpilogueAndCutIntoPhases) {
