@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -160,7 +161,7 @@ TEST(AttentionConfigSpace, FilteredBySharedMemoryAndWarpRows) {
   auto t = traced("minigpt_block.json");
   AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention_manual"), t.graph, Numerics::tf32, Arch::sm90);
   auto space = enumerate_attention_configs(p, 100);
-  EXPECT_EQ(space.enumerated, 12);
+  EXPECT_EQ(space.enumerated, 12 + 4) << "sm80_mma's 2x3x2 axes, decode's 1x2x2 (refused: seq_q 512)";
   for (const auto& c : space.ranked) {
     EXPECT_EQ(attention_config_rejection(p, c), "") << c.summary();
     EXPECT_GE(c.block_m / c.warps, 16) << c.summary();
@@ -192,6 +193,30 @@ TEST(AttentionConfigSpace, TmaKernelCountsItsTwoQTiles) {
   EXPECT_EQ(attention_config_rejection(p, c), "");
 }
 
+// A decode step (one query row against a KV cache; Llama-3's GQA shape with seq_q 1, no causal mask) takes the split-KV
+// kernel first, in every mode; a query block past limits.max_seq_q or a head dim it has no lanes for is refused it.
+TEST(AttentionConfigSpace, ADecodeStepTakesTheSplitKvKernelFirst) {
+  auto t = traced("llama3_block.json");
+  for (Numerics n : {Numerics::bf16, Numerics::tf32, Numerics::x3tf32}) {
+    AttentionProblem p = attention_problem_from_match(t.rule("sdpa_attention"), t.graph, n, Arch::sm90);
+    p.seq_q = 1;
+    p.causal = false;
+    auto three = enumerate_attention_configs(p, 3).ranked;
+    ASSERT_FALSE(three.empty());
+    EXPECT_EQ(three[0].kernel, AttentionKernel::decode) << to_string(n);
+    EXPECT_EQ(three[0].template_name(), "cute/attention_decode.cu.in");
+    EXPECT_EQ(three[0].block_m, 1);
+    EXPECT_TRUE(contains(three[0].summary(), "decode")) << three[0].summary();
+    AttentionConfig c = three[0];
+    EXPECT_EQ(attention_config_rejection(p, c), "");
+    p.seq_q = 17;
+    EXPECT_TRUE(contains(attention_config_rejection(p, c), "at most 16 rows")) << attention_config_rejection(p, c);
+    p.seq_q = 1;
+    c.head_dim = p.head_dim = 80;
+    EXPECT_TRUE(contains(attention_config_rejection(p, c), "head dim 80")) << attention_config_rejection(p, c);
+  }
+}
+
 TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   auto t = traced("minigpt_block.json");
   auto space_of = [&](Numerics n, Arch a) {
@@ -202,8 +227,9 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
   };
   for (Numerics n : {Numerics::bf16, Numerics::fp16}) {
     auto s90 = space_of(n, Arch::sm90);
-    // sm80_mma's 2x3x2 axes, sm90_wgmma's 2x2x2, sm90_tma_ws's 2x2x2 x 2 schedules.
-    EXPECT_EQ(s90.enumerated, 12 + 8 + 16) << to_string(n);
+    // sm80_mma's 2x3x2 axes, sm90_wgmma's 2x2x2, sm90_tma_ws's 2x2x2 x 2 schedules, decode's 1x2x2.
+    EXPECT_EQ(s90.enumerated, 12 + 8 + 16 + 4) << to_string(n);
+    EXPECT_EQ(count(s90, AttentionKernel::decode), 0) << "MiniGPT's 512 query rows are no decode step";
     // 64 query rows per (consumer) warpgroup: (64, 4 warps) and (128, 8 warps), each with block_n 64 and 128; the
     // TMA kernel's two warpgroups of (128, 8 warps) also ping-pong.
     EXPECT_EQ(count(s90, AttentionKernel::sm90_tma_ws), 6) << to_string(n);
@@ -227,7 +253,7 @@ TEST(AttentionConfigSpace, WgmmaKernelsOnlyOnSm90In16BitModes) {
     auto s80 = space_of(n, Arch::sm80);
     EXPECT_EQ(count(s80, AttentionKernel::sm90_wgmma), 0) << to_string(n);
     EXPECT_EQ(count(s80, AttentionKernel::sm90_tma_ws), 0) << to_string(n);
-    EXPECT_EQ(s80.enumerated, 12) << to_string(n);
+    EXPECT_EQ(s80.enumerated, 12 + 4) << to_string(n);
   }
   for (Numerics n : {Numerics::tf32, Numerics::fp32}) {
     EXPECT_EQ(count(space_of(n, Arch::sm90), AttentionKernel::sm90_wgmma), 0) << to_string(n);
@@ -427,6 +453,18 @@ TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsHeadDim80Compiles) {
 TEST(AttentionCodegenNvcc, Sm90aBf16WgmmaHeadDim80Compiles) {
   expect_attention_compiles(Numerics::bf16, Arch::sm90, "sm90_bf16_wgmma_d80_attention", AttentionKernel::sm90_wgmma,
                             true, AttentionSchedule::cooperative, 80);
+}
+// The decode kernel (split-KV in fp32 FMAs) in bf16 on sm_90a and in fp32 (tf32 mode) on sm_80: a lane's piece of a
+// row is one 8- or 16-byte load, the mask's reader is the other kernels'.
+TEST(AttentionCodegenNvcc, DecodeCompiles) {
+  for (auto [n, arch, name] : {std::tuple{Numerics::bf16, Arch::sm90, "sm90_bf16_decode_attention"},
+                               std::tuple{Numerics::tf32, Arch::sm80, "sm80_tf32_decode_attention"}}) {
+    AttentionConfig c;
+    c.kernel = AttentionKernel::decode;
+    c.arch = arch; c.numerics = n; c.element = input_element(n); c.head_dim = 128;
+    c.block_m = 1; c.block_n = 256; c.warps = 4;
+    expect_kernel_compiles(c.arch, generate_attention_kernel(c).text, name, c.summary());
+  }
 }
 // The same kernel with its two consumer warpgroups taking turns (named barriers around the GMMA issue).
 TEST(AttentionCodegenNvcc, Sm90aBf16TmaWsPingPongCompiles) {

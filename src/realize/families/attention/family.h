@@ -51,9 +51,10 @@ AttentionProblem attention_problem_from_match(const discover::Match& match, cons
                                               Numerics numerics, Arch arch);
 
 // The kernel a config renders: mma.sync on sm80+ (every numerics mode), or Hopper's warpgroup MMA (16-bit modes)
-// with cp.async loads by all threads or with TMA loads by a producer warpgroup (warp specialization).
-enum class AttentionKernel { sm80_mma, sm90_wgmma, sm90_tma_ws };
-std::string to_string(AttentionKernel k);  // "sm80_mma", "sm90_wgmma", "sm90_tma_ws"
+// with cp.async loads by all threads or with TMA loads by a producer warpgroup (warp specialization), or for short
+// query blocks (a decode step) split-KV in fp32 FMAs (decode: block_n is the fewest keys a split takes).
+enum class AttentionKernel { sm80_mma, sm90_wgmma, sm90_tma_ws, decode };
+std::string to_string(AttentionKernel k);  // "sm80_mma", "sm90_wgmma", "sm90_tma_ws", "decode"
 AttentionKernel attention_kernel_from_string(const std::string& s);
 void to_json(nlohmann::json& j, AttentionKernel k);  // JSON holds the name
 void from_json(const nlohmann::json& j, AttentionKernel& k);
@@ -63,7 +64,7 @@ void from_json(const nlohmann::json& j, AttentionKernel& k);
 // (element, numerics, head dim, arch). The kernels and their axes are data/families/attention.json's "kernels":
 // sm80_mma (templates/cute/attention_fwd.cu.in), sm90_wgmma (templates/cute/attention_fwd_sm90.cu.in) and
 // sm90_tma_ws (templates/cute/attention_fwd_sm90_ws.cu.in, whose `warps` counts consumer warps: its CTA adds a
-// producer warpgroup of 128 threads).
+// producer warpgroup of 128 threads) and decode (templates/cute/attention_decode.cu.in).
 // How the consumer warpgroups of sm90_tma_ws share the tensor cores: both issue at will (cooperative), or they take
 // turns so that one's softmax overlaps the other's GMMAs (pingpong, two consumer warpgroups).
 enum class AttentionSchedule { cooperative, pingpong };

@@ -17,9 +17,10 @@
 namespace fact::realize {
 namespace {
 
-constexpr EnumNames<AttentionKernel, 3> kKernels{{{AttentionKernel::sm80_mma, "sm80_mma"},
+constexpr EnumNames<AttentionKernel, 4> kKernels{{{AttentionKernel::sm80_mma, "sm80_mma"},
                                                   {AttentionKernel::sm90_wgmma, "sm90_wgmma"},
-                                                  {AttentionKernel::sm90_tma_ws, "sm90_tma_ws"}}};
+                                                  {AttentionKernel::sm90_tma_ws, "sm90_tma_ws"},
+                                                  {AttentionKernel::decode, "decode"}}};
 constexpr EnumNames<AttentionSchedule, 2> kSchedules{{{AttentionSchedule::cooperative, "cooperative"},
                                                       {AttentionSchedule::pingpong, "pingpong"}}};
 
@@ -111,10 +112,16 @@ std::string attention_config_rejection(const AttentionProblem& p, const Attentio
   if (std::find(dims.begin(), dims.end(), c.head_dim) == dims.end())
     return fmt::format("head dim {} is not one the {} kernel is generated for ({})", c.head_dim, to_string(c.kernel),
                        nlohmann::json(dims).dump());
-  auto rows = limits.at("rows_per_warp").get<std::vector<int>>();
-  if (c.block_m % c.warps != 0 || std::find(rows.begin(), rows.end(), c.block_m / c.warps) == rows.end())
-    return fmt::format("{} query rows over {} warps is not a row count per warp the {} kernel takes ({})", c.block_m,
-                       c.warps, to_string(c.kernel), nlohmann::json(rows).dump());
+  // A kernel of short query blocks (decode) runs any seq_q a row at a time, but is offered only those.
+  if (limits.contains("max_seq_q") && p.seq_q > limits.at("max_seq_q").get<int64_t>())
+    return fmt::format("the {} kernel takes query blocks of at most {} rows (seq_q {}): a row at a time, each "
+                       "reading every key", to_string(c.kernel), limits.at("max_seq_q").get<int64_t>(), p.seq_q);
+  if (limits.contains("rows_per_warp")) {  // the mma kernels' query tile over their warps
+    auto rows = limits.at("rows_per_warp").get<std::vector<int>>();
+    if (c.block_m % c.warps != 0 || std::find(rows.begin(), rows.end(), c.block_m / c.warps) == rows.end())
+      return fmt::format("{} query rows over {} warps is not a row count per warp the {} kernel takes ({})", c.block_m,
+                         c.warps, to_string(c.kernel), nlohmann::json(rows).dump());
+  }
   const nlohmann::json schedules = schedules_of(kernel);
   if (!listed(schedules, to_string(c.schedule)))
     return fmt::format("the {} kernel has no {} schedule ({})", to_string(c.kernel), to_string(c.schedule),
