@@ -8,7 +8,7 @@ With --merge the Markdown table beside the results file (fused_h100.md) is rewri
 A normalization row says what was checked against float64: the outputs (y, and the sum x + residual of an
 add-norm whose graph reads it again) and the row counts (the problem's and norm_case.ODD_ROWS).
 
-Usage: python3 bench/scripts/fused_ops_report.py WORK_DIR [--out rows.json] [--merge bench/results/fused_h100.json]
+Usage: python3 bench/scripts/fused_ops_report.py WORK_DIR [--out rows.json] [--merge bench/results/fused_h100.json] [--note TEXT]
 WORK_DIR holds tune-<problem>-<numerics>.json and measure-*-result.json (or is an unpacked fused_ops_work.tgz).
 """
 from __future__ import annotations
@@ -78,6 +78,7 @@ def main() -> int:
     ap.add_argument("work", type=Path)
     ap.add_argument("--out", type=Path, default=Path("fused_ops_rows.json"))
     ap.add_argument("--merge", type=Path, help="an existing results file to merge the rows into (written in place)")
+    ap.add_argument("--note", default=None, help="how the runs were made and what changed (default: the merged file's)")
     args = ap.parse_args()
     rows = []
     for path in sorted(args.work.glob("**/tune-*.json")):
@@ -88,7 +89,7 @@ def main() -> int:
     args.out.write_text(json.dumps(results_table.merge(None, rows, env), indent=1) + "\n")
     if args.merge:
         old_doc = json.loads(args.merge.read_text()) if args.merge.exists() else None
-        results_table.write(args.merge.with_suffix(""), results_table.merge(old_doc, rows, env))
+        results_table.write(args.merge.with_suffix(""), results_table.merge(old_doc, rows, env, args.note))
     print(f"{'problem':<24} {'pattern':<22} {'anchor':<12} {'num':<5} {'status':<14} {'fact ms':>9} {'torch ms':>9} "
           f"{'x':>6} {'rel err':>9}  baseline")
     for r in rows:

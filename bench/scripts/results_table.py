@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 
 WIN_MARGIN = 0.03  # the tuner's gate (src/realize/candidate_tuner.cpp): a FACT kernel must beat PyTorch by 3%
-TITLES = {"gemm_h100": "GEMM benchmark", "gemm_h200": "GEMM benchmark",
-          "fused_h100": "Fused kernels (GEMM epilogues, normalization incl. residual add + norm, attention, rope)"}
+FUSED_TITLE = "Fused kernels (GEMM epilogues, normalization incl. residual add + norm, attention, rope)"
+TITLES = {"gemm_h100": "GEMM benchmark", "gemm_h200": "GEMM benchmark", "fused_h100": FUSED_TITLE,
+          "fused_h200": FUSED_TITLE}
 
 
 def this_run() -> str:
