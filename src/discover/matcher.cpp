@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -294,25 +293,31 @@ class DimEvaluator {
     return out;
   }
 
-  bool constraints_hold() { return !failed_constraint(); }
-
-  // The first constraint that does not hold, with the values of the rule dims and pattern attrs it names.
+  // The first constraint that does not hold, with the values of the rule dims and pattern attrs it read (the names
+  // the expression itself looked up, not those of the dims they are made of).
   std::optional<std::string> failed_constraint() {
     for (const auto& c : rule_.constraints) {
-      if (eval(c, "constraint") != 0) continue;
-      const std::string& text = c;
-      std::set<std::string> names;
-      for (const auto& [name, expr] : rule_.dims.items()) names.insert(name);
-      for (const auto& [name, value] : s_.attrs) names.insert(name);
-      std::vector<std::string> values;
-      for (const auto& name : names) {
-        if (!std::regex_search(text, std::regex("(^|[^$@\\w.])" + name + "($|\\W)"))) continue;
-        try {
-          if (auto v = lookup(name)) values.push_back(fmt::format("{} = {}", name, *v));
-        } catch (const Error&) {  // an attr that is not a number (a list) is named without its value
-        }
+      std::vector<std::string> read;
+      auto plain = ctx_.name;
+      ctx_.name = [&](const std::string& n) {
+        auto v = lookup(n);
+        std::string seen = v ? fmt::format("{} = {}", n, *v) : "";
+        if (busy_.empty() && (rule_.dims.contains(n) || s_.attrs.count(n)) && !seen.empty() &&
+            std::find(read.begin(), read.end(), seen) == read.end())
+          read.push_back(std::move(seen));
+        return v;
+      };
+      double holds = 0;
+      try {
+        holds = eval(c, "constraint");
+      } catch (...) {
+        ctx_.name = plain;
+        throw;
       }
-      return values.empty() ? text : fmt::format("{} ({})", text, fmt::join(values, ", "));
+      ctx_.name = plain;
+      if (holds != 0) continue;
+      const std::string& text = c;
+      return read.empty() ? text : fmt::format("{} ({})", text, fmt::join(read, ", "));
     }
     return std::nullopt;
   }

@@ -168,6 +168,7 @@ Plan plan_from_json(const json& doc, const std::string& origin, const ir::OpTabl
     // Plans written before convolutions had numerics of their own ran them in TF32.
     plan.conv_numerics = numerics_from_string(doc.value("conv_numerics", std::string("tf32")));
     plan.graph = ir::parse_graph(field(doc, "ir", "plan"), origin + " (embedded IR)", ops);
+    plan.notes = doc.value("notes", std::vector<std::string>{});
     int i = 0;
     for (auto& p : field(doc, "patterns", "plan")) {
       std::string where = "pattern #" + std::to_string(++i);

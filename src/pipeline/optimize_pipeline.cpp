@@ -247,11 +247,9 @@ void optimize_model(const OptimizeRequest& o, std::ostream& out, std::ostream& l
     }
     report["e2e"] = compose::e2e_summary(e2e_first, e2e_final, fallback);
   }
-  json plan_doc = read_json_file(run.plan, "plan file");
-  auto plan_value = discover::plan_from_json(plan_doc, run.plan.string(), ir::OpTable::builtin());
+  auto plan_value = discover::plan_from_json(read_json_file(run.plan, "plan file"), run.plan.string(), ir::OpTable::builtin());
   // Why what the plan left out stays PyTorch's (a rule's constraint, a tracer rewrite): one line each.
-  if (plan_doc.contains("notes") && plan_doc["notes"].is_array() && !plan_doc["notes"].empty())
-    report["notes"] = plan_doc["notes"];
+  if (!plan_value.notes.empty()) report["notes"] = plan_value.notes;
   report["patterns"] = compose::pattern_rows(plan_value, compose::pattern_verdicts(plan_value, tune_json, "tune report"));
   // A module torch.export could not trace has no patterns at all: the report says why, not just an empty table.
   if (!plan_value.graph.replay_blocker.empty()) report["left_to_pytorch"] = discover::left_to_pytorch(plan_value);

@@ -266,6 +266,8 @@ TEST(Plan, TracerNotesLeadThePlanNotes) {
   EXPECT_EQ(plan.notes.front(), note);
   EXPECT_TRUE(has(fact::discover::format_plan(plan), "Note: " + note));
   EXPECT_EQ(fact::discover::to_json(plan)["notes"][0], note);
+  // plan.json keeps them for `fact tune` and the optimize report.
+  EXPECT_EQ(fact::discover::plan_from_json(fact::discover::to_json(plan), "plan.json", ops()).notes, plan.notes);
   EXPECT_FALSE(fact::ir::to_json(fixture("minigpt_block.json")).contains("notes"));  // none: no field
   doc["notes"] = Json::array({1});
   EXPECT_THROW(fact::ir::parse_graph(doc, "ir.json", ops()), fact::Error);
