@@ -2,8 +2,8 @@
 
 - level 2: every problem whose chain starts at a GEMM (its first op that is not a view or a copy is linear, addmm,
   mm, matmul, bmm or baddbmm);
-- level 1: every problem made only of pointwise ops, reductions, normalizations, softmax and losses (no GEMM,
-  convolution, pooling, scan or attention op).
+- level 1: every problem made only of pointwise ops, reductions, scans, normalizations, softmax and losses (no GEMM,
+  convolution, pooling or attention op).
 
     python bench/scripts/fusion_problems.py [--set fusion|conv] [--kernelbench DIR] [-o OUT.json]
 
@@ -30,7 +30,7 @@ VIEW_OR_COPY = {"aten.numpy_T", "aten.t", "aten.transpose", "aten.permute", "ate
                 "aten.squeeze", "aten.expand", "aten.alias", "aten.detach", "aten.clone", "aten.contiguous",
                 "aten._to_copy", "aten.flatten"}
 # Op name fragments that put a level-1 problem outside this benchmark (other families and issues own them).
-NOT_FUSION = ("conv", "pool", "cum", "attention", "linear", "addmm", ".mm.", "matmul", "bmm", "einsum")
+NOT_FUSION = ("conv", "pool", "attention", "linear", "addmm", ".mm.", "matmul", "bmm", "einsum")
 RULES = {"level2": "first op that is not a view or copy is one of " + ", ".join(sorted(GEMM_OPS)),
          "level1": "no op whose name contains " + ", ".join(NOT_FUSION)}
 # The convolution benchmark (issue 17, --set conv): every level-1 problem with a convolution, every level-2 chain that

@@ -30,6 +30,8 @@ const json& pointwise_ops() { return table("ir/pointwise_ops.json", "ops"); }
 const json& row_reductions() { return table("ir/row_reductions.json", "ops"); }
 const json& whole_tensor_reductions() { return table("ir/row_reductions.json", "whole_tensor"); }
 const json& window_ops() { return table("ir/row_reductions.json", "windows"); }
+const json& scan_ops() { return table("ir/row_reductions.json", "scans"); }
+const json& reversal_ops() { return table("ir/row_reductions.json", "reversals"); }
 const json& activations() { return table("epilogues/activations.json", "activations"); }
 
 bool is_ref(const json& a) { return a.is_object() && a.contains("ref"); }
@@ -82,6 +84,8 @@ struct Lowering {
   std::map<std::string, std::vector<int64_t>> input_shape;
 
   bool channel_input(const std::string& name) const { return channel_inputs.count(name) > 0; }
+  std::map<std::string, int> input_index;   // fragment input -> its index
+  std::set<std::string> read_as_is;         // inputs some node reads unflipped
 
   std::string add(RowStatement s) {
     per_row[s.var] = s.per_row;
@@ -119,6 +123,11 @@ struct Lowering {
       if (it == var.end()) throw Error(fmt::format("node '{}' reads '{}', which is neither inside the fragment nor an input", node, r));
       if (window_inputs.count(r))
         throw Error(fmt::format("node '{}' reads '{}', an input only a pool reads (its shape is not the fragment's)", node, r));
+      if (auto in = input_index.find(r); in != input_index.end()) {
+        if (p.reversed[in->second])
+          throw Error(fmt::format("node '{}' reads '{}', which another node flips; an input is read one way", node, r));
+        read_as_is.insert(r);
+      }
       if (row) *row = per_row.at(it->second);
       return it->second;
     }
@@ -277,6 +286,7 @@ struct Lowering {
   void reduction(const json& node, const json& form) {
     const std::string name = node.at("name");
     const std::string f = form.at("form");
+    if (p.scan()) throw Error(fmt::format("node '{}' reduces a row that a scan also walks; not generated", name));
     bool row = false;
     std::string x = operand(name, arg_at(node, 0, "self"), &row);
     if (row) throw Error(fmt::format("node '{}' reduces a value that is already one per row", name));
@@ -325,9 +335,76 @@ struct Lowering {
       throw Error(fmt::format("node '{}': data/ir/row_reductions.json form '{}' has no lowering", name, f));
     }
   }
+
+  // An inclusive prefix along contiguous rows (the kernel walks a row's tiles in order, carrying the prefix).
+  void scan(const json& node, const json& form) {
+    const std::string name = node.at("name");
+    const std::string f = form.at("form");
+    if (f != "sum" && f != "prod") throw Error(fmt::format("node '{}': scan form '{}' has no lowering", name, f));
+    if (!read_spec(node, form.at("dtype")).is_null())
+      throw Error(fmt::format("node '{}' ({}) converts to another dtype; a generated scan keeps the fragment's",
+                              name, node.at("op").get<std::string>()));
+    bool row = false;
+    std::string x = operand(name, arg_at(node, 0, "self"), &row);
+    if (row) throw Error(fmt::format("node '{}' scans a value that is one per row", name));
+    const int rank = static_cast<int>(full_shape.size());
+    ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()), rank);
+    if (!(k == row_dims))
+      throw Error(fmt::format("node '{}' scans dim {}; the fragment's rows are dims {}..{}", name, k.first,
+                              row_dims.first, row_dims.first + row_dims.count - 1));
+    if (p.inner > 1)
+      throw Error(fmt::format("node '{}' scans dim {}, which has dims behind it; a generated scan walks contiguous rows",
+                              name, k.first));
+    if (p.scan()) throw Error(fmt::format("node '{}' is a second scan; a generated kernel holds one", name));
+    if (p.reductions() > 0) throw Error(fmt::format("node '{}' scans a row that a reduction also reads; not generated", name));
+    RowStatement s;
+    s.kind = RowStatement::Kind::scan;
+    s.var = fresh();
+    s.reduce = f;
+    s.operand = x;
+    var[name] = add(s);
+  }
+
+  // A flip of the row's one dim: of an input only flips read (loaded from the row's end) or of the fragment's output
+  // (stored from the row's end). Every value between keeps the graph's index, the scan's order.
+  void reversal(const json& node, const json& form, const std::string& output) {
+    const std::string name = node.at("name");
+    json dims = read_spec(node, form.at("dims"));
+    if (dims.is_number_integer()) dims = json::array({dims});
+    const int rank = static_cast<int>(full_shape.size());
+    const bool row_dim = dims.is_array() && dims.size() == 1 && dims[0].is_number_integer() &&
+                         (dims[0].get<int64_t>() + rank) % rank == rank - 1;
+    if (!row_dim || row_dims.count != 1 || row_dims.first != rank - 1)
+      throw Error(fmt::format("node '{}' flips dims {}; a generated kernel reverses only its rows' one dim, the last", name,
+                              dims.dump()));
+    const json x = arg_at(node, 0, "self");
+    const std::string src = is_ref(x) ? x["ref"].get<std::string>() : "";
+    if (auto in = input_index.find(src); in != input_index.end()) {
+      if (read_as_is.count(src))
+        throw Error(fmt::format("node '{}' flips '{}', which another node reads unflipped; an input is read one way", name, src));
+      if (p.inputs[in->second] != RowInputKind::full)
+        throw Error(fmt::format("node '{}' flips '{}', which is not a full input of the fragment", name, src));
+      p.reversed[in->second] = true;
+      var[name] = var.at(src);
+      return;
+    }
+    if (name != output)
+      throw Error(fmt::format("node '{}' flips a value made in the fragment; a generated kernel flips its inputs and its "
+                              "output only", name));
+    bool row = false;
+    var[name] = operand(name, x, &row);
+    if (row) throw Error(fmt::format("node '{}' flips a value that is one per row", name));
+    p.output_reversed = true;
+  }
 };
 
 }  // namespace
+
+const RowStatement* RowProgram::scan() const {
+  auto it = std::find_if(statements.begin(), statements.end(),
+                         [](const RowStatement& s) { return s.kind == RowStatement::Kind::scan; });
+  return it == statements.end() ? nullptr : &*it;
+}
 
 int RowProgram::reductions() const {
   return static_cast<int>(std::count_if(statements.begin(), statements.end(),
@@ -359,10 +436,13 @@ bool row_reduction_weight_arg(const std::string& op, int index) {
 }
 
 bool row_program_reads(const std::string& op) {
-  return pointwise_ops().contains(op) || row_reductions().contains(op) || window_ops().contains(op);
+  return pointwise_ops().contains(op) || row_reductions().contains(op) || scan_ops().contains(op) ||
+         reversal_ops().contains(op) || window_ops().contains(op);
 }
 
 bool is_window_op(const std::string& op) { return window_ops().contains(op); }
+
+bool is_reversal_op(const std::string& op) { return reversal_ops().contains(op); }
 
 std::string row_reduction_form(const std::string& op) {
   return row_reductions().contains(op) ? row_reductions()[op].value("form", "") : "";
@@ -375,8 +455,8 @@ std::string row_partials_of(const std::string& op) {
 
 ReducedDims row_reduction_dims(const std::string& node, const std::string& op, const json& args, const json& kwargs,
                                int rank) {
-  if (!row_reductions().contains(op)) return {};
-  const json& form = row_reductions()[op];
+  if (!row_reductions().contains(op) && !scan_ops().contains(op)) return {};
+  const json& form = row_reductions().contains(op) ? row_reductions()[op] : scan_ops()[op];
   json n = {{"name", node}, {"args", args}, {"kwargs", kwargs}};
   std::vector<int64_t> dims;
   if (form.contains("dims")) {
@@ -455,6 +535,11 @@ RowProgram lower_row_program(const json& fragment) {
                        : in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
     p.channel.push_back(ch);
     p.window.emplace_back();
+    p.reversed.push_back(false);
+    const bool boolean = in.value("dtype", p.dtype) == "bool";
+    if (boolean && window) throw Error(fmt::format("fragment input '{}': a pool of a bool tensor is not generated", in.at("name").get<std::string>()));
+    p.boolean.push_back(boolean);
+    L.input_index[in.at("name").get<std::string>()] = i - 1;
     L.var[in.at("name").get<std::string>()] = L.add(s);
   }
   for (const auto& node : fragment.at("nodes")) {
@@ -467,11 +552,17 @@ RowProgram lower_row_program(const json& fragment) {
                               node["outputs"][0].value("dtype", ""), p.dtype));
     if (pointwise_ops().contains(op)) L.pointwise(node, pointwise_ops()[op]);
     else if (row_reductions().contains(op)) L.reduction(node, row_reductions()[op]);
+    else if (scan_ops().contains(op)) L.scan(node, scan_ops()[op]);
+    else if (reversal_ops().contains(op)) L.reversal(node, reversal_ops()[op], fragment.at("output"));
     else if (window_ops().contains(op)) L.window(node, window_ops()[op]);
     else throw Error(fmt::format("node '{}' ({}) is in neither data/ir/pointwise_ops.json nor data/ir/row_reductions.json", name, op));
   }
   for (const auto& [name, i] : L.window_inputs)
     if (p.window[i].form.empty()) throw Error(fmt::format("fragment input '{}' is marked window, but no pool reads it", name));
+  const bool flips = p.output_reversed || std::find(p.reversed.begin(), p.reversed.end(), true) != p.reversed.end();
+  if (flips && !p.scan())
+    throw Error("the fragment flips its rows without a scan; a generated kernel reverses a row only around a scan (a "
+                "flip alone is PyTorch's copy)");
   const std::string out = fragment.at("output");
   if (!L.var.count(out)) throw Error(fmt::format("the fragment's output '{}' is not one of its nodes", out));
   p.output = L.var.at(out);

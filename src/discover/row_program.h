@@ -1,7 +1,8 @@
 #pragma once
 // A row-wise fragment (fact-rowwise-fragment JSON, rowwise_fragment.h) lowered to the statements a generated
 // kernel runs: loads of its inputs, float expressions (data/ir/pointwise_ops.json read through the
-// activations' "expr" of data/epilogues/activations.json) and reductions over the row (data/ir/row_reductions.json).
+// activations' "expr" of data/epilogues/activations.json), reductions over the row and scans along it
+// (data/ir/row_reductions.json).
 // Every value is either one per element of the [rows, cols] row block ("full") or one per row. A row is the
 // reduced dims' elements at one position of the others: contiguous when the reduced dims are the trailing ones,
 // else strided by `inner`, the element count of the dims after them (a reduction over channels of [N, C, H, W]:
@@ -15,7 +16,7 @@
 namespace fact::discover {
 
 struct RowStatement {
-  enum class Kind { load, expr, reduce };
+  enum class Kind { load, expr, reduce, scan };
   Kind kind = Kind::expr;
   std::string var;      // C identifier of the value (reduce maxsumexp: var_m and var_s; meanvar: var_m and var_v)
   bool per_row = false; // one value per row (else per element)
@@ -23,7 +24,8 @@ struct RowStatement {
   std::string expr;     // expr: C++ float expression over earlier vars
   std::string reduce;   // reduce: "sum", "max", "min", "maxsumexp" (online max and sum of exp(x - max)) or "meanvar"
                         // (Welford's mean and population variance in one sweep)
-  std::string operand;  // reduce: the per-element var reduced
+                        // scan: "sum" or "prod" (an inclusive prefix along the row: one value per element)
+  std::string operand;  // reduce, scan: the per-element var reduced or scanned
 };
 
 // [rows, cols]; one [cols] row shared by every row; one value per channel (a norm's [C] weight): element f of
@@ -48,6 +50,9 @@ struct RowProgram {
   std::vector<RowInputKind> inputs;
   std::vector<ChannelIndex> channel;     // parallel to inputs: how a channel input is indexed
   std::vector<WindowRead> window;        // parallel to inputs: how a window input is pooled
+  std::vector<bool> boolean;             // parallel to inputs: a bool tensor, read as 1 or 0
+  std::vector<bool> reversed;            // parallel to inputs: read from the row's end (only flips read it; scans only)
+  bool output_reversed = false;          // the output is written from the row's end (a flip of it; scans only)
   std::string output;                    // the var written
   bool output_per_row = false;
   int64_t rows = 0, cols = 0;
@@ -55,6 +60,10 @@ struct RowProgram {
   std::string dtype;
   std::vector<std::string> ops;          // the fragment's aten ops, graph order (for reports)
   int reductions() const;
+  // The scan statement (at most one, and then no reduction: lower_row_program refuses more), or null.
+  const RowStatement* scan() const;
+  // No reduction and no scan: every element on its own (the flat kernel).
+  bool flat() const { return reductions() == 0 && !scan(); }
   // No reduction, no pool and every expression a plain copy of a value: a region of identities only (dropout in
   // eval, clone, detach), which a kernel could only copy.
   bool computes_nothing() const;
@@ -86,8 +95,11 @@ bool row_reduction_weight_arg(const std::string& op, int index);
 // The form of a row reduction op of data/ir/row_reductions.json ("sum", "mean", "softmax", ...), "" for another op.
 std::string row_reduction_form(const std::string& op);
 
-// Whether an op is one the lowering reads (pointwise table, row reductions or windows).
+// Whether an op is one the lowering reads (pointwise table, row reductions, scans or windows).
 bool row_program_reads(const std::string& op);
+
+// Whether an op flips a tensor (data/ir/row_reductions.json "reversals"): a copy op a generated scan reads through.
+bool is_reversal_op(const std::string& op);
 
 // Whether an op pools a window of its input (data/ir/row_reductions.json "windows"): a generated kernel computes it
 // where it loads that input, which must be a tensor in memory (an input of the fragment).

@@ -85,7 +85,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     if (!n) throw Error(fmt::format("node '{}' is not in the graph", name));
     if (n->kind != ir::NodeKind::Op) throw Error(fmt::format("node '{}' is a {}, not an op", name, ir::to_string(n->kind)));
     if (covered.count(name)) throw Error(fmt::format("node '{}' is already covered by a rule of the plan", name));
-    if (!rowwise_category(n->category))
+    if (!rowwise_category(n->category) && !is_reversal_op(n->op))
       throw Error(fmt::format("node '{}' ({}) is not an elementwise, reduction, softmax or normalization op", name, n->op));
     if (n->outputs.size() != 1) throw Error(fmt::format("node '{}' has {} results; a row-wise kernel takes one", name, n->outputs.size()));
   }
@@ -205,6 +205,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       if (in.dtype != f.dtype)
         throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
       f.inputs.push_back(r);
+      f.boolean.push_back(false);
       f.broadcast.push_back(true);  // read at its base whatever the row (the window's position comes from the element)
       f.channels.push_back(0);
       f.window.push_back(true);
@@ -227,9 +228,11 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       throw Error(fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or one row [{}]", r,
                               fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(one_row, ",")));
     }
-    if (in.dtype != f.dtype)
+    // A bool input (a mask) is read as 1 or 0, as PyTorch promotes it in arithmetic with the fragment's dtype.
+    if (in.dtype != f.dtype && in.dtype != "bool")
       throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
     f.inputs.push_back(r);
+    f.boolean.push_back(in.dtype == "bool");
     f.broadcast.push_back((row || channel) && !like_full);  // a channel input is read whole by every row too
     f.channels.push_back(scalar ? 1 : channel ? f.full_shape[1] : 0);
     f.window.push_back(false);
@@ -278,9 +281,10 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
     if (group.size() < 2) continue;  // one op alone gains nothing from fusion
     try {
       RowwiseFragment f = make_rowwise_fragment(plan.graph, group, covered);
-      // Strided rows, groups, channel and window inputs: generated only, outside the agent's ABI.
+      // Strided rows, groups, channel, window and bool inputs: generated only, outside the agent's ABI (one dtype).
       bool plain = f.inner == 1 && f.groups == 1 && std::all_of(f.channels.begin(), f.channels.end(), [](int64_t c) { return c == 0; }) &&
-                   std::none_of(f.window.begin(), f.window.end(), [](bool w) { return w; });
+                   std::none_of(f.window.begin(), f.window.end(), [](bool w) { return w; }) &&
+                   std::none_of(f.boolean.begin(), f.boolean.end(), [](bool b) { return b; });
       if (plain) out.push_back(std::move(f));
     } catch (const Error&) {
       // Not a row-wise chain as a whole; the LLM may still propose a part of it.
@@ -351,6 +355,7 @@ json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
     json in = {{"name", f.inputs[i]}, {"shape", graph.at(f.inputs[i]).out().shape}, {"broadcast", f.broadcast[i]}};
     if (f.channels[i]) in["channel"] = {{"channels", f.channels[i]}, {"inner", f.channel_inner}};
     if (f.window[i]) in["window"] = true;
+    if (f.boolean[i]) in["dtype"] = "bool";  // absent for the fragment's dtype: earlier fragments keep their ids
     inputs.push_back(in);
   }
   json j = {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},

@@ -26,6 +26,7 @@ struct RowwiseFragment {
   std::vector<bool> broadcast;       // parallel to inputs: true for a [cols] row shared by every row, or a channel input
   std::vector<int64_t> channels;     // parallel to inputs: C for a per-channel input (read by channel), else 0
   std::vector<bool> window;          // parallel to inputs: read only by a pool (its window pooled where it is loaded)
+  std::vector<bool> boolean;         // parallel to inputs: a bool tensor (a mask), read as 1 or 0
   int64_t channel_inner = 1;         // elements of one channel's plane: the product of the dims after dim 1
   int64_t groups = 1;                // rows per leading position of the reduced dims (group_norm's groups)
   int64_t rows = 0, cols = 0;

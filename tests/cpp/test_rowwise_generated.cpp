@@ -700,6 +700,185 @@ void expect_generated_compiles(const GraphDoc& d, bool one_pass, const std::stri
   expect_kernel_compiles(Arch::sm90, text, name, it->text());
 }
 
+// cumsum / cumprod along the last dim (KernelBench level1/89, 90, 93's shapes, small): one generated scan kernel with
+// the pointwise ops before and after it; a scan over a dim with others behind it, a second scan, a reduction beside a
+// scan and a dtype conversion stay PyTorch's, each with its reason.
+GraphDoc scan_chain(const char* op, std::vector<int64_t> shape, int64_t dim) {
+  GraphDoc d;
+  d.input("x", shape).input("m", shape);
+  d.op("p", "aten.mul.Tensor", {ref_to("x"), ref_to("m")}, shape);
+  d.op("c", op, {ref_to("p"), dim}, shape);
+  d.op("y", "aten.add.Tensor", {ref_to("c"), ref_to("x")}, shape).output("y");
+  return d;
+}
+
+// KernelBench level1/93's cumsum(x * mask), small: the bool mask is an input of the scan's kernel, read as 1 or 0.
+GraphDoc masked_scan() {
+  GraphDoc d;
+  d.input("x", {64, 1024}).input("m", {64, 1024}, "bool");
+  d.op("p", "aten.mul.Tensor", {ref_to("x"), ref_to("m")}, {64, 1024});
+  d.op("c", "aten.cumsum.default", {ref_to("p"), 1}, {64, 1024}).output("c");
+  return d;
+}
+
+TEST(RowwiseGenerated, ABoolMaskInputIsReadAsOneOrZero) {
+  auto p = plan_of(masked_scan());
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"p", "c"}));
+  EXPECT_EQ(e->match.kernel["fragment"]["inputs"][1]["dtype"], "bool");
+  EXPECT_FALSE(e->match.kernel["fragment"]["inputs"][0].contains("dtype"));  // the fragment's own: ids unchanged
+  auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  EXPECT_EQ(prog.boolean, (std::vector<bool>{false, true}));
+  std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
+  EXPECT_NE(text.find("const bool* in1 = static_cast<const bool*>(a.inputs[1])"), std::string::npos);
+  EXPECT_NE(text.find("const int input_bytes[] = { int(sizeof(Element)), 1 };"), std::string::npos);
+  // The agent's registered kernels take one dtype: a fragment with a mask is not offered to it.
+  EXPECT_TRUE(discover::rowwise_candidates(p).empty());
+  // An int mask stays PyTorch's (mixed dtypes).
+  GraphDoc ints;
+  ints.input("x", {64, 1024}).input("m", {64, 1024}, "int64");
+  ints.op("p", "aten.mul.Tensor", {ref_to("x"), ref_to("m")}, {64, 1024});
+  ints.op("c", "aten.cumsum.default", {ref_to("p"), 1}, {64, 1024}).output("c");
+  EXPECT_TRUE(noted(plan_of(ints), "input 'm' is int64 but the output is float32"));
+}
+
+TEST(RowwiseGenerated, AScanAlongTheRowIsOneKernelWithTheOpsAroundIt) {
+  for (const char* op : {"aten.cumsum.default", "aten.cumprod.default"}) {
+    auto p = plan_of(scan_chain(op, {64, 1000}, 1));
+    const auto* e = generated(p);
+    ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+    EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"p", "c", "y"}));
+    auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+    ASSERT_NE(prog.scan(), nullptr);
+    EXPECT_EQ(prog.scan()->reduce, std::string(op) == "aten.cumsum.default" ? "sum" : "prod");
+    EXPECT_FALSE(prog.flat());
+    EXPECT_FALSE(prog.output_per_row);
+    EXPECT_EQ(prog.rows, 64);
+    EXPECT_EQ(prog.cols, 1000);
+    auto cs = configs_of(prog);
+    ASSERT_FALSE(cs.empty());
+    EXPECT_EQ(cs[0].vec * cs[0].items, 16);  // about 16 elements a thread in one tile
+    EXPECT_EQ(cs[0].threads, 256);
+    EXPECT_TRUE(cs[0].warp_per_row);  // rows of 1000: a CTA's 256 threads would idle past the row's end
+    EXPECT_EQ(realize::RowwiseKernelConfig::from_json(cs[0].to_json()).items, cs[0].items);
+    std::string text = realize::render_rowwise_kernel(prog, cs[0], "t", "");
+    EXPECT_NE(text.find("scan_kernel<kVec>"), std::string::npos);
+    EXPECT_NE(text.find(std::string(op) == "aten.cumsum.default" ? "OpSum{}, 0.0f" : "OpProd{}, 1.0f"), std::string::npos);
+    EXPECT_NE(text.find("a->cols != 1000"), std::string::npos);  // the row length is the kernel's
+  }
+  // Long rows (KernelBench's 32768): a CTA per row first, a warp per row next.
+  auto long_rows = configs_of(program_of(scan_chain("aten.cumsum.default", {64, 32768}, 1)));
+  EXPECT_FALSE(long_rows.at(0).warp_per_row);
+  EXPECT_EQ(long_rows.at(0).threads, 256);
+  EXPECT_TRUE(long_rows.at(1).warp_per_row);
+  // A rank-1 tensor is one row.
+  GraphDoc one;
+  one.input("x", {4097}).op("c", "aten.cumsum.default", {ref_to("x"), 0}, {4097}).output("c");
+  auto po = plan_of(one);
+  ASSERT_NE(generated(po), nullptr) << fmt::format("{}", fmt::join(po.notes, "\n"));
+  EXPECT_EQ(discover::lower_row_program(generated(po)->match.kernel["fragment"]).rows, 1);
+
+  // Over dim 1 of [8, 16, 32]: strided rows, not generated.
+  auto strided = plan_of(scan_chain("aten.cumsum.default", {8, 16, 32}, 1));
+  EXPECT_TRUE(noted(strided, "which has dims behind it")) << fmt::format("{}", fmt::join(strided.notes, "\n"));
+  EXPECT_EQ(generated(strided) == nullptr || std::find(generated(strided)->match.nodes.begin(),
+                                                       generated(strided)->match.nodes.end(), "c") ==
+                                                 generated(strided)->match.nodes.end(), true);
+  // Two scans in a row: the second is another kernel's.
+  GraphDoc two;
+  two.input("x", {16, 64});
+  two.op("a", "aten.cumsum.default", {ref_to("x"), -1}, {16, 64});
+  two.op("b", "aten.cumsum.default", {ref_to("a"), -1}, {16, 64}).output("b");
+  auto pt = plan_of(two);
+  EXPECT_TRUE(noted(pt, "is a second scan")) << fmt::format("{}", fmt::join(pt.notes, "\n"));
+  // A reduction of the scanned row.
+  GraphDoc red;
+  red.input("x", {16, 64});
+  red.op("a", "aten.cumsum.default", {ref_to("x"), -1}, {16, 64});
+  red.op("s", "aten.sum.dim_IntList", {ref_to("a"), Json::array({-1}), false}, {16}).output("s");
+  auto pr = plan_of(red);
+  EXPECT_TRUE(noted(pr, "reduces a row that a scan also walks")) << fmt::format("{}", fmt::join(pr.notes, "\n"));
+  // A dtype argument.
+  GraphDoc conv;
+  conv.input("x", {16, 64});
+  conv.op("a", "aten.cumsum.default", {ref_to("x"), -1}, {16, 64}, "float32", Json{{"dtype", "torch.float64"}}).output("a");
+  auto pc = plan_of(conv);
+  EXPECT_EQ(generated(pc), nullptr);
+  EXPECT_TRUE(noted(pc, "converts to another dtype")) << fmt::format("{}", fmt::join(pc.notes, "\n"));
+}
+
+// A reverse cumsum as KernelBench level1/91 writes it, flip(cumsum(flip(x))): one scan kernel reading x and writing
+// its output from the row's end. A flip without a scan, of a value made in the fragment, or of an input also read
+// unflipped stays PyTorch's.
+GraphDoc reverse_cumsum(bool add_unflipped_x) {
+  GraphDoc d;
+  d.input("x", {64, 1024});
+  d.op("f", "aten.flip.default", {ref_to("x"), Json::array({1})}, {64, 1024});
+  d.op("c", "aten.cumsum.default", {ref_to("f"), 1}, {64, 1024});
+  if (add_unflipped_x) {
+    d.op("a", "aten.add.Tensor", {ref_to("c"), ref_to("x")}, {64, 1024});
+    d.op("g", "aten.flip.default", {ref_to("a"), Json::array({1})}, {64, 1024}).output("g");
+  } else {
+    d.op("g", "aten.flip.default", {ref_to("c"), Json::array({1})}, {64, 1024}).output("g");
+  }
+  return d;
+}
+
+TEST(RowwiseGenerated, AReverseScanReadsAndWritesFromTheRowsEnd) {
+  auto p = plan_of(reverse_cumsum(false));
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"f", "c", "g"}));
+  auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  ASSERT_NE(prog.scan(), nullptr);
+  EXPECT_EQ(prog.reversed, std::vector<bool>{true});
+  EXPECT_TRUE(prog.output_reversed);
+  std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
+  EXPECT_NE(text.find("load<V>(in0, kCols - col0 - V, r)"), std::string::npos);
+  EXPECT_NE(text.find("store<V>(out, kCols - col0 - V, z)"), std::string::npos);
+
+  // Why a set of nodes is no scan kernel: the lowering's message.
+  auto refusal = [](const GraphDoc& d, const std::vector<std::string>& nodes) -> std::string {
+    ir::Graph g = d.graph();
+    try {
+      discover::lower_row_program(discover::fragment_to_json(g, discover::make_rowwise_fragment(g, nodes, {})));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // x read flipped by the scan and as it is by the add: one way only; the plan cuts the flips off (PyTorch's).
+  EXPECT_NE(refusal(reverse_cumsum(true), {"f", "c", "a", "g"}).find("an input is read one way"), std::string::npos);
+  auto both = plan_of(reverse_cumsum(true));
+  ASSERT_NE(generated(both), nullptr);
+  EXPECT_EQ(generated(both)->match.nodes, (std::vector<std::string>{"c", "a"}));
+  EXPECT_TRUE(noted(both, "f left to PyTorch: the fragment flips its rows without a scan"));
+  // A flip alone: PyTorch's copy.
+  GraphDoc alone;
+  alone.input("x", {8, 32});
+  alone.op("f", "aten.flip.default", {ref_to("x"), Json::array({1})}, {8, 32});
+  alone.op("r", "aten.relu.default", {ref_to("f")}, {8, 32}).output("r");
+  auto pa = plan_of(alone);
+  EXPECT_TRUE(noted(pa, "reverses a row only around a scan")) << fmt::format("{}", fmt::join(pa.notes, "\n"));
+  ASSERT_NE(generated(pa), nullptr);  // the relu alone
+  EXPECT_EQ(generated(pa)->match.nodes, std::vector<std::string>{"r"});
+  // A flip of a value made in the fragment, not its output.
+  GraphDoc mid;
+  mid.input("x", {8, 32});
+  mid.op("c", "aten.cumsum.default", {ref_to("x"), 1}, {8, 32});
+  mid.op("f", "aten.flip.default", {ref_to("c"), Json::array({1})}, {8, 32});
+  mid.op("r", "aten.relu.default", {ref_to("f")}, {8, 32}).output("r");
+  EXPECT_NE(refusal(mid, {"c", "f", "r"}).find("flips a value made in the fragment"), std::string::npos);
+  // A flip of another dim.
+  GraphDoc other;
+  other.input("x", {8, 32});
+  other.op("f", "aten.flip.default", {ref_to("x"), Json::array({0})}, {8, 32});
+  other.op("c", "aten.cumsum.default", {ref_to("f"), 1}, {8, 32}).output("c");
+  auto po = plan_of(other);
+  EXPECT_TRUE(noted(po, "reverses only its rows' one dim")) << fmt::format("{}", fmt::join(po.notes, "\n"));
+}
+
 TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
   GraphDoc one;
   one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
@@ -743,11 +922,17 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   EXPECT_NE(pool.find("window[] = { {2, 8, 10, 10} }"), std::string::npos) << pool.substr(0, 2000);
   std::string gn = generated_op_wrapper(group_norm_hardtanh({16, 64}, 8));
   EXPECT_NE(gn.find("const int64_t channels[] = { 0, 64, 64 };"), std::string::npos) << gn.substr(0, 2000);
+  // A scan takes a view of rows a stride apart (a narrow of the last dim); a bool mask input is checked as bool.
+  std::string masked = generated_op_wrapper(masked_scan());
+  EXPECT_NE(masked.find("const c10::ScalarType dtypes[] = { at::kFloat, at::kBool };"), std::string::npos) << masked.substr(0, 2000);
+  EXPECT_NE(masked.find("if (!true || t.dim() < 2"), std::string::npos);  // row views taken
+  EXPECT_NE(strided.find("if (!false || t.dim() < 2"), std::string::npos);  // strided rows: other layouts copied
   const std::string torch_dir = torch_package_dir();
   if (torch_dir.empty()) GTEST_SKIP() << "no torch headers in " << fact::python_exe();
   fs::path dir = fs::temp_directory_path() / "fact_test_rowwise_wrapper";
   fs::create_directories(dir);
-  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, pool, generated_op_wrapper(softmax_rows(8, 100))}).text;
+  std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, pool, masked,
+                                                                generated_op_wrapper(softmax_rows(8, 100))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
@@ -909,6 +1094,24 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_generated_compiles(mean_then_channel_bias(), true, "rowwise_mean_then_channel_bias_one_pass");
   expect_generated_compiles(mean_then_channel_bias(), false, "rowwise_mean_then_channel_bias_two_pass");
   expect_generated_compiles(sb, false, "rowwise_softmax_strided_bias_two_pass");
+  // Scans: the ranked first config, and the widest tile (1024 threads, 8 accesses each: 256 warp totals).
+  for (auto [op, form] : {std::pair{"aten.cumsum.default", "sum"}, std::pair{"aten.cumprod.default", "prod"}}) {
+    auto prog = program_of(scan_chain(op, {64, 1000}, 1));
+    auto cs = configs_of(prog);
+    auto wide = std::find_if(cs.begin(), cs.end(), [](const auto& c) { return c.threads == 1024 && c.items == 8; });
+    ASSERT_NE(wide, cs.end());
+    for (const auto& c : {cs.at(0), *wide}) {
+      const std::string name = fmt::format("rowwise_scan_{}_{}x{}", form, c.threads, c.items);
+      expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(prog, c, "rowwise_test_" + name, c.text()), name,
+                             c.text());
+    }
+  }
+  auto masked = program_of(masked_scan());
+  expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(masked, configs_of(masked).at(0), "rowwise_test_scan_masked", ""),
+                         "rowwise_scan_masked", configs_of(masked).at(0).text());
+  auto reverse = program_of(reverse_cumsum(false));
+  expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(reverse, configs_of(reverse).at(0), "rowwise_test_scan_reverse", ""),
+                         "rowwise_scan_reverse", configs_of(reverse).at(0).text());
 }
 
 }  // namespace

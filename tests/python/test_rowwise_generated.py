@@ -354,3 +354,26 @@ def test_a_sum_over_dims_of_extent_one_replays_on_its_inputs_dims_on_cpu():
     assert torch.allclose(ref.reshape(16), inp.inputs[0].double().reshape(16) * 10.0)
     (_, run), = case.baselines()[:1]
     assert torch.allclose(run(inp)["out"].double().reshape(16), ref.reshape(16))
+
+
+def test_a_scan_with_a_bool_mask_input_is_verified_on_a_mask_on_cpu():
+    # KernelBench level1/93's cumsum(x * mask), small: the mask input is drawn as a bool tensor (about half set), its
+    # bytes counted as one each, and the float64 reference keeps it bool.
+    from fact.realize.rowwise_case import RowwiseCase
+    rows, cols = 8, 64
+    full = [rows, cols]
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "c", "rows": rows, "cols": cols,
+         "dtype": "float32", "full_shape": full, "trailing_dims": 1,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False},
+                    {"name": "m", "shape": full, "broadcast": False, "dtype": "bool"}],
+         "nodes": [_node("p", "aten.mul.Tensor", [{"ref": "x"}, {"ref": "m"}], full),
+                   _node("c", "aten.cumsum.default", [{"ref": "p"}, 1], full)]}
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": rows, "cols": cols, "dtype": "float32",
+                                      "numerics": "fp32", "fragment": f}))
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    x, m = inp.inputs
+    assert m.dtype == torch.bool and 0.2 < m.float().mean() < 0.8
+    assert case.bytes_per_set() == (2 * 4 + 1) * rows * cols  # x and the output, 4 bytes an element; the mask 1
+    ref = case.reference(inp)["out"]
+    assert ref.dtype == torch.float64
+    assert torch.allclose(ref, torch.cumsum(x.double() * m, 1))

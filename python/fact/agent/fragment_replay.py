@@ -49,8 +49,10 @@ def bytes_moved(fragment: dict, rows: int, element_bytes: int) -> int:
             return math.prod(s["shape"]) * rows // fragment["rows"]
         return cols if s["broadcast"] else rows * cols
 
-    n = sum(elements(s) for s in fragment["inputs"]) + rows * cols
-    return n * element_bytes
+    def size(s: dict) -> int:  # a mask input (bool) is one byte an element
+        return 1 if s.get("dtype") == "bool" else element_bytes
+
+    return sum(elements(s) * size(s) for s in fragment["inputs"]) + rows * cols * element_bytes
 
 
 def relative_errors(out, ref) -> dict:

@@ -193,12 +193,17 @@ class RowwiseCase(MeasureCase):
         import torch
         p = self.problem
         dt = verify.torch_dtype(p.dtype)
-        if reads_positive_domain(p.fragment):  # log(p) of a KL divergence: NaN on negative draws, on both sides
-            ins = [(torch.rand(p.input_shape(s), device=device, generator=generator) * 0.99 + 0.01).to(dt)
-                   for s in p.fragment["inputs"]]
-        else:
-            ins = [torch.randn(p.input_shape(s), device=device, generator=generator).to(dt)
-                   for s in p.fragment["inputs"]]
+        positive = reads_positive_domain(p.fragment)  # log(p) of a KL divergence: NaN on negative draws, on both sides
+
+        def draw(s: dict):
+            shape = p.input_shape(s)
+            if s.get("dtype") == "bool":  # a mask: about half of it set
+                return torch.rand(shape, device=device, generator=generator) < 0.5
+            if positive:
+                return (torch.rand(shape, device=device, generator=generator) * 0.99 + 0.01).to(dt)
+            return torch.randn(shape, device=device, generator=generator).to(dt)
+
+        ins = [draw(s) for s in p.fragment["inputs"]]
         g, n = verify.GUARD_ELEMENTS, p.out_elements()
         buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
         return RowwiseInputs(ins, {"out": (buf[g:g + n].view(p.rows, n // p.rows), buf)})
@@ -228,11 +233,14 @@ class RowwiseCase(MeasureCase):
         lead = full[0].shape[0] if full and full[0].dim() > 0 else 1
         reduced = int(p.fragment.get("trailing_dims", 1)) + int(p.fragment.get("inner_dims", 0))
         step = max(1, REFERENCE_CHUNK // max(1, full[0].numel() // lead)) if full else lead
+        def f64(t):  # a mask stays bool (where() takes a bool condition; arithmetic promotes it as the kernel does)
+            return t if t.dtype == torch.bool else t.double()
+
         if step >= lead or full[0].dim() <= reduced:  # small, or dim 0 is reduced: one replay
-            return {"out": replay(p.fragment, [t.double() for t in inp.inputs]).reshape(p.rows, -1)}
+            return {"out": replay(p.fragment, [f64(t) for t in inp.inputs]).reshape(p.rows, -1)}
         out = None
         for s in range(0, lead, step):
-            part = replay(p.fragment, [t[s:s + step].double() if c else t.double() for t, c in zip(inp.inputs, sliced)])
+            part = replay(p.fragment, [f64(t[s:s + step]) if c else f64(t) for t, c in zip(inp.inputs, sliced)])
             if out is None:
                 out = torch.empty((lead, *part.shape[1:]), dtype=part.dtype, device=part.device)
             out[s:s + step] = part

@@ -197,7 +197,7 @@ class RowwiseFamily final : public KernelFamily {
     if (generated(p)) {
       // A pointwise chain without a broadcast row runs as one flat array of any length: the verifier also
       // tries an odd element count (the kernel's scalar tail).
-      bool flat = discover::lower_row_program(p.at("fragment")).reductions() == 0 &&
+      bool flat = discover::lower_row_program(p.at("fragment")).flat() &&
                   std::none_of(p.at("broadcast").begin(), p.at("broadcast").end(), [](const json& b) { return b.get<bool>(); });
       return {{"entry", ""}, {"generated", true}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
               {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}, {"any_cols", flat}};
@@ -238,6 +238,12 @@ class RowwiseFamily final : public KernelFamily {
       channels += fmt::format("{}{}", i ? ", " : "", in.contains("channel") ? in["channel"].at("channels").get<int64_t>() : 0);
     }
     values["channels"] = channels;
+    std::string dtypes;  // each input's: the kernel's, or bool (a mask)
+    for (size_t i = 0; i < broadcast.size(); ++i)
+      dtypes += fmt::format("{}{}", i ? ", " : "",
+                            fragment.at("inputs").at(i).value("dtype", "") == "bool" ? "at::kBool" : torch_scalar_type(e));
+    values["input_dtypes"] = dtypes;
+    values.erase("dtype");  // the registered op's message; the generated one names each input's
     std::string windows;  // a window input's shape (a pool's input), else {}
     for (size_t i = 0; i < broadcast.size(); ++i) {
       const json& in = fragment.at("inputs").at(i);
@@ -248,6 +254,8 @@ class RowwiseFamily final : public KernelFamily {
     values["full_shape"] = fmt::format("{}", fmt::join(fragment.value("full_shape", std::vector<int64_t>{}), ", "));
     values["output_per_row"] = c.at("output_per_row").get<bool>() ? "true" : "false";
     values["keepdim"] = c.at("keepdim").get<bool>() ? "true" : "false";
+    const bool row_views = takes_row_stride(discover::lower_row_program(fragment));
+    values["row_views"] = row_views ? "true" : "false";
     return render_family_template("rowwise", "generated_op_template", id, values).text;
   }
 

@@ -31,6 +31,8 @@ std::map<std::string, int> levels(const RowProgram& p) {
   for (const auto& s : p.statements) {
     if (s.kind == RowStatement::Kind::load) {
       lv[s.var] = 0;
+    } else if (s.kind == RowStatement::Kind::scan) {
+      lv[s.var] = lv.at(s.operand) + 1;
     } else if (s.kind == RowStatement::Kind::reduce) {
       int l = lv.at(s.operand) + 1;
       lv[s.var] = lv[s.var + "_m"] = lv[s.var + "_s"] = lv[s.var + "_v"] = l;
@@ -57,9 +59,12 @@ struct KernelWriter {
       if (s.per_row || lv.at(s.var) > max_level) continue;
       if (s.kind == RowStatement::Kind::load) line(ind, fmt::format("const float {} = l{}{};", s.var, s.input, load_index));
       else if (s.kind == RowStatement::Kind::expr) line(ind, fmt::format("const float {} = {};", s.var, s.expr));
+      else if (s.kind == RowStatement::Kind::scan) line(ind, fmt::format("const float {} = sc{};", s.var, load_index));
     }
   }
   bool strided() const { return p.inner > 1; }
+  // An input's element type: the kernel's, or bool (a mask read as 1 or 0).
+  const char* in_type(size_t i) const { return p.boolean[i] ? "bool" : "Element"; }
   // Threads past the last row redo a live row and must not store (strided rows, rows sharing a warp).
   bool guarded() const { return strided() || c.warp_per_row; }
   bool shared_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::row_broadcast; }
@@ -162,7 +167,7 @@ struct KernelWriter {
     line("", "template <int V>");
     line("", "__global__ void __launch_bounds__(kThreads) flat_kernel(const FactRowwiseArgs a) {");
     for (size_t i = 0; i < p.inputs.size(); ++i)
-      line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]);", i));
+      line("  ", fmt::format("const {1}* in{0} = static_cast<const {1}*>(a.inputs[{0}]);", i, in_type(i)));
     line("  ", "Element* out = static_cast<Element*>(a.output);");
     line("  ", "const int64_t n = a.rows * a.cols, chunks = n / V;");
     line("  ", "for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < chunks; c += int64_t(gridDim.x) * kThreads) {");
@@ -245,6 +250,69 @@ struct KernelWriter {
     }
   }
 
+  // A scan along contiguous rows: a CTA per row walks its tiles in order (kItems accesses of V elements a thread,
+  // loaded together); the ops before the scan run where the tile is loaded, those after it where it is stored.
+  void scan_rows() {
+    const RowStatement& scan = *p.scan();
+    const bool sum = scan.reduce == "sum";
+    line("", "template <int V>");
+    line("", "__global__ void __launch_bounds__(kThreads) scan_kernel(const FactRowwiseArgs a) {");
+    // A CTA per row, or (short rows) a warp per row, which scans by shuffles alone and so may leave on its own.
+    line("  ", "constexpr int kRowThreads = kWarpPerRow ? 32 : kThreads;");
+    line("  ", "const int t = kWarpPerRow ? int(threadIdx.x % 32) : int(threadIdx.x);");
+    line("  ", "__shared__ float smem_scan[kItems * (kThreads / 32) + 1];");
+    line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
+    line("  ", "if (row >= a.rows) return;  // uniform over the CTA (a warp per row: over the warp)");
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line("  ", fmt::format("const {1}* in{0} = static_cast<const {1}*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i, in_type(i)));
+    line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+    row_values(0);
+    line("  ", fmt::format("float carry = {};", sum ? "0.0f" : "1.0f"));
+    line("  ", "for (int64_t base = 0; base < kCols; base += int64_t(kRowThreads) * V * kItems) {");
+    for (size_t i = 0; i < p.inputs.size(); ++i) line("    ", fmt::format("float l{}[kItems][V];", i));
+    line("    ", "float sc[kItems][V];");
+    line("    ", "#pragma unroll");
+    line("    ", "for (int k = 0; k < kItems; ++k) {");
+    line("      ", "const int64_t col0 = base + (int64_t(k) * kRowThreads + t) * V;");
+    // Past the row's end: zeros, which come after every element of the row in the tile's order (never in its prefix).
+    // A flipped input is read from the row's end: its V elements reversed (kCols is a multiple of V, so aligned).
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line("      ", fmt::format("if (col0 < kCols) {{ {1} }} else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i,
+                                 p.reversed[i] ? fmt::format("float r[V]; load<V>(in{0}, kCols - col0 - V, r); for (int e = 0; "
+                                                             "e < V; ++e) l{0}[k][e] = r[V - 1 - e];", i)
+                                               : load_line(i, "col0", fmt::format("l{}[k]", i))));
+    line("      ", "#pragma unroll");
+    line("      ", "for (int e = 0; e < V; ++e) {");
+    element_body("        ", 0, "[k][e]");
+    line("        ", fmt::format("sc[k][e] = {};", scan.operand));
+    line("      ", "}");
+    line("    ", "}");
+    line("    ", fmt::format("if constexpr (kWarpPerRow) warp_tile_scan<V>(sc, carry, {0});\n    else tile_scan<V>(sc, carry, {0}, smem_scan);",
+                           sum ? "OpSum{}, 0.0f" : "OpProd{}, 1.0f"));
+    line("    ", "#pragma unroll");
+    line("    ", "for (int k = 0; k < kItems; ++k) {");
+    line("      ", "const int64_t col0 = base + (int64_t(k) * kRowThreads + t) * V;");
+    line("      ", "if (col0 >= kCols) continue;");
+    line("      ", "float y[V];");
+    line("      ", "#pragma unroll");
+    line("      ", "for (int e = 0; e < V; ++e) {");
+    int max_level = 0;
+    for (const auto& [v, l] : lv) max_level = std::max(max_level, l);
+    element_body("        ", max_level, "[k][e]");
+    line("        ", fmt::format("y[e] = {};", p.output));
+    line("      ", "}");
+    if (p.output_reversed) {
+      line("      ", "float z[V];  // written from the row's end");
+      line("      ", "for (int e = 0; e < V; ++e) z[e] = y[V - 1 - e];");
+      line("      ", "store<V>(out, kCols - col0 - V, z);");
+    } else {
+      line("      ", "store<V>(out, col0, y);");
+    }
+    line("    ", "}");
+    line("  ", "}");
+    line("", "}");
+  }
+
   void rows() {
     int max_level = 0;
     for (const auto& [v, l] : lv) max_level = std::max(max_level, l);
@@ -266,8 +334,8 @@ struct KernelWriter {
       line("  ", "if (row >= a.rows) return;  // uniform over the CTA (rows is a multiple of kInner)");
       line("  ", "const int64_t first = outer * kCols * kInner + (row - outer * kInner);  // the row's first element");
       for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]){1};", i,
-                               p.inputs[i] != discover::RowInputKind::full ? "" : " + first"));
+        line("  ", fmt::format("const {2}* in{0} = static_cast<const {2}*>(a.inputs[{0}]){1};", i,
+                               p.inputs[i] != discover::RowInputKind::full ? "" : " + first", in_type(i)));
       line("  ", fmt::format("Element* out = static_cast<Element*>(a.output) + {};", p.output_per_row ? "row" : "first"));
     } else if (c.cluster > 1) {
       // A cluster of CTAs per row: lanes count across the cluster, so every sweep below strides over all of them.
@@ -293,7 +361,7 @@ struct KernelWriter {
       line("  ", "__shared__ MeanM2 smem_mv[32];");
       if (!c.warp_per_row) line("  ", "if (row >= a.rows) return;  // uniform over the CTA");
       for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("  ", fmt::format("const Element* in{0} = static_cast<const Element*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i));
+        line("  ", fmt::format("const {1}* in{0} = static_cast<const {1}*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i, in_type(i)));
       line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
     }
     if (c.one_pass) {
@@ -381,7 +449,12 @@ struct KernelWriter {
 };
 
 std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
-  if (p.reductions() == 0)
+  if (p.scan())
+    return R"(  const int64_t rows_per_cta = kWarpPerRow ? kThreads / 32 : 1, ctas = (a->rows + rows_per_cta - 1) / rows_per_cta;
+  if (ctas > 2147483647) return FACT_ERR_SHAPE;  // CUDA's grid limit
+  if (aligned) scan_kernel<kVec><<<dim3(unsigned(ctas)), kThreads, 0, stream>>>(*a);
+  else scan_kernel<1><<<dim3(unsigned(ctas)), kThreads, 0, stream>>>(*a);)";
+  if (p.flat())
     return R"(  // One vector per thread (the grid-stride loop only for grids past CUDA's 2^31 - 1 CTAs): on the H100 a grid
   // capped at twice the resident CTAs reached 2.84 TB/s on 6.4 GB, a full grid 3.03 TB/s (= cudaMemcpy).
   const int64_t n = a->rows * a->cols, cap = 2147483647;
@@ -416,12 +489,15 @@ std::string launch_text(const RowProgram& p, const RowwiseKernelConfig& c) {
 
 }  // namespace
 
+bool takes_row_stride(const RowProgram& p) { return !p.flat() && p.inner == 1; }
+
 json RowwiseKernelConfig::to_json() const {
   json j = {{"threads", threads}, {"vec", vec}, {"warp_per_row", warp_per_row}, {"one_pass", one_pass}};
   if (cluster > 1) j["cluster"] = cluster;  // absent for a CTA per row: earlier configs keep their ids
   if (warp_per_row && row_lanes < 32) j["row_lanes"] = row_lanes;  // absent for a whole warp, likewise
   if (split > 1) j["split"] = split;
   if (smem_row) j["smem_row"] = true;  // absent for rows in registers, likewise
+  if (items > 1) j["items"] = items;    // scans only, likewise
   return j;
 }
 
@@ -435,6 +511,9 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
   c.split = j.value("split", 1);
   c.row_lanes = j.value("row_lanes", 32);
   c.smem_row = j.value("smem_row", false);
+  c.items = j.value("items", 1);
+  if (c.items < 1 || c.items > 8 || (c.items & (c.items - 1)))
+    throw Error(fmt::format("row-wise config {}: items must be 1, 2, 4 or 8 accesses per thread of a scan's tile", j.dump()));
   if (c.smem_row && (!c.one_pass || c.warp_per_row))
     throw Error(fmt::format("row-wise config {}: smem_row stages a one-pass row of a CTA or cluster in shared memory", j.dump()));
   if (c.row_lanes < 2 || c.row_lanes > 32 || (c.row_lanes & (c.row_lanes - 1)) || (c.row_lanes < 32 && !c.warp_per_row))
@@ -451,11 +530,12 @@ RowwiseKernelConfig RowwiseKernelConfig::from_json(const json& j) {
 }
 
 std::string RowwiseKernelConfig::text() const {
-  return fmt::format("{} threads, vec {}{}{}{}{}", threads, vec,
+  return fmt::format("{} threads, vec {}{}{}{}{}{}", threads, vec,
                      !warp_per_row ? "" : row_lanes == 32 ? ", a warp per row" : fmt::format(", {} lanes per row", row_lanes),
                      cluster > 1 ? fmt::format(", a cluster of {} CTAs per row", cluster) : "",
                      split > 1 ? fmt::format(", {} threads per strided row", split) : "",
-                     !one_pass ? "" : smem_row ? ", one pass (row in shared memory)" : ", one pass (row in registers)");
+                     !one_pass ? "" : smem_row ? ", one pass (row in shared memory)" : ", one pass (row in registers)",
+                     items > 1 ? fmt::format(", {} accesses a thread per scan tile", items) : "");
 }
 
 std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, const json& space, const ArchSpec& arch) {
@@ -472,6 +552,29 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
   std::vector<std::pair<double, RowwiseKernelConfig>> scored;
+  if (p.scan()) {
+    // A CTA per row, or a warp per row (CTAs of up to 256 threads); a tile of about 16 elements a thread in flight (the
+    // loads of one tile are independent, its scan waits on all of them), no lane idle past the row's end, 256 threads
+    // (a few CTAs a SM overlap one's scan with another's loads). A warp per row second on long rows (no barriers, but a
+    // row's tiles walked by 32 lanes).
+    for (int threads : space.at("threads").get<std::vector<int>>())
+      for (bool wpr : {false, true})
+        for (int vec : {vmax, 1})
+          for (int items : {1, 2, 4, 8}) {
+            if (wpr && threads > 256) continue;
+            const double lanes = wpr ? 32 : threads;
+            const double idle = std::max(0.0, std::log2(lanes * vec * items / double(p.cols)));
+            RowwiseKernelConfig c{threads, vec, wpr, false};
+            c.items = items;
+            double score = (vec == vmax ? 0 : 10) + 2 * idle + std::abs(std::log2(double(vec) * items / 16.0)) +
+                           0.5 * std::abs(std::log2(threads / 256.0)) + (wpr && p.cols > 4096 ? 0.25 : 0);
+            scored.push_back({score, c});
+          }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<RowwiseKernelConfig> out;
+    for (auto& [s, c] : scored) out.push_back(c);
+    return out;
+  }
   // One value per row after one reduction level (a loss's per-row partials, a row sum): streaming reads each row
   // once too, so holding it in registers (which long rows buy with clusters) gains nothing. Measured on the H100
   // (2026-11-26): hinge loss partials over 32768 x 32768, one-pass 8-CTA clusters 2.00 ms for 1.43 ms of reads.
@@ -586,7 +689,9 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
   KernelWriter w{p, c, levels(p), {}};
   for (size_t i = 0; i < p.inputs.size(); ++i)
     if (w.window(i)) w.window_function(i);
-  if (p.reductions() == 0) {
+  if (p.scan()) {
+    w.scan_rows();
+  } else if (p.flat()) {
     if (p.output_per_row) throw Error("a row-wise program without reductions has no per-row output");
     w.flat();
   } else {
@@ -595,6 +700,9 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
   std::string broadcast;
   for (size_t i = 0; i < p.inputs.size(); ++i)
     broadcast += fmt::format("{}{}", i ? ", " : "", p.inputs[i] != discover::RowInputKind::full ? "true" : "false");
+  std::string input_bytes;  // each input's element size
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    input_bytes += fmt::format("{}{}", i ? ", " : "", p.boolean[i] ? "1" : "int(sizeof(Element))");
   json describe = c.to_json();
   describe["ops"] = p.ops;
   return render_template_file("rowwise/generated_kernel.cu.in",
@@ -607,9 +715,10 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"row_lanes", std::to_string(c.warp_per_row ? c.row_lanes : 32)},
                                {"cluster", std::to_string(c.cluster)},
                                {"split", std::to_string(c.split)},
+                               {"items", std::to_string(c.items)},
                                {"inner", std::to_string(p.inner)},
                                {"cols", std::to_string(p.cols)},
-                               {"cols_refused", p.reductions() == 0 && w.any_cols() ? "a->cols < 1"
+                               {"cols_refused", p.flat() && w.any_cols() ? "a->cols < 1"
                                                 : p.inner > 1 ? fmt::format("a->cols != {} || a->rows % {} != 0", p.cols, p.inner)
                                                               : fmt::format("a->cols != {}", p.cols)},
                                {"fp32_activation", render_template_file("cutlass/fp32_activation.hpp.in", {})},
@@ -617,7 +726,10 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"num_inputs", std::to_string(p.inputs.size())},
                                {"broadcast", broadcast},
                                {"output_row_stride", p.output_per_row ? "1" : "a->cols"},
-                               {"whole_vectors", p.reductions() == 0 && w.any_cols() ? "true" : "a->cols % kVec == 0"},
+                               {"input_bytes", input_bytes},
+                               {"row_stride_refused", takes_row_stride(p) ? "a->input_row_stride[i] < a->cols"
+                                                                           : "a->input_row_stride[i] != a->cols"},
+                               {"whole_vectors", p.flat() && w.any_cols() ? "true" : "a->cols % kVec == 0"},
                                {"launch", launch_text(p, c)},
                                {"describe", describe.dump()}});
 }
