@@ -218,12 +218,41 @@ struct Lowering {
       e = opnd(0);
     } else if (form.value("identity", false)) {
       e = opnd(0);
+    } else if (form.contains("batch_norm")) {
+      e = batch_norm(node, form["batch_norm"], opnd(0));
     } else {
       throw Error(fmt::format("node '{}' ({}) reads over dim 1, not along rows; it stays PyTorch's", name, node.at("op").get<std::string>()));
     }
     bool node_row = is_per_row(node);
     if (!node_row && row) e = e;  // a per-row expression used per element is still one value per row
     var[name] = expr(e, node_row);
+  }
+
+  // BatchNorm in eval: (x - running_mean) * rsqrt(running_var + eps) * weight + bias, each vector one value per channel
+  // (dim 1): a channel input of the fragment, or over [N, C] the row shared by every row.
+  std::string batch_norm(const json& node, const json& bn, const std::string& x) {
+    const std::string name = node.at("name");
+    if (read_spec(node, bn.at("training")) != json(false))
+      throw Error(fmt::format("node '{}' is a BatchNorm in training mode (batch statistics: a reduction over the other "
+                              "dims); not generated", name));
+    const bool two_dims = full_shape.size() == 2 && row_dims.first == 1;
+    auto vec = [&](const char* key) -> std::string {
+      json t = arg_at(node, bn.at(key).get<int>(), key);
+      if (t.is_null()) return "";
+      const std::string ref = is_ref(t) ? t["ref"].get<std::string>() : "";
+      auto in = input_index.find(ref);
+      const bool ok = in != input_index.end() && (channel_input(ref) || (two_dims && p.inputs[in->second] == RowInputKind::row_broadcast));
+      if (!ok) throw Error(fmt::format("node '{}': its {} is not a per-channel input of the fragment", name, key));
+      return operand(name, t);
+    };
+    const std::string mean = vec("running_mean"), var = vec("running_var");
+    if (mean.empty() || var.empty()) throw Error(fmt::format("node '{}': a BatchNorm without running statistics", name));
+    json eps = read_spec(node, bn.at("eps"));
+    if (eps.is_null()) eps = 1e-5;
+    std::string y = fmt::format("({} - {}) * rsqrtf({} + {})", x, mean, var, operand(name, eps));
+    if (std::string w = vec("weight"); !w.empty()) y = fmt::format("({}) * {}", y, w);
+    if (std::string b = vec("bias"); !b.empty()) y = fmt::format("({}) + {}", y, b);
+    return y;
   }
 
   // A pool of a window input: its value at element f of the full tensor is what that input's load holds.
@@ -433,6 +462,15 @@ bool row_reduction_weight_arg(const std::string& op, int index) {
   const std::string f = form.at("form");
   if (f != "instance_norm" && f != "group_norm") return false;
   return form.at("weight").get<int>() == index || form.at("bias").get<int>() == index;
+}
+
+bool channel_vector_arg(const std::string& op, int index) {
+  if (row_reduction_weight_arg(op, index)) return true;
+  if (!pointwise_ops().contains(op) || !pointwise_ops()[op].contains("batch_norm")) return false;
+  const json& bn = pointwise_ops()[op]["batch_norm"];
+  for (const char* key : {"weight", "bias", "running_mean", "running_var"})
+    if (bn.at(key).get<int>() == index) return true;
+  return false;
 }
 
 bool row_program_reads(const std::string& op) {

@@ -92,6 +92,10 @@ bool yields_bool(const std::string& op);
 // Whether argument `index` of a row reduction op is the per-channel weight or bias of an instance or group norm.
 bool row_reduction_weight_arg(const std::string& op, int index);
 
+// Whether argument `index` of an op is one of its per-channel [C] vectors over dim 1: an instance or group norm's weight
+// or bias, a BatchNorm's (in eval) weight, bias, running mean or running variance.
+bool channel_vector_arg(const std::string& op, int index);
+
 // The form of a row reduction op of data/ir/row_reductions.json ("sum", "mean", "softmax", ...), "" for another op.
 std::string row_reduction_form(const std::string& op);
 

@@ -56,15 +56,15 @@ json pattern_literal(const json& v) {
   return {{"const", v}};
 }
 
-// Whether `input` is read inside the fragment only as the per-channel weight or bias of a norm (instance_norm,
-// group_norm: data/ir/row_reductions.json's "weight" / "bias" of those forms).
+// Whether `input` is read inside the fragment only as a per-channel vector of a norm (instance_norm, group_norm:
+// data/ir/row_reductions.json's "weight" / "bias" of those forms; batch_norm's four: data/ir/pointwise_ops.json).
 bool per_channel_arg(const ir::Graph& graph, const std::vector<std::string>& nodes, const std::string& input) {
   bool read = false;
   for (const auto& name : nodes) {
     const ir::Node& n = graph.at(name);
     for (size_t i = 0; i < n.args.size(); ++i) {
       if (!ir::is_ref(n.args[i]) || ir::ref_name(n.args[i]) != input) continue;
-      if (!row_reduction_weight_arg(n.op, static_cast<int>(i))) return false;
+      if (!channel_vector_arg(n.op, static_cast<int>(i))) return false;
       read = true;
     }
   }
@@ -212,7 +212,10 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       continue;
     }
     bool like_full = in.shape == f.full_shape;
-    bool row = f.groups == 1 && (broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{row_dims.first, row_dims.count} ||
+    // A norm's [C] vector indexes dim 1 whatever the rows are, even where it has the row's length (BatchNorm over
+    // [N, 64, 64, 64]: rows of W = 64); a plain [C] operand broadcasts along the last dim, as PyTorch's rules say.
+    const bool norm_vector = rank > 2 && f.inner == 1 && in.numel() == f.full_shape[1] && per_channel_arg(graph, f.nodes, r);
+    bool row = !norm_vector && f.groups == 1 && (broadcast_row_dims(in.shape, f.full_shape) == ReducedDims{row_dims.first, row_dims.count} ||
                                  (f.inner == 1 && (in.shape == trail || (in.rank() == 1 && in.shape[0] == f.cols))));
     // One value per channel (dim 1 of a rank >= 2 tensor) where rows are not channels: a norm's [C] weight, or a
     // [C, 1, ..] broadcast; element f reads channel (f / channel_inner) % C. Contiguous rows only.

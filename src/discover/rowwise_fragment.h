@@ -37,7 +37,7 @@ struct RowwiseFragment {
   int64_t inner = 1;                 // their element count: the stride between a row's elements
 };
 
-inline constexpr int kRowwiseMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in data/families/rowwise.json (a test checks)
+inline constexpr int kRowwiseMaxInputs = 8;  // FACT_ROWWISE_MAX_INPUTS in data/families/rowwise.json (a test checks)
 
 // Checks that `nodes` form a row-wise fragment of `graph` outside `covered`; throws Error naming the node
 // and the reason (these messages go back to the LLM when it proposes a bad fragment).

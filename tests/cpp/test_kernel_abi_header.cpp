@@ -98,7 +98,7 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
   const std::string text = render_family_abi(family_abi("rowwise"));
   EXPECT_EQ(fact::agent::rowwise_abi_text(), text);
   EXPECT_TRUE(contains(text, "/* Row-wise chain kernels (generated from the IR, src/realize/families/rowwise/, or by the agent"));
-  EXPECT_TRUE(contains(text, "#define FACT_ROWWISE_MAX_INPUTS 4\ntypedef struct FactRowwiseArgs {"));
+  EXPECT_TRUE(contains(text, "#define FACT_ROWWISE_MAX_INPUTS 8\ntypedef struct FactRowwiseArgs {"));
   EXPECT_TRUE(contains(text, "  const void* inputs[FACT_ROWWISE_MAX_INPUTS];"));
   EXPECT_TRUE(contains(text, "} FactRowwiseArgs;"));
   EXPECT_EQ(fact::discover::kRowwiseMaxInputs, FACT_ROWWISE_MAX_INPUTS);
@@ -111,9 +111,9 @@ TEST(KernelAbiHeader, RowwiseStructIsWhatTheAgentQuotes) {
 // FactConvArgs::channels_last (which tensors are in channels-last order) after groups, version 7 FactAttentionArgs's
 // mask (pointer, strides, kind) after causal, version 8 FactGemmArgs's tile scheduler knobs (swizzle, raster,
 // splits, reduction) after stream, version 9 FactAttentionArgs's workspace (a masked call's look at its mask) after
-// mask_kind.
-TEST(KernelAbiHeader, VersionNineLayoutIsKept) {
-  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 9);
+// mask_kind, version 10 FactRowwiseArgs's 8 inputs (FACT_ROWWISE_MAX_INPUTS: a BatchNorm's four vectors beside x).
+TEST(KernelAbiHeader, VersionTenLayoutIsKept) {
+  ASSERT_EQ(FACT_KERNEL_ABI_VERSION, 10);
   EXPECT_EQ(offsetof(FactConvArgs, transposed), 168u);
   EXPECT_EQ(offsetof(FactConvArgs, groups), 176u);
   EXPECT_EQ(offsetof(FactConvArgs, channels_last), 184u);
@@ -134,8 +134,8 @@ TEST(KernelAbiHeader, VersionNineLayoutIsKept) {
   EXPECT_EQ(sizeof(FactNormArgs), 112u);
   EXPECT_EQ(offsetof(FactNormArgs, eps), 96u);
   EXPECT_EQ(sizeof(FactRopeArgs), 168u);
-  EXPECT_EQ(sizeof(FactRowwiseArgs), 112u);
-  EXPECT_EQ(offsetof(FactRowwiseArgs, input_row_stride), 56u);
+  EXPECT_EQ(sizeof(FactRowwiseArgs), 176u);
+  EXPECT_EQ(offsetof(FactRowwiseArgs, input_row_stride), 88u);
 }
 
 TEST(KernelAbiHeader, IncludeFolderIsNamedByTheHeaderSoTheBuildCacheKeyFollowsIt) {

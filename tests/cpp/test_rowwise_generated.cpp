@@ -879,6 +879,49 @@ TEST(RowwiseGenerated, AReverseScanReadsAndWritesFromTheRowsEnd) {
   EXPECT_TRUE(noted(po, "reverses only its rows' one dim")) << fmt::format("{}", fmt::join(po.notes, "\n"));
 }
 
+// BatchNorm in eval (DenseNet's BN before each ReLU and conv, KernelBench level1/33 alone): its four [C] vectors are
+// channel inputs read by dim 1, also where a row has C elements; over [N, C] they are the row every row shares. In
+// training mode it stays PyTorch's.
+GraphDoc batch_norm_relu(std::vector<int64_t> shape, bool training = false) {
+  GraphDoc d;
+  const int64_t c = shape[1];
+  d.input("x", shape);
+  for (const char* v : {"w", "b", "m", "v"}) d.input(v, {c}, "float32", "buffer");
+  d.op("bn", "aten.batch_norm.default",
+       {ref_to("x"), ref_to("w"), ref_to("b"), ref_to("m"), ref_to("v"), training, 0.1, 1e-5, true}, shape);
+  d.op("r", "aten.relu.default", {ref_to("bn")}, shape).output("r");
+  return d;
+}
+
+TEST(RowwiseGenerated, BatchNormInEvalReadsItsVectorsByChannel) {
+  for (auto shape : {std::vector<int64_t>{2, 64, 8, 32}, std::vector<int64_t>{2, 64, 8, 64}}) {  // rows of 32, of C
+    auto p = plan_of(batch_norm_relu(shape));
+    const auto* e = generated(p);
+    ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+    EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"bn", "r"}));
+    auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+    EXPECT_TRUE(prog.flat());
+    ASSERT_EQ(prog.inputs.size(), 5u);
+    for (size_t i = 1; i < 5; ++i) {
+      EXPECT_EQ(prog.inputs[i], discover::RowInputKind::channel) << i;
+      EXPECT_EQ(prog.channel[i].channels, 64);
+      EXPECT_EQ(prog.channel[i].inner, 8 * shape[3]);
+    }
+    std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
+    EXPECT_NE(text.find("rsqrtf("), std::string::npos);
+  }
+  // BatchNorm1d over [N, C]: the vectors are the shared row.
+  auto p2 = plan_of(batch_norm_relu({16, 64}));
+  ASSERT_NE(generated(p2), nullptr) << fmt::format("{}", fmt::join(p2.notes, "\n"));
+  auto prog2 = discover::lower_row_program(generated(p2)->match.kernel["fragment"]);
+  EXPECT_EQ(prog2.inputs[1], discover::RowInputKind::row_broadcast);
+  // Training mode: a reduction over N, H, W.
+  auto pt = plan_of(batch_norm_relu({2, 64, 8, 32}, true));
+  EXPECT_TRUE(noted(pt, "BatchNorm in training mode")) << fmt::format("{}", fmt::join(pt.notes, "\n"));
+  ASSERT_NE(generated(pt), nullptr);
+  EXPECT_EQ(generated(pt)->match.nodes, std::vector<std::string>{"r"});
+}
+
 TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
   GraphDoc one;
   one.input("x", {4, 8}, "bfloat16").op("r", "aten.relu.default", {ref_to("x")}, {4, 8}, "bfloat16").output("r");
@@ -1106,6 +1149,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
                              c.text());
     }
   }
+  expect_generated_compiles(batch_norm_relu({2, 64, 8, 64}), false, "rowwise_batch_norm_relu");
   auto masked = program_of(masked_scan());
   expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(masked, configs_of(masked).at(0), "rowwise_test_scan_masked", ""),
                          "rowwise_scan_masked", configs_of(masked).at(0).text());

@@ -93,8 +93,8 @@ def test_header_fields_all_mirrored(kernel_abi_include, family):
 def test_mirror_names_and_workspace_follow_the_data():
     assert kernel_abi.args_type("gemm") is kernel_abi.FactGemmArgs and kernel_abi.has_workspace("gemm")
     assert kernel_abi.args_type("rowwise") is kernel_abi.FactRowwiseArgs and not kernel_abi.has_workspace("rowwise")
-    assert kernel_abi.FACT_ROWWISE_MAX_INPUTS == 4
-    assert kernel_abi.FactRowwiseArgs.inputs.size == 4 * ctypes.sizeof(ctypes.c_void_p)
+    assert kernel_abi.FACT_ROWWISE_MAX_INPUTS == 8
+    assert kernel_abi.FactRowwiseArgs.inputs.size == 8 * ctypes.sizeof(ctypes.c_void_p)
     with pytest.raises(ValueError, match="'deconv' is not one of attention, conv, gemm"):
         kernel_abi.args_type("deconv")
 

@@ -377,3 +377,27 @@ def test_a_scan_with_a_bool_mask_input_is_verified_on_a_mask_on_cpu():
     ref = case.reference(inp)["out"]
     assert ref.dtype == torch.float64
     assert torch.allclose(ref, torch.cumsum(x.double() * m, 1))
+
+
+def test_a_batch_norm_is_verified_on_a_positive_running_variance_on_cpu():
+    # DenseNet's BN + ReLU in eval: the four [C] vectors are channel inputs; the one read as the running variance is
+    # drawn positive (a negative variance would make NaN on both sides), and the reference is PyTorch's batch_norm.
+    from fact.realize.rowwise_case import RowwiseCase, positive_inputs
+    n, c, h, w = 2, 8, 3, 4
+    full = [n, c, h, w]
+    vec = {"shape": [c], "broadcast": True, "channel": {"channels": c, "inner": h * w}}
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "r", "rows": n * c * h, "cols": w,
+         "dtype": "float32", "full_shape": full, "trailing_dims": 1,
+         "inputs": [{"name": "x", "shape": full, "broadcast": False}] + [{"name": v, **vec} for v in "wbmv"],
+         "nodes": [_node("bn", "aten.batch_norm.default", [{"ref": "x"}, {"ref": "w"}, {"ref": "b"}, {"ref": "m"},
+                                                          {"ref": "v"}, False, 0.1, 1e-5, True], full),
+                   _node("r", "aten.relu.default", [{"ref": "bn"}], full)]}
+    assert positive_inputs(f) == {"v"}
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": n * c * h, "cols": w, "dtype": "float32",
+                                      "numerics": "fp32", "fragment": f}))
+    for seed in range(3):
+        inp = case.make_inputs("cpu", torch.Generator().manual_seed(seed))
+        x, wt, b, m, v = (t.double() for t in inp.inputs)
+        assert bool((v > 0).all()) and not bool((m > 0).all())
+        want = torch.relu(torch.nn.functional.batch_norm(x, m, v, wt, b, False, 0.1, 1e-5))
+        assert torch.allclose(case.reference(inp)["out"].reshape(full), want)

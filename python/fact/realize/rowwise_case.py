@@ -162,6 +162,18 @@ def reads_positive_domain(fragment: dict) -> bool:
     return any(n["op"] in positive_domain_ops() for n in fragment["nodes"])
 
 
+def positive_inputs(fragment: dict) -> set[str]:
+    """The inputs a BatchNorm of the fragment reads as its running variance (data/ir/pointwise_ops.json's batch_norm
+    form): drawn positive, as a variance is (a negative one makes NaN on both sides)."""
+    ops = json.loads((data_dir() / "ir" / "pointwise_ops.json").read_text())["ops"]
+    names = set()
+    for n in fragment["nodes"]:
+        bn = ops.get(n["op"], {}).get("batch_norm")
+        if bn and bn["running_var"] < len(n["args"]) and isinstance(n["args"][bn["running_var"]], dict):
+            names.add(n["args"][bn["running_var"]].get("ref"))
+    return names
+
+
 @dataclass
 class RowwiseInputs:
     inputs: list         # [rows, cols] or, broadcast, [cols], in the fragment's input order
@@ -194,12 +206,13 @@ class RowwiseCase(MeasureCase):
         p = self.problem
         dt = verify.torch_dtype(p.dtype)
         positive = reads_positive_domain(p.fragment)  # log(p) of a KL divergence: NaN on negative draws, on both sides
+        variances = positive_inputs(p.fragment)
 
         def draw(s: dict):
             shape = p.input_shape(s)
             if s.get("dtype") == "bool":  # a mask: about half of it set
                 return torch.rand(shape, device=device, generator=generator) < 0.5
-            if positive:
+            if positive or s["name"] in variances:
                 return (torch.rand(shape, device=device, generator=generator) * 0.99 + 0.01).to(dt)
             return torch.randn(shape, device=device, generator=generator).to(dt)
 

@@ -24,7 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxInputs = 4;  // FACT_ROWWISE_MAX_INPUTS in kernel_abi.h
+constexpr int kMaxInputs = 8;  // FACT_ROWWISE_MAX_INPUTS in kernel_abi.h
 
 std::string source_hash(const std::string& text) { return config_hash_id("", json(text)); }
 
