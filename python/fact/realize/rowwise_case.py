@@ -162,15 +162,21 @@ def reads_positive_domain(fragment: dict) -> bool:
     return any(n["op"] in positive_domain_ops() for n in fragment["nodes"])
 
 
-def positive_inputs(fragment: dict) -> set[str]:
-    """The inputs a BatchNorm of the fragment reads as its running variance (data/ir/pointwise_ops.json's batch_norm
-    form): drawn positive, as a variance is (a negative one makes NaN on both sides)."""
+@functools.cache
+def variance_args() -> dict[str, int]:
+    """Per aten op that data/ir/pointwise_ops.json reads as a BatchNorm, the argument index of its running variance."""
     ops = json.loads((data_dir() / "ir" / "pointwise_ops.json").read_text())["ops"]
+    return {op: form["batch_norm"]["running_var"] for op, form in ops.items() if "batch_norm" in form}
+
+
+def positive_inputs(fragment: dict) -> set[str]:
+    """The inputs a BatchNorm of the fragment reads as its running variance: drawn positive, as a variance is (a
+    negative one makes NaN on both sides)."""
     names = set()
     for n in fragment["nodes"]:
-        bn = ops.get(n["op"], {}).get("batch_norm")
-        if bn and bn["running_var"] < len(n["args"]) and isinstance(n["args"][bn["running_var"]], dict):
-            names.add(n["args"][bn["running_var"]].get("ref"))
+        i = variance_args().get(n["op"])
+        if i is not None and i < len(n["args"]) and isinstance(n["args"][i], dict):
+            names.add(n["args"][i].get("ref"))
     return names
 
 
