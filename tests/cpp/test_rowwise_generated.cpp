@@ -766,6 +766,7 @@ TEST(RowwiseGenerated, AScanAlongTheRowIsOneKernelWithTheOpsAroundIt) {
     EXPECT_NE(text.find("scan_kernel<kVec>"), std::string::npos);
     EXPECT_NE(text.find(std::string(op) == "aten.cumsum.default" ? "OpSum{}, 0.0f" : "OpProd{}, 1.0f"), std::string::npos);
     EXPECT_NE(text.find("a->cols != 1000"), std::string::npos);  // the row length is the kernel's
+    EXPECT_NE(text.find("(a->input_row_stride[i] % kVec == 0)"), std::string::npos);  // rows indexed from their start
   }
   // Long rows (KernelBench's 32768): a CTA per row first, a warp per row next.
   auto long_rows = configs_of(program_of(scan_chain("aten.cumsum.default", {64, 32768}, 1)));
@@ -931,6 +932,7 @@ TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
   std::string text = realize::render_rowwise_kernel(relu, c, "t", "");
   EXPECT_NE(text.find("a->cols < 1"), std::string::npos);          // any row length
   EXPECT_NE(text.find("one thread each"), std::string::npos);       // the scalar tail
+  EXPECT_NE(text.find("% (input_bytes[i] * kVec) == 0 &&\n              (true);"), std::string::npos);  // one array: any cols
   auto chain = discover::lower_row_program(generated(plan_of(pointwise_chain()))->match.kernel["fragment"]);
   std::string bt = realize::render_rowwise_kernel(chain, c, "t", "");
   EXPECT_NE(bt.find("a->cols != 100"), std::string::npos);  // the broadcast row fixes the length

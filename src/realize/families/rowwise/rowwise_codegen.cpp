@@ -730,6 +730,8 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"row_stride_refused", takes_row_stride(p) ? "a->input_row_stride[i] < a->cols"
                                                                            : "a->input_row_stride[i] != a->cols"},
                                {"whole_vectors", p.flat() && w.any_cols() ? "true" : "a->cols % kVec == 0"},
+                               // Rows indexed from their start (a row view's stride too) need whole vectors per stride.
+                               {"row_stride_aligned", p.flat() && w.any_cols() ? "true" : "a->input_row_stride[i] % kVec == 0"},
                                {"launch", launch_text(p, c)},
                                {"describe", describe.dump()}});
 }
