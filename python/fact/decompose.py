@@ -19,6 +19,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.passes.dialect.common.cse_pass import CSEPass
 
 from fact.paths import data_dir
 
@@ -166,6 +167,9 @@ def traced_decomposition(node: torch.fx.Node) -> tuple[torch.fx.GraphModule, lis
         return None
     if any(n.op == "get_attr" for n in traced.graph.nodes):
         return None
+    # A decomposition may compute one value several times (nll_loss's target != ignore_index three times): each is one
+    # more launch in the composed module. PyTorch's CSE pass keeps the first (random ops are never merged).
+    traced = CSEPass()(traced).graph_module
     selects_take_numbers(traced.graph)
     return traced, [flat[i] for i in positions]
 

@@ -32,6 +32,8 @@ const json& whole_tensor_reductions() { return table("ir/row_reductions.json", "
 const json& window_ops() { return table("ir/row_reductions.json", "windows"); }
 const json& scan_ops() { return table("ir/row_reductions.json", "scans"); }
 const json& reversal_ops() { return table("ir/row_reductions.json", "reversals"); }
+const json& gather_ops() { return table("ir/row_reductions.json", "gathers"); }
+const json& view_ops() { return table("ir/row_reductions.json", "views"); }
 const json& activations() { return table("epilogues/activations.json", "activations"); }
 
 bool is_ref(const json& a) { return a.is_object() && a.contains("ref"); }
@@ -124,6 +126,9 @@ struct Lowering {
       if (window_inputs.count(r))
         throw Error(fmt::format("node '{}' reads '{}', an input only a pool reads (its shape is not the fragment's)", node, r));
       if (auto in = input_index.find(r); in != input_index.end()) {
+        if (p.index[in->second])
+          throw Error(fmt::format("node '{}' reads '{}', an int64 input, as a value; a generated kernel reads one only as a "
+                                  "gather's index", node, r));
         if (p.reversed[in->second])
           throw Error(fmt::format("node '{}' reads '{}', which another node flips; an input is read one way", node, r));
         read_as_is.insert(r);
@@ -312,18 +317,26 @@ struct Lowering {
 
   bool is_per_row(const json& node) const { return numel(shape_of(node)) == p.rows && numel(shape_of(node)) != p.rows * p.cols; }
 
+  // Operand 0 of a node that walks the rows (a reduction, a scan, a gather): one value per element, walked along the
+  // fragment's rows (the dims the node's op names: row_reduction_dims).
+  std::string along_rows(const json& node, const char* verb) {
+    const std::string name = node.at("name");
+    bool row = false;
+    std::string x = operand(name, arg_at(node, 0, "self"), &row);
+    if (row) throw Error(fmt::format("node '{}' {} a value that is one per row", name, verb));
+    ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()),
+                                       static_cast<int>(full_shape.size()));
+    if (!(k == row_dims))
+      throw Error(fmt::format("node '{}' {} dims {}..{}; the fragment's rows are dims {}..{}", name, verb, k.first,
+                              k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
+    return x;
+  }
+
   void reduction(const json& node, const json& form) {
     const std::string name = node.at("name");
     const std::string f = form.at("form");
     if (p.scan()) throw Error(fmt::format("node '{}' reduces a row that a scan also walks; not generated", name));
-    bool row = false;
-    std::string x = operand(name, arg_at(node, 0, "self"), &row);
-    if (row) throw Error(fmt::format("node '{}' reduces a value that is already one per row", name));
-    const int rank = static_cast<int>(full_shape.size());
-    ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()), rank);
-    if (!(k == row_dims))
-      throw Error(fmt::format("node '{}' reduces dims {}..{}; the fragment's rows are dims {}..{}", name, k.first,
-                              k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
+    std::string x = along_rows(node, "reduces");
     const std::string cols = float_literal(static_cast<double>(p.cols));
     if (f == "sum") var[name] = reduce("sum", x);
     else if (f == "mean") var[name] = expr(fmt::format("{} / {}", reduce("sum", x), cols), true);
@@ -373,17 +386,10 @@ struct Lowering {
     if (!read_spec(node, form.at("dtype")).is_null())
       throw Error(fmt::format("node '{}' ({}) converts to another dtype; a generated scan keeps the fragment's",
                               name, node.at("op").get<std::string>()));
-    bool row = false;
-    std::string x = operand(name, arg_at(node, 0, "self"), &row);
-    if (row) throw Error(fmt::format("node '{}' scans a value that is one per row", name));
-    const int rank = static_cast<int>(full_shape.size());
-    ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()), rank);
-    if (!(k == row_dims))
-      throw Error(fmt::format("node '{}' scans dim {}; the fragment's rows are dims {}..{}", name, k.first,
-                              row_dims.first, row_dims.first + row_dims.count - 1));
+    std::string x = along_rows(node, "scans");
     if (p.inner > 1)
       throw Error(fmt::format("node '{}' scans dim {}, which has dims behind it; a generated scan walks contiguous rows",
-                              name, k.first));
+                              name, row_dims.first));
     if (p.scan()) throw Error(fmt::format("node '{}' is a second scan; a generated kernel holds one", name));
     if (p.reductions() > 0) throw Error(fmt::format("node '{}' scans a row that a reduction also reads; not generated", name));
     RowStatement s;
@@ -392,6 +398,39 @@ struct Lowering {
     s.reduce = f;
     s.operand = x;
     var[name] = add(s);
+  }
+
+  // A gather along the row's one dim by a per-row int64 index input ([rows, 1]): the element at column index[row] of a
+  // value the kernel computes, one per row (the kernel keeps it where the sweep passes that column).
+  void gather(const json& node, const json& form) {
+    const std::string name = node.at("name");
+    std::string x = along_rows(node, "picks from");  // one dim, the gather's
+    const json idx = arg_at(node, form.at("index").get<int>(), "index");
+    const std::string src = is_ref(idx) ? idx["ref"].get<std::string>() : "";
+    auto in = input_index.find(src);
+    if (in == input_index.end() || !p.index[in->second])
+      throw Error(fmt::format("node '{}' gathers by {}, which is not an int64 per-row input of the fragment (one index a "
+                              "row)", name, idx.dump()));
+    if (!is_per_row(node)) throw Error(fmt::format("node '{}' gathers more than one element a row", name));
+    RowStatement s;
+    s.kind = RowStatement::Kind::reduce;
+    s.var = fresh();
+    s.reduce = "pick";
+    s.operand = x;
+    s.input = in->second;
+    s.per_row = true;
+    var[name] = add(s);
+  }
+
+  // A view adding or dropping dims of size 1: of a per-row value, the same value ([rows, 1] <-> [rows]).
+  void view(const json& node) {
+    const std::string name = node.at("name");
+    bool row = false;
+    std::string x = operand(name, arg_at(node, 0, "self"), &row);
+    if (!row || !is_per_row(node))
+      throw Error(fmt::format("node '{}' ({}) views a value that is not one per row; a generated kernel keeps its values' "
+                              "shapes", name, node.at("op").get<std::string>()));
+    var[name] = x;
   }
 
   // A flip of the row's one dim: of an input only flips read (loaded from the row's end) or of the fragment's output
@@ -475,8 +514,12 @@ bool channel_vector_arg(const std::string& op, int index) {
 
 bool row_program_reads(const std::string& op) {
   return pointwise_ops().contains(op) || row_reductions().contains(op) || scan_ops().contains(op) ||
-         reversal_ops().contains(op) || window_ops().contains(op);
+         reversal_ops().contains(op) || window_ops().contains(op) || gather_ops().contains(op) || view_ops().contains(op);
 }
+
+bool is_gather_op(const std::string& op) { return gather_ops().contains(op); }
+
+bool is_row_view_op(const std::string& op) { return view_ops().contains(op); }
 
 bool is_window_op(const std::string& op) { return window_ops().contains(op); }
 
@@ -493,8 +536,9 @@ std::string row_partials_of(const std::string& op) {
 
 ReducedDims row_reduction_dims(const std::string& node, const std::string& op, const json& args, const json& kwargs,
                                int rank) {
-  if (!row_reductions().contains(op) && !scan_ops().contains(op)) return {};
-  const json& form = row_reductions().contains(op) ? row_reductions()[op] : scan_ops()[op];
+  const json& form = row_reductions().contains(op) ? row_reductions()[op] : scan_ops().contains(op) ? scan_ops()[op]
+                     : gather_ops().contains(op) ? gather_ops()[op] : json::object();
+  if (form.empty()) return {};
   json n = {{"name", node}, {"args", args}, {"kwargs", kwargs}};
   std::vector<int64_t> dims;
   if (form.contains("dims")) {
@@ -569,7 +613,11 @@ RowProgram lower_row_program(const json& fragment) {
     if (window && ch.channels) throw Error(fmt::format("fragment input '{}': both a channel and a window input", in.at("name").get<std::string>()));
     if (window) L.window_inputs[in.at("name").get<std::string>()] = i - 1;
     L.input_shape[in.at("name").get<std::string>()] = in.value("shape", std::vector<int64_t>{});
-    p.inputs.push_back(window ? RowInputKind::window : ch.channels ? RowInputKind::channel
+    const bool per_row = in.value("per_row", false);
+    if (per_row && (window || ch.channels))
+      throw Error(fmt::format("fragment input '{}': a per-row input is neither a channel nor a window input", in.at("name").get<std::string>()));
+    s.per_row = per_row;  // loaded once at the row's start
+    p.inputs.push_back(window ? RowInputKind::window : ch.channels ? RowInputKind::channel : per_row ? RowInputKind::per_row
                        : in.value("broadcast", false) ? RowInputKind::row_broadcast : RowInputKind::full);
     p.channel.push_back(ch);
     p.window.emplace_back();
@@ -577,6 +625,10 @@ RowProgram lower_row_program(const json& fragment) {
     const bool boolean = in.value("dtype", p.dtype) == "bool";
     if (boolean && window) throw Error(fmt::format("fragment input '{}': a pool of a bool tensor is not generated", in.at("name").get<std::string>()));
     p.boolean.push_back(boolean);
+    const bool index = in.value("dtype", p.dtype) == "int64";
+    if (index && !per_row)
+      throw Error(fmt::format("fragment input '{}': an int64 input is a gather's index, one value per row", in.at("name").get<std::string>()));
+    p.index.push_back(index);
     L.input_index[in.at("name").get<std::string>()] = i - 1;
     L.var[in.at("name").get<std::string>()] = L.add(s);
   }
@@ -593,6 +645,8 @@ RowProgram lower_row_program(const json& fragment) {
     else if (scan_ops().contains(op)) L.scan(node, scan_ops()[op]);
     else if (reversal_ops().contains(op)) L.reversal(node, reversal_ops()[op], fragment.at("output"));
     else if (window_ops().contains(op)) L.window(node, window_ops()[op]);
+    else if (gather_ops().contains(op)) L.gather(node, gather_ops()[op]);
+    else if (view_ops().contains(op)) L.view(node);
     else throw Error(fmt::format("node '{}' ({}) is in neither data/ir/pointwise_ops.json nor data/ir/row_reductions.json", name, op));
   }
   for (const auto& [name, i] : L.window_inputs)
@@ -601,6 +655,10 @@ RowProgram lower_row_program(const json& fragment) {
   if (flips && !p.scan())
     throw Error("the fragment flips its rows without a scan; a generated kernel reverses a row only around a scan (a "
                 "flip alone is PyTorch's copy)");
+  const bool row_inputs = std::find(p.inputs.begin(), p.inputs.end(), RowInputKind::per_row) != p.inputs.end();
+  if (row_inputs && (p.flat() || p.scan()))
+    throw Error("the fragment reads a per-row input without reducing its rows; a generated kernel reads one where it owns "
+                "whole rows (a kernel with a reduction)");
   const std::string out = fragment.at("output");
   if (!L.var.count(out)) throw Error(fmt::format("the fragment's output '{}' is not one of its nodes", out));
   p.output = L.var.at(out);

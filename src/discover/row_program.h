@@ -2,7 +2,7 @@
 // A row-wise fragment (fact-rowwise-fragment JSON, rowwise_fragment.h) lowered to the statements a generated
 // kernel runs: loads of its inputs, float expressions (data/ir/pointwise_ops.json read through the
 // activations' "expr" of data/epilogues/activations.json), reductions over the row and scans along it
-// (data/ir/row_reductions.json).
+// (data/ir/row_reductions.json), picks of one element per row (a gather by an index input) and views of per-row values.
 // Every value is either one per element of the [rows, cols] row block ("full") or one per row. A row is the
 // reduced dims' elements at one position of the others: contiguous when the reduced dims are the trailing ones,
 // else strided by `inner`, the element count of the dims after them (a reduction over channels of [N, C, H, W]:
@@ -20,18 +20,20 @@ struct RowStatement {
   Kind kind = Kind::expr;
   std::string var;      // C identifier of the value (reduce maxsumexp: var_m and var_s; meanvar: var_m and var_v)
   bool per_row = false; // one value per row (else per element)
-  int input = -1;       // load: the fragment input it reads
+  int input = -1;       // load: the fragment input it reads; reduce pick: the index input
   std::string expr;     // expr: C++ float expression over earlier vars
   std::string reduce;   // reduce: "sum", "max", "min", "maxsumexp" (online max and sum of exp(x - max)) or "meanvar"
-                        // (Welford's mean and population variance in one sweep)
+                        // (Welford's mean and population variance in one sweep), "pick" (the element at column
+                        // index[row] of `operand`: a gather along the row)
                         // scan: "sum" or "prod" (an inclusive prefix along the row: one value per element)
   std::string operand;  // reduce, scan: the per-element var reduced or scanned
 };
 
 // [rows, cols]; one [cols] row shared by every row; one value per channel (a norm's [C] weight): element f of
-// the flattened full tensor reads channel (f / channel_inner) % channels, whatever the rows are; or a pool's input
-// (window): element f of the full tensor, the pool's output, is the pool of f's window of it.
-enum class RowInputKind { full, row_broadcast, channel, window };
+// the flattened full tensor reads channel (f / channel_inner) % channels, whatever the rows are; a pool's input
+// (window): element f of the full tensor, the pool's output, is the pool of f's window of it; or one value per row
+// (the reduced dims kept as 1 or dropped: a gather's index, a cross entropy's mask of ignored targets).
+enum class RowInputKind { full, row_broadcast, channel, window, per_row };
 struct ChannelIndex {
   int64_t channels = 0, inner = 1;  // C, and the elements of one channel's plane (H*W; 1 for [N, C])
 };
@@ -52,6 +54,7 @@ struct RowProgram {
   std::vector<WindowRead> window;        // parallel to inputs: how a window input is pooled
   std::vector<bool> boolean;             // parallel to inputs: a bool tensor, read as 1 or 0
   std::vector<bool> reversed;            // parallel to inputs: read from the row's end (only flips read it; scans only)
+  std::vector<bool> index;               // parallel to inputs: an int64 per-row input only gathers read (their index)
   bool output_reversed = false;          // the output is written from the row's end (a flip of it; scans only)
   std::string output;                    // the var written
   bool output_per_row = false;
@@ -102,8 +105,15 @@ std::string row_reduction_form(const std::string& op);
 // Whether an op is one the lowering reads (pointwise table, row reductions, scans or windows).
 bool row_program_reads(const std::string& op);
 
+// Whether an op is a view that adds or drops dims of size 1 (data/ir/row_reductions.json "views"): of a per-row value
+// the same value (the region-growing pass takes one only after a node of its region).
+bool is_row_view_op(const std::string& op);
+
 // Whether an op flips a tensor (data/ir/row_reductions.json "reversals"): a copy op a generated scan reads through.
 bool is_reversal_op(const std::string& op);
+
+// Whether an op picks one element per row by an index (data/ir/row_reductions.json "gathers").
+bool is_gather_op(const std::string& op);
 
 // Whether an op pools a window of its input (data/ir/row_reductions.json "windows"): a generated kernel computes it
 // where it loads that input, which must be a tensor in memory (an input of the fragment).

@@ -85,7 +85,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     if (!n) throw Error(fmt::format("node '{}' is not in the graph", name));
     if (n->kind != ir::NodeKind::Op) throw Error(fmt::format("node '{}' is a {}, not an op", name, ir::to_string(n->kind)));
     if (covered.count(name)) throw Error(fmt::format("node '{}' is already covered by a rule of the plan", name));
-    if (!rowwise_category(n->category) && !is_reversal_op(n->op))
+    if (!rowwise_category(n->category) && !is_reversal_op(n->op) && !is_gather_op(n->op) && !is_row_view_op(n->op))
       throw Error(fmt::format("node '{}' ({}) is not an elementwise, reduction, softmax or normalization op", name, n->op));
     if (n->outputs.size() != 1) throw Error(fmt::format("node '{}' has {} results; a row-wise kernel takes one", name, n->outputs.size()));
   }
@@ -206,6 +206,8 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
         throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
       f.inputs.push_back(r);
       f.boolean.push_back(false);
+      f.per_row.push_back(false);
+      f.index.push_back(false);
       f.broadcast.push_back(true);  // read at its base whatever the row (the window's position comes from the element)
       f.channels.push_back(0);
       f.window.push_back(true);
@@ -225,18 +227,43 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     // One value for all (a 0-d tensor: torch.min(x, torch.tensor(c))): a per-channel input of one channel.
     const bool scalar = !like_full && !row && !channel && f.inner == 1 && in.numel() == 1;
     channel = channel || scalar;
-    if (!like_full && !row && !channel) {
+    // One value per row: the reduced dims kept as 1 ([rows, 1]: a gather's index), or dropped, then read only by values
+    // that are one per row too (against a full value PyTorch would broadcast it along the last dim instead).
+    const bool row_value = !like_full && !row && !channel && (in.shape == keep || in.shape == drop);
+    if (row_value && in.shape != keep) {
+      for (const auto& name : f.nodes) {
+        const ir::Node& n = graph.at(name);
+        const auto refs = ir::referenced_names(n);
+        if (std::find(refs.begin(), refs.end(), r) != refs.end() && !per_row(n.out().shape))
+          throw Error(fmt::format("input '{}' has shape [{}], one value per row without the row's dims; '{}' reads it "
+                                  "with full values, which would broadcast it along the last dim", r,
+                                  fmt::join(in.shape, ","), name));
+      }
+    }
+    // An int64 input is a gather's index ([rows, 1]), read by gathers alone.
+    bool index = false;
+    if (in.dtype == "int64" && row_value) {
+      index = true;
+      for (const auto& name : f.nodes) {
+        const ir::Node& n = graph.at(name);
+        for (size_t a = 0; a < n.args.size(); ++a)
+          if (ir::is_ref(n.args[a]) && ir::ref_name(n.args[a]) == r && !(is_gather_op(n.op) && a == 2)) index = false;
+      }
+    }
+    if (!like_full && !row && !channel && !row_value) {
       std::vector<int64_t> one_row(f.full_shape.size(), 1);
       std::copy(trail.begin(), trail.end(), one_row.begin() + row_dims.first);
       throw Error(fmt::format("input '{}' has shape [{}]; outside inputs must be [{}] or one row [{}]", r,
                               fmt::join(in.shape, ","), fmt::join(f.full_shape, ","), fmt::join(one_row, ",")));
     }
     // A bool input (a mask) is read as 1 or 0, as PyTorch promotes it in arithmetic with the fragment's dtype.
-    if (in.dtype != f.dtype && in.dtype != "bool")
+    if (in.dtype != f.dtype && in.dtype != "bool" && !index)
       throw Error(fmt::format("input '{}' is {} but the output is {}; mixed dtypes are not row-wise kernels", r, in.dtype, f.dtype));
     f.inputs.push_back(r);
     f.boolean.push_back(in.dtype == "bool");
-    f.broadcast.push_back((row || channel) && !like_full);  // a channel input is read whole by every row too
+    f.per_row.push_back(row_value);
+    f.index.push_back(index);
+    f.broadcast.push_back((row || channel || row_value) && !like_full);  // a channel input is read whole by every row too
     f.channels.push_back(scalar ? 1 : channel ? f.full_shape[1] : 0);
     f.window.push_back(false);
   }
@@ -284,10 +311,11 @@ std::vector<RowwiseFragment> rowwise_candidates(const discover::Plan& plan) {
     if (group.size() < 2) continue;  // one op alone gains nothing from fusion
     try {
       RowwiseFragment f = make_rowwise_fragment(plan.graph, group, covered);
-      // Strided rows, groups, channel, window and bool inputs: generated only, outside the agent's ABI (one dtype).
+      // Strided rows, groups, channel, window, bool and per-row inputs: generated only, outside the agent's ABI.
       bool plain = f.inner == 1 && f.groups == 1 && std::all_of(f.channels.begin(), f.channels.end(), [](int64_t c) { return c == 0; }) &&
                    std::none_of(f.window.begin(), f.window.end(), [](bool w) { return w; }) &&
-                   std::none_of(f.boolean.begin(), f.boolean.end(), [](bool b) { return b; });
+                   std::none_of(f.boolean.begin(), f.boolean.end(), [](bool b) { return b; }) &&
+                   std::none_of(f.per_row.begin(), f.per_row.end(), [](bool b) { return b; });
       if (plain) out.push_back(std::move(f));
     } catch (const Error&) {
       // Not a row-wise chain as a whole; the LLM may still propose a part of it.
@@ -359,6 +387,8 @@ json fragment_to_json(const ir::Graph& graph, const RowwiseFragment& f) {
     if (f.channels[i]) in["channel"] = {{"channels", f.channels[i]}, {"inner", f.channel_inner}};
     if (f.window[i]) in["window"] = true;
     if (f.boolean[i]) in["dtype"] = "bool";  // absent for the fragment's dtype: earlier fragments keep their ids
+    if (f.index[i]) in["dtype"] = "int64";
+    if (f.per_row[i]) in["per_row"] = true;  // absent otherwise, likewise
     inputs.push_back(in);
   }
   json j = {{"format", "fact-rowwise-fragment"}, {"version", 1}, {"nodes", nodes}, {"inputs", inputs},

@@ -2,7 +2,8 @@
 // A row-wise op chain no rule covers: a connected set of elementwise / reduction nodes with one value leaving
 // it, every tensor in it shaped like the full tensor (cols the product of the adjacent dims its reductions
 // fold, the last dim without one) or one value per row (those dims kept as 1, or dropped), and its outside
-// inputs either full or, when the reduced dims are the trailing ones, one row ([cols] / those dims, broadcast).
+// inputs either full, one value per row, or, when the reduced dims are the trailing ones, one row ([cols] / those
+// dims, broadcast).
 // Reduced dims with others behind them (channels of [N, C, H, W]) make strided rows: `inner` elements apart. Such a chain
 // is what a kernel with the FactRowwiseArgs ABI (kernel_abi.h, data/families/rowwise.json) can realize: one
 // the agent registered or one generated from the IR (row_program.h).
@@ -27,6 +28,8 @@ struct RowwiseFragment {
   std::vector<int64_t> channels;     // parallel to inputs: C for a per-channel input (read by channel), else 0
   std::vector<bool> window;          // parallel to inputs: read only by a pool (its window pooled where it is loaded)
   std::vector<bool> boolean;         // parallel to inputs: a bool tensor (a mask), read as 1 or 0
+  std::vector<bool> per_row;         // parallel to inputs: one value per row (the reduced dims kept as 1 or dropped)
+  std::vector<bool> index;           // parallel to inputs: an int64 per-row tensor, a gather's index
   int64_t channel_inner = 1;         // elements of one channel's plane: the product of the dims after dim 1
   int64_t groups = 1;                // rows per leading position of the reduced dims (group_norm's groups)
   int64_t rows = 0, cols = 0;

@@ -157,9 +157,13 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
       owner[n] = &e;
     }
   std::set<std::string> free;
-  for (const auto& n : g.nodes)
-    if (n.kind == ir::NodeKind::Op && !covered.count(n.name) && n.outputs.size() == 1 && row_program_reads(n.op))
-      free.insert(n.name);
+  for (const auto& n : g.nodes) {
+    if (n.kind != ir::NodeKind::Op || covered.count(n.name) || n.outputs.size() != 1 || !row_program_reads(n.op)) continue;
+    // A view (a squeeze after a gather) joins the region of the node it reads; alone it would only start one.
+    if (is_row_view_op(n.op) && !(!n.args.empty() && ir::is_ref(n.args[0]) && free.count(ir::ref_name(n.args[0]))))
+      continue;
+    free.insert(n.name);
+  }
   // A normalization a rule matched alone (level2/34's LayerNorm) whose value only such free ops read is offered to
   // their region: one generated kernel then normalizes and runs the chain after it, one pass over the tensor instead
   // of two. Where that region cannot be generated it stays the rule's.
@@ -236,6 +240,12 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
     // norm: each can, both in one kernel cannot).
     std::set<std::string> rest(group.begin(), group.end());
     for (const auto& n : group) {
+      // A view goes with the node it reads (alone it is never a kernel).
+      const ir::Node& node = g.at(n);
+      if (is_row_view_op(node.op)) {
+        if (!rest.count(ir::ref_name(node.args.at(0)))) rest.erase(n);
+        continue;
+      }
       if (std::string why = not_generable(g, {n}, covered); !why.empty()) {
         plan.notes.push_back(fmt::format("{} left to PyTorch: {}", n, why));
         rest.erase(n);

@@ -932,7 +932,7 @@ TEST(RowwiseGenerated, FlatKernelTakesAnyLengthOnlyWithoutABroadcastRow) {
   std::string text = realize::render_rowwise_kernel(relu, c, "t", "");
   EXPECT_NE(text.find("a->cols < 1"), std::string::npos);          // any row length
   EXPECT_NE(text.find("one thread each"), std::string::npos);       // the scalar tail
-  EXPECT_NE(text.find("% (input_bytes[i] * kVec) == 0 &&\n              (true);"), std::string::npos);  // one array: any cols
+  EXPECT_NE(text.find("% (input_bytes[i] * kVec) == 0) &&\n              (true);"), std::string::npos);  // one array: any cols
   auto chain = discover::lower_row_program(generated(plan_of(pointwise_chain()))->match.kernel["fragment"]);
   std::string bt = realize::render_rowwise_kernel(chain, c, "t", "");
   EXPECT_NE(bt.find("a->cols != 100"), std::string::npos);  // the broadcast row fixes the length
@@ -947,6 +947,94 @@ std::string generated_op_wrapper(const GraphDoc& d) {
   const auto* family = realize::kernel_family_for(e->match);
   auto problem = family->problem_from_match(e->match, p.graph, Numerics::fp32, Arch::sm90);
   return family->op_wrapper(family->candidates(problem, 1).ranked.at(0).config);
+}
+
+// cross_entropy(x, t) as the tracer decomposes it (KernelBench level1/95, small): log_softmax, the target's log
+// probability by a gather, its negation where the target is not ignored; the int64 and bool ops on the targets and
+// the final sum stay PyTorch's (a [rows] tensor each).
+GraphDoc cross_entropy(int64_t rows, int64_t cols) {
+  GraphDoc d;
+  d.input("x", {rows, cols}).input("t", {rows}, "int64");
+  d.op("lsm", "aten._log_softmax.default", {ref_to("x"), 1, false}, {rows, cols});
+  d.op("ne", "aten.ne.Scalar", {ref_to("t"), -100}, {rows}, "bool");
+  d.op("w0", "aten.where.ScalarOther", {ref_to("ne"), ref_to("t"), 0}, {rows}, "int64");
+  d.op("u", "aten.unsqueeze.default", {ref_to("w0"), 1}, {rows, 1}, "int64");
+  d.op("g", "aten.gather.default", {ref_to("lsm"), 1, ref_to("u")}, {rows, 1});
+  d.op("s", "aten.squeeze.dim", {ref_to("g"), 1}, {rows});
+  d.op("n", "aten.neg.default", {ref_to("s")}, {rows});
+  d.op("ne1", "aten.ne.Scalar", {ref_to("t"), -100}, {rows}, "bool");
+  d.op("w1", "aten.where.ScalarOther", {ref_to("ne1"), ref_to("n"), 0}, {rows});
+  d.op("sum", "aten.sum.default", {ref_to("w1")}, {}).output("sum");
+  return d;
+}
+
+TEST(RowwiseGenerated, ACrossEntropyPicksEachRowsTargetByItsIndexInOneKernel) {
+  auto p = plan_of(cross_entropy(64, 1000));
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"lsm", "g", "s", "n", "w1"}));  // the squeeze joins its gather
+  const Json& f = e->match.kernel["fragment"];
+  ASSERT_EQ(f["inputs"].size(), 3u);
+  EXPECT_EQ(f["inputs"][1]["name"], "u");
+  EXPECT_EQ(f["inputs"][1]["dtype"], "int64");
+  EXPECT_EQ(f["inputs"][1]["per_row"], true);
+  EXPECT_EQ(f["inputs"][2]["dtype"], "bool");  // the mask of kept targets, [rows]
+  EXPECT_EQ(f["inputs"][2]["per_row"], true);
+  auto prog = discover::lower_row_program(f);
+  EXPECT_EQ(prog.inputs, (std::vector<discover::RowInputKind>{discover::RowInputKind::full, discover::RowInputKind::per_row,
+                                                               discover::RowInputKind::per_row}));
+  EXPECT_EQ(prog.index, (std::vector<bool>{false, true, false}));
+  EXPECT_TRUE(prog.output_per_row);
+  auto pick = std::find_if(prog.statements.begin(), prog.statements.end(),
+                           [](const auto& st) { return st.kind == discover::RowStatement::Kind::reduce && st.reduce == "pick"; });
+  ASSERT_NE(pick, prog.statements.end());
+  EXPECT_EQ(pick->input, 1);
+  auto cs = configs_of(prog);
+  ASSERT_FALSE(cs.empty());
+  EXPECT_TRUE(cs[0].one_pass);  // rows of 1000 in registers: the pick is a third sweep over them, not over memory
+  std::string text = realize::render_rowwise_kernel(prog, cs[0], "t", "");
+  EXPECT_NE(text.find("const int64_t* in1 = static_cast<const int64_t*>(a.inputs[1]) + row;"), std::string::npos);
+  EXPECT_NE(text.find("if (ix1 < 0 || ix1 >= kCols)"), std::string::npos);  // an index outside the row stops the kernel
+  EXPECT_NE(text.find("__trap();"), std::string::npos);
+  // The thread passing the target's column keeps its log probability and stores the row's loss itself (no reduction
+  // of the pick).
+  EXPECT_NE(text.find("if (col0 + e == ix1) { a_v5 = v4; own_v5 = true; }"), std::string::npos) << text.substr(text.find("row_kernel("));
+  EXPECT_NE(text.find("if (own_v5"), std::string::npos);  // the owning thread stores
+  EXPECT_NE(text.find("= to_float(in2[0]);"), std::string::npos);  // the mask read once a row
+  EXPECT_EQ(text.find("l1["), std::string::npos);  // per-row inputs are not swept
+  EXPECT_NE(text.find("const int input_bytes[] = { int(sizeof(Element)), 0, 0 };"), std::string::npos);
+  std::string op = generated_op_wrapper(cross_entropy(64, 1000));
+  EXPECT_NE(op.find("const c10::ScalarType dtypes[] = { at::kFloat, at::kLong, at::kBool };"), std::string::npos);
+  EXPECT_NE(op.find("const bool per_row[] = { false, true, true };"), std::string::npos);
+  EXPECT_TRUE(discover::rowwise_candidates(p).empty());  // outside the agent's one-dtype ABI
+
+  // A gather along another dim than the rows', an index read as a value, a per-row input without the row's dims read
+  // with full values, and a per-row input of a kernel without a reduction stay PyTorch's, each with its reason.
+  GraphDoc cols;
+  cols.input("x", {64, 100}).input("i", {1, 100}, "int64");
+  cols.op("l", "aten._log_softmax.default", {ref_to("x"), 1, false}, {64, 100});
+  cols.op("g", "aten.gather.default", {ref_to("l"), 0, ref_to("i")}, {1, 100}).output("g");
+  EXPECT_EQ(generated(plan_of(cols)) == nullptr ||
+                generated(plan_of(cols))->match.nodes == std::vector<std::string>{"l"}, true);
+  GraphDoc value;
+  value.input("x", {64, 100}).input("i", {64, 1}, "int64");
+  value.op("l", "aten._log_softmax.default", {ref_to("x"), 1, false}, {64, 100});
+  value.op("a", "aten.add.Tensor", {ref_to("l"), ref_to("i")}, {64, 100}).output("a");
+  EXPECT_TRUE(noted(plan_of(value), "input 'i' is int64 but the output is float32")) << fmt::format("{}", fmt::join(plan_of(value).notes, "\n"));
+  GraphDoc dropped;
+  dropped.input("x", {64, 64}).input("r", {64});
+  dropped.op("s", "aten.softmax.int", {ref_to("x"), 1}, {64, 64});
+  dropped.op("m", "aten.mul.Tensor", {ref_to("s"), ref_to("r")}, {64, 64}).output("m");  // r broadcasts as a row here
+  auto pd = plan_of(dropped);
+  ASSERT_NE(generated(pd), nullptr);
+  EXPECT_EQ(generated(pd)->match.kernel["fragment"]["inputs"][1].value("per_row", false), false);
+  EXPECT_EQ(generated(pd)->match.kernel["fragment"]["inputs"][1]["broadcast"], true);  // PyTorch's row broadcast
+  GraphDoc scan;  // a scan's kernel walks rows without owning a row's values at its start
+  scan.input("x", {64, 1000}).input("r", {64, 1});
+  scan.op("c", "aten.cumsum.default", {ref_to("x"), 1}, {64, 1000});
+  scan.op("m", "aten.mul.Tensor", {ref_to("c"), ref_to("r")}, {64, 1000}).output("m");
+  auto pf = plan_of(scan);
+  EXPECT_TRUE(noted(pf, "reads a per-row input without reducing its rows")) << fmt::format("{}", fmt::join(pf.notes, "\n"));
 }
 
 TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHeaders) {
@@ -977,7 +1065,8 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   fs::path dir = fs::temp_directory_path() / "fact_test_rowwise_wrapper";
   fs::create_directories(dir);
   std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, pool, masked,
-                                                                generated_op_wrapper(softmax_rows(8, 100))}).text;
+                                                                generated_op_wrapper(softmax_rows(8, 100)),
+                                                                generated_op_wrapper(cross_entropy(64, 1000))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
@@ -1155,6 +1244,14 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   auto masked = program_of(masked_scan());
   expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(masked, configs_of(masked).at(0), "rowwise_test_scan_masked", ""),
                          "rowwise_scan_masked", configs_of(masked).at(0).text());
+  expect_generated_compiles(cross_entropy(64, 4096), true, "rowwise_cross_entropy_one_pass");
+  expect_generated_compiles(cross_entropy(64, 1 << 17), false, "rowwise_cross_entropy_two_pass");
+  GraphDoc shifted;  // the target's log probability read by every element: the pick reduced over the row
+  shifted.input("x", {64, 1000}).input("t", {64, 1}, "int64");
+  shifted.op("l", "aten._log_softmax.default", {ref_to("x"), 1, false}, {64, 1000});
+  shifted.op("g", "aten.gather.default", {ref_to("l"), 1, ref_to("t")}, {64, 1});
+  shifted.op("d", "aten.sub.Tensor", {ref_to("l"), ref_to("g")}, {64, 1000}).output("d");
+  expect_generated_compiles(shifted, true, "rowwise_gather_read_by_every_element");
   auto reverse = program_of(reverse_cumsum(false));
   expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(reverse, configs_of(reverse).at(0), "rowwise_test_scan_reverse", ""),
                          "rowwise_scan_reverse", configs_of(reverse).at(0).text());

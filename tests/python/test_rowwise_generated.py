@@ -401,3 +401,42 @@ def test_a_batch_norm_is_verified_on_a_positive_running_variance_on_cpu():
         assert bool((v > 0).all()) and not bool((m > 0).all())
         want = torch.relu(torch.nn.functional.batch_norm(x, m, v, wt, b, False, 0.1, 1e-5))
         assert torch.allclose(case.reference(inp)["out"].reshape(full), want)
+
+
+def _cross_entropy_fragment(rows=6, cols=10):
+    # cross_entropy(x, t) as FACT's tracer decomposes it (KernelBench level1/95): the generated kernel's part, one value
+    # per row: where(t != -100, -gather(log_softmax(x), 1, where(t != -100, t, 0)[:, None]).squeeze(1), 0).
+    def node(name, op, args, shape, dtype="float32"):
+        return {**_node(name, op, args, shape), "outputs": [{"shape": shape, "dtype": dtype}]}
+    return {"format": "fact-rowwise-fragment", "version": 1, "output": "w", "rows": rows, "cols": cols,
+            "dtype": "float32", "full_shape": [rows, cols], "trailing_dims": 1,
+            "inputs": [{"name": "x", "shape": [rows, cols], "broadcast": False},
+                       {"name": "t", "shape": [rows, 1], "broadcast": True, "per_row": True, "dtype": "int64"},
+                       {"name": "keep", "shape": [rows], "broadcast": True, "per_row": True, "dtype": "bool"}],
+            "nodes": [node("lsm", "aten._log_softmax.default", [{"ref": "x"}, 1, False], [rows, cols]),
+                      node("g", "aten.gather.default", [{"ref": "lsm"}, 1, {"ref": "t"}], [rows, 1]),
+                      node("s", "aten.squeeze.dim", [{"ref": "g"}, 1], [rows]),
+                      node("n", "aten.neg.default", [{"ref": "s"}], [rows]),
+                      node("w", "aten.where.ScalarOther", [{"ref": "keep"}, {"ref": "n"}, 0], [rows])]}
+
+
+def test_cross_entropy_case_draws_indices_in_the_row_and_per_row_inputs_at_any_row_count():
+    """The index input is drawn inside the row, per-row inputs follow the row count (the odd-rows variant), and the
+    float64 reference is PyTorch's cross entropy per row (reduction='none') where the mask keeps the row."""
+    from fact.agent.fragment_replay import bytes_moved
+    from fact.realize.rowwise_case import ODD_ROWS, RowwiseCase
+    f = _cross_entropy_fragment()
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "rows": 6, "cols": 10, "dtype": "float32",
+                                      "numerics": "fp32", "fragment": f}))
+    odd = RowwiseCase(case.problem.__class__(**{**case.problem.__dict__, "rows": ODD_ROWS}))
+    for c, rows in ((case, 6), (odd, ODD_ROWS)):
+        inp = c.make_inputs("cpu", torch.Generator().manual_seed(0))
+        x, t, keep = inp.inputs
+        assert tuple(t.shape) == (rows, 1) and t.dtype == torch.int64 and int(t.min()) >= 0 and int(t.max()) < 10
+        assert tuple(keep.shape) == (rows,) and keep.dtype == torch.bool
+        assert tuple(inp.outputs["out"][0].shape) == (rows, 1)
+        ref = c.reference(inp)["out"].reshape(rows)
+        want = torch.nn.functional.cross_entropy(x.double(), t.reshape(rows), reduction="none") * keep
+        assert ref.dtype == torch.float64 and torch.allclose(ref, want)
+    # Traffic: x once, 8 bytes of index and 1 of mask a row, one float a row out.
+    assert bytes_moved(f, 6, 4) == 6 * 10 * 4 + 6 * 8 + 6 * 1 + 6 * 10 * 4

@@ -41,16 +41,18 @@ def replay(fragment: dict, inputs: list):
 
 def bytes_moved(fragment: dict, rows: int, element_bytes: int) -> int:
     """Minimum DRAM traffic: every input once (a broadcast row once; a pool's input, recorded at the fragment's rows,
-    in proportion to the rows) and the output once."""
+    in proportion to the rows; a per-row input one value a row) and the output once."""
     cols = fragment["cols"]
 
     def elements(s: dict) -> int:
         if s.get("window"):
             return math.prod(s["shape"]) * rows // fragment["rows"]
+        if s.get("per_row"):
+            return rows
         return cols if s["broadcast"] else rows * cols
 
-    def size(s: dict) -> int:  # a mask input (bool) is one byte an element
-        return 1 if s.get("dtype") == "bool" else element_bytes
+    def size(s: dict) -> int:  # a mask input (bool) is one byte an element, an index (int64) eight
+        return {"bool": 1, "int64": 8}.get(s.get("dtype"), element_bytes)
 
     return sum(elements(s) * size(s) for s in fragment["inputs"]) + rows * cols * element_bytes
 

@@ -52,9 +52,14 @@ class RowwiseProblem:
     def input_shape(self, spec: dict) -> tuple:
         """An input's shape at this row count: broadcast rows as recorded, a pool's input (window) with its first dim
         the samples', full ones with their leading dims folded into the first (rank kept, so the fragment's dims still
-        name the same axes)."""
+        name the same axes), one value per row as a full one with the reduced dims kept as 1 or dropped, as recorded."""
         if spec.get("window"):
             return tuple([self.rows // self.block()] + list(spec["shape"][1:]))
+        if spec.get("per_row"):
+            full = list(self.input_shape({"name": spec["name"]}))
+            first, trailing = self.lead_dims(), int(self.fragment.get("trailing_dims", 1))
+            kept = len(spec["shape"]) == len(full)
+            return tuple(full[:first] + [1] * (trailing if kept else 0) + full[first + trailing:])
         if spec.get("broadcast"):
             return tuple(spec["shape"])
         full = list(self.fragment.get("full_shape") or [self.fragment["rows"], self.cols])
@@ -194,8 +199,9 @@ class RowwiseCase(MeasureCase):
         return [bool(s.get("broadcast", False)) for s in self.problem.fragment["inputs"]]
 
     def _sliced(self) -> list:
-        """The inputs whose dim 0 is the samples': full ones and pools' inputs (a broadcast row is shared)."""
-        return [not s.get("broadcast", False) or bool(s.get("window")) for s in self.problem.fragment["inputs"]]
+        """The inputs whose dim 0 is the samples': full ones, pools' inputs and per-row ones (a broadcast row is shared)."""
+        return [not s.get("broadcast", False) or bool(s.get("window") or s.get("per_row"))
+                for s in self.problem.fragment["inputs"]]
 
     def tolerance(self) -> float:
         # The harness's: each op of the chain rounded once in the dtype (see verify_rowwise.TOLERANCE).
@@ -218,6 +224,8 @@ class RowwiseCase(MeasureCase):
             shape = p.input_shape(s)
             if s.get("dtype") == "bool":  # a mask: about half of it set
                 return torch.rand(shape, device=device, generator=generator) < 0.5
+            if s.get("dtype") == "int64":  # a gather's index: a column of the row
+                return torch.randint(0, p.cols, shape, device=device, generator=generator)
             if positive or s["name"] in variances:
                 return (torch.rand(shape, device=device, generator=generator) * 0.99 + 0.01).to(dt)
             return torch.randn(shape, device=device, generator=generator).to(dt)
@@ -252,8 +260,8 @@ class RowwiseCase(MeasureCase):
         lead = full[0].shape[0] if full and full[0].dim() > 0 else 1
         reduced = int(p.fragment.get("trailing_dims", 1)) + int(p.fragment.get("inner_dims", 0))
         step = max(1, REFERENCE_CHUNK // max(1, full[0].numel() // lead)) if full else lead
-        def f64(t):  # a mask stays bool (where() takes a bool condition; arithmetic promotes it as the kernel does)
-            return t if t.dtype == torch.bool else t.double()
+        def f64(t):  # a mask stays bool (where() takes a bool condition; arithmetic promotes it as the kernel does), an
+            return t if not t.is_floating_point() else t.double()  # index int64
 
         if step >= lead or full[0].dim() <= reduced:  # small, or dim 0 is reduced: one replay
             return {"out": replay(p.fragment, [f64(t) for t in inp.inputs]).reshape(p.rows, -1)}

@@ -238,11 +238,15 @@ class RowwiseFamily final : public KernelFamily {
       channels += fmt::format("{}{}", i ? ", " : "", in.contains("channel") ? in["channel"].at("channels").get<int64_t>() : 0);
     }
     values["channels"] = channels;
-    std::string dtypes;  // each input's: the kernel's, or bool (a mask)
-    for (size_t i = 0; i < broadcast.size(); ++i)
-      dtypes += fmt::format("{}{}", i ? ", " : "",
-                            fragment.at("inputs").at(i).value("dtype", "") == "bool" ? "at::kBool" : torch_scalar_type(e));
+    std::string dtypes, per_row;  // each input's dtype (the kernel's, bool: a mask, int64: an index); one value a row
+    for (size_t i = 0; i < broadcast.size(); ++i) {
+      const json& in = fragment.at("inputs").at(i);
+      const std::string d = in.value("dtype", "");
+      dtypes += fmt::format("{}{}", i ? ", " : "", d == "bool" ? "at::kBool" : d == "int64" ? "at::kLong" : torch_scalar_type(e));
+      per_row += fmt::format("{}{}", i ? ", " : "", in.value("per_row", false) ? "true" : "false");
+    }
     values["input_dtypes"] = dtypes;
+    values["per_row"] = per_row;
     values.erase("dtype");  // the registered op's message; the generated one names each input's
     std::string windows;  // a window input's shape (a pool's input), else {}
     for (size_t i = 0; i < broadcast.size(); ++i) {

@@ -63,8 +63,10 @@ struct KernelWriter {
     }
   }
   bool strided() const { return p.inner > 1; }
-  // An input's element type: the kernel's, or bool (a mask read as 1 or 0).
-  const char* in_type(size_t i) const { return p.boolean[i] ? "bool" : "Element"; }
+  // An input's element type: the kernel's, bool (a mask read as 1 or 0) or int64 (a gather's index).
+  const char* in_type(size_t i) const { return p.boolean[i] ? "bool" : p.index[i] ? "int64_t" : "Element"; }
+  // One value per row: read once where the row starts, never in a sweep.
+  bool per_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::per_row; }
   // Threads past the last row redo a live row and must not store (strided rows, rows sharing a warp).
   bool guarded() const { return strided() || c.warp_per_row; }
   bool shared_row(size_t i) const { return p.inputs[i] == discover::RowInputKind::row_broadcast; }
@@ -123,7 +125,32 @@ struct KernelWriter {
 
   // Loads of every input for one access of V elements at column `col` (row pointers in_i).
   void loads(const std::string& ind, const std::string& suffix, const std::string& col) {
-    for (size_t i = 0; i < p.inputs.size(); ++i) line(ind, load_line(i, col, fmt::format("l{}{}", i, suffix)));
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      if (!per_row(i)) line(ind, load_line(i, col, fmt::format("l{}{}", i, suffix)));
+  }
+
+  // Each input's and the output's pointer at contiguous row `row` (a per-row input's value at it).
+  void row_pointers() {
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      line("  ", fmt::format("const {1}* in{0} = static_cast<const {1}*>(a.inputs[{0}]) + row{2};", i, in_type(i),
+                             per_row(i) ? "" : fmt::format(" * a.input_row_stride[{}]", i)));
+    line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+  }
+
+  // The per-row inputs' values at the row (their pointers at it): an index checked against the row's length (an index
+  // outside it stops the kernel, as PyTorch's gather does by a device assert), any other converted to float.
+  void row_inputs() {
+    for (const auto& s : p.statements) {
+      if (s.kind != RowStatement::Kind::load || !per_row(static_cast<size_t>(s.input))) continue;
+      if (p.index[s.input]) {
+        line("  ", fmt::format("const int64_t ix{0} = in{0}[0];", s.input));
+        line("  ", fmt::format("if (ix{0} < 0 || ix{0} >= kCols) {{ printf(\"fact: gather index %lld of row %lld is outside "
+                               "[0, %lld)\\n\", (long long)ix{0}, (long long)row, (long long)kCols); __trap(); }}", s.input));
+      } else {
+        line("  ", fmt::format("const float {} = to_float(in{}[0]);", s.var, s.input));
+      }
+      row_loaded.insert(s.var);
+    }
   }
 
   // A flat kernel without a broadcast row takes any row length (the verifier runs odd element counts).
@@ -195,7 +222,8 @@ struct KernelWriter {
       // Strided rows: a thread's loads are independent; unrolled, several are in flight at once.
       if (strided()) line("  ", "#pragma unroll 4");
       line("  ", "for (int64_t col0 = int64_t(lane) * V; col0 < kCols; col0 += int64_t(kLanes) * V) {");
-      for (size_t i = 0; i < p.inputs.size(); ++i) line("    ", fmt::format("float l{}[V];", i));
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        if (!per_row(i)) line("    ", fmt::format("float l{}[V];", i));
       loads("    ", "", "col0");
     }
     if (store) line("    ", "float y[V];");
@@ -263,9 +291,7 @@ struct KernelWriter {
     line("  ", "__shared__ float smem_scan[kItems * (kThreads / 32) + 1];");
     line("  ", "const int64_t row = kWarpPerRow ? int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32 : int64_t(blockIdx.x);");
     line("  ", "if (row >= a.rows) return;  // uniform over the CTA (a warp per row: over the warp)");
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      line("  ", fmt::format("const {1}* in{0} = static_cast<const {1}*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i, in_type(i)));
-    line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+    row_pointers();
     row_values(0);
     line("  ", fmt::format("float carry = {};", sum ? "0.0f" : "1.0f"));
     line("  ", "for (int64_t base = 0; base < kCols; base += int64_t(kRowThreads) * V * kItems) {");
@@ -335,7 +361,7 @@ struct KernelWriter {
       line("  ", "const int64_t first = outer * kCols * kInner + (row - outer * kInner);  // the row's first element");
       for (size_t i = 0; i < p.inputs.size(); ++i)
         line("  ", fmt::format("const {2}* in{0} = static_cast<const {2}*>(a.inputs[{0}]){1};", i,
-                               p.inputs[i] != discover::RowInputKind::full ? "" : " + first", in_type(i)));
+                               per_row(i) ? " + row" : p.inputs[i] != discover::RowInputKind::full ? "" : " + first", in_type(i)));
       line("  ", fmt::format("Element* out = static_cast<Element*>(a.output) + {};", p.output_per_row ? "row" : "first"));
     } else if (c.cluster > 1) {
       // A cluster of CTAs per row: lanes count across the cluster, so every sweep below strides over all of them.
@@ -360,35 +386,48 @@ struct KernelWriter {
       line("  ", "__shared__ MaxSumExp smem_ms[32];");
       line("  ", "__shared__ MeanM2 smem_mv[32];");
       if (!c.warp_per_row) line("  ", "if (row >= a.rows) return;  // uniform over the CTA");
-      for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("  ", fmt::format("const {1}* in{0} = static_cast<const {1}*>(a.inputs[{0}]) + row * a.input_row_stride[{0}];", i, in_type(i)));
-      line("  ", "Element* out = static_cast<Element*>(a.output) + row * a.output_row_stride;");
+      row_pointers();
     }
     if (c.one_pass) {
       line("  ", "constexpr int kItems = int((kCols + kLanes * V - 1) / (kLanes * V));");
       if (c.smem_row) {
         line("  ", "extern __shared__ float4 row_smem[];  // kInputs x kItems x kThreads x V floats (row_smem_bytes)");
         for (size_t i = 0; i < p.inputs.size(); ++i)
-          line("  ", fmt::format("const SmemSlice<V> l{0}{{reinterpret_cast<float*>(row_smem) + {0} * kItems * kThreads * V}};", i));
+          if (!per_row(i))
+            line("  ", fmt::format("const SmemSlice<V> l{0}{{reinterpret_cast<float*>(row_smem) + {0} * kItems * kThreads * V}};", i));
       } else {
-        for (size_t i = 0; i < p.inputs.size(); ++i) line("  ", fmt::format("float l{}[kItems][V];", i));
+        for (size_t i = 0; i < p.inputs.size(); ++i)
+          if (!per_row(i)) line("  ", fmt::format("float l{}[kItems][V];", i));
       }
       line("  ", "#pragma unroll");
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
       for (size_t i = 0; i < p.inputs.size(); ++i)
-        line("    ", fmt::format("if (col0 < kCols) {{ {1} }} else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i,
-                               load_line(i, "col0", fmt::format("l{}[k]", i))));
+        if (!per_row(i))
+          line("    ", fmt::format("if (col0 < kCols) {{ {1} }} else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i,
+                                 load_line(i, "col0", fmt::format("l{}[k]", i))));
       line("  ", "}");
     }
+    row_inputs();
     row_values(0);
+    // A pick that nothing reduces further, of a per-row output: the thread passing the index's column holds the row's
+    // value and stores the output itself (no reduction over the row, whose barriers are most of a short row's time).
+    const RowStatement* own_pick = nullptr;
+    if (p.output_per_row) {
+      std::vector<const RowStatement*> picks;
+      for (const auto& s : p.statements)
+        if (s.kind == RowStatement::Kind::reduce && s.reduce == "pick") picks.push_back(&s);
+      if (picks.size() == 1 && lv.at(picks[0]->var) == max_level) own_pick = picks[0];
+    }
     for (int level = 0; level < max_level; ++level) {
       std::vector<std::string> acc, before, after;
       std::vector<const RowStatement*> reds;
       for (const auto& s : p.statements)
         if (s.kind == RowStatement::Kind::reduce && lv.at(s.var) == level + 1) reds.push_back(&s);
       // With the row in registers, max then sum of exp(x - max) costs one expf per element; the online update
-      // (a pass over memory per level) costs a branch and up to two.
+      // (a pass over memory per level) costs a branch and up to two. (One reduction of each thread's (max, sum) pair
+      // instead, tried on the H200 on rows of 4096 at 8 elements a thread, 2026-12-02: 0.41 ms vs 0.23, its combine's
+      // two expf a step costing more than the reduction it saves.)
       std::vector<const RowStatement*> max_then_sum, mean_then_var;
       for (const auto* r : reds) {
         if (r->reduce == "maxsumexp" && c.one_pass) {
@@ -410,6 +449,15 @@ struct KernelWriter {
         } else if (r->reduce == "meanvar") {
           line("  ", fmt::format("MeanM2 a_{}{{0.0f, 0.0f, 0.0f}};", r->var));
           acc.push_back(fmt::format("add_value(a_{}, {});", r->var, r->operand));
+        } else if (r->reduce == "pick") {
+          // The one lane passing the index's column keeps the element; the row's sum of zeros and it is it exactly.
+          line("  ", fmt::format("float a_{} = 0.0f;", r->var));
+          if (r == own_pick) {
+            line("  ", fmt::format("bool own_{} = false;", r->var));
+            acc.push_back(fmt::format("if (col0 + e == ix{0}) {{ a_{1} = {2}; own_{1} = true; }}", r->input, r->var, r->operand));
+          } else {
+            acc.push_back(fmt::format("if (col0 + e == ix{}) a_{} = {};", r->input, r->var, r->operand));
+          }
         } else {
           const char* init = r->reduce == "sum" ? "0.0f" : r->reduce == "max" ? "-INFINITY" : "INFINITY";
           line("  ", fmt::format("float a_{} = {};", r->var, init));
@@ -421,6 +469,8 @@ struct KernelWriter {
       for (const auto* r : reds) {
         if (r->reduce == "maxsumexp" && c.one_pass) {
           line("  ", fmt::format("const float {0}_m = row_reduce(a_{0}_m, OpMax{{}}, smem_f);", r->var));
+        } else if (r == own_pick) {
+          line("  ", fmt::format("const float {0} = a_{0};  // the owning thread's", r->var));
         } else if (r->reduce == "maxsumexp") {
           line("  ", fmt::format("const MaxSumExp r_{0} = row_reduce(a_{0}, OpMaxSumExp{{}}, smem_ms);", r->var));
           line("  ", fmt::format("const float {0}_m = r_{0}.m, {0}_s = r_{0}.s;", r->var));
@@ -430,7 +480,7 @@ struct KernelWriter {
           line("  ", fmt::format("const MeanM2 r_{0} = row_reduce(a_{0}, OpMeanM2{{}}, smem_mv);", r->var));
           line("  ", fmt::format("const float {0}_m = r_{0}.mean, {0}_v = r_{0}.m2 / r_{0}.n;", r->var));
         } else {
-          const char* op = r->reduce == "sum" ? "OpSum" : r->reduce == "max" ? "OpMax" : "OpMin";
+          const char* op = r->reduce == "sum" || r->reduce == "pick" ? "OpSum" : r->reduce == "max" ? "OpMax" : "OpMin";
           line("  ", fmt::format("const float {0} = row_reduce(a_{0}, {1}{{}}, smem_f);", r->var, op));
         }
       }
@@ -440,7 +490,8 @@ struct KernelWriter {
       row_values(level + 1);
     }
     if (p.output_per_row) {
-      line("  ", fmt::format("if (lane == 0{}) out[0] = from_float<Element>({});", guarded() ? " && live" : "", p.output));
+      line("  ", fmt::format("if ({}{}) out[0] = from_float<Element>({});", own_pick ? "own_" + own_pick->var : "lane == 0",
+                             guarded() ? " && live" : "", p.output));
     } else {
       sweep(max_level, {fmt::format("y[e] = {};", p.output)}, true);
     }
@@ -548,6 +599,9 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   // 2026-11-25): 1024-thread CTAs holding more than 16 elements per thread (64 registers each) and one-pass clusters
   // of 16 CTAs ran 1.4-4x slower than the next config.
   auto register_cap = [&](int threads) { return std::min<int64_t>(max_regs, 16384 / threads); };
+  // The inputs a thread holds elements of (a per-row input is one value: a cross entropy's index and mask made the
+  // 256-thread one-pass kernel of rows of 4096 look three times its registers, and ranked 512 threads first).
+  const int64_t swept = std::count_if(p.inputs.begin(), p.inputs.end(), [](auto k) { return k != discover::RowInputKind::per_row; });
   const double sms = arch.sm_count > 0 ? arch.sm_count : 132;
   std::vector<int> clusters = {1};
   if (arch.arch == Arch::sm90) clusters = space.value("clusters", std::vector<int>{1});
@@ -594,7 +648,7 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
         const double ctas = double(outer) * double((p.inner + rows_per_cta - 1) / rows_per_cta);
         bool underfilled = ctas < 2 * sms && double(p.rows) * double(p.cols) >= double(1 << 20);
         for (bool one : {true, false}) {
-          if (one && per_thread * static_cast<int64_t>(p.inputs.size()) > register_cap(threads)) continue;
+          if (one && per_thread * swept > register_cap(threads)) continue;
           // One pass first, a full GPU, few threads per row (each split adds a shared-memory combine), 256 threads.
           double score = (one ? 0 : two_pass_cost) + (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) +
                          std::log2(split) + 0.5 * std::abs(std::log2(threads / 256.0));
@@ -607,7 +661,7 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   }
   // Whether `lanes` lanes of CTAs of `threads` hold the row in registers (clusters of 16 measured slower, below).
   auto in_registers = [&](int64_t lanes, int threads, int cluster) {
-    return cluster < 16 && (p.cols + lanes - 1) / lanes * static_cast<int64_t>(p.inputs.size()) <= register_cap(threads);
+    return cluster < 16 && (p.cols + lanes - 1) / lanes * swept <= register_cap(threads);
   };
   bool fits_registers = false;  // some CTA or cluster holds the row in registers
   for (int threads : space.at("threads").get<std::vector<int>>())
@@ -700,9 +754,9 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
   std::string broadcast;
   for (size_t i = 0; i < p.inputs.size(); ++i)
     broadcast += fmt::format("{}{}", i ? ", " : "", p.inputs[i] != discover::RowInputKind::full ? "true" : "false");
-  std::string input_bytes;  // each input's element size
+  std::string input_bytes;  // each input's element size (0: read one value a row, no vector access)
   for (size_t i = 0; i < p.inputs.size(); ++i)
-    input_bytes += fmt::format("{}{}", i ? ", " : "", p.boolean[i] ? "1" : "int(sizeof(Element))");
+    input_bytes += fmt::format("{}{}", i ? ", " : "", w.per_row(i) ? "0" : p.boolean[i] ? "1" : "int(sizeof(Element))");
   json describe = c.to_json();
   describe["ops"] = p.ops;
   return render_template_file("rowwise/generated_kernel.cu.in",
