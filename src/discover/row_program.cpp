@@ -34,6 +34,8 @@ const json& scan_ops() { return table("ir/row_reductions.json", "scans"); }
 const json& reversal_ops() { return table("ir/row_reductions.json", "reversals"); }
 const json& gather_ops() { return table("ir/row_reductions.json", "gathers"); }
 const json& view_ops() { return table("ir/row_reductions.json", "views"); }
+const json& pad_ops() { return table("ir/row_reductions.json", "pads"); }
+const json& fill_ops() { return table("ir/row_reductions.json", "fills"); }
 const json& activations() { return table("epilogues/activations.json", "activations"); }
 
 bool is_ref(const json& a) { return a.is_object() && a.contains("ref"); }
@@ -464,6 +466,33 @@ struct Lowering {
     if (row) throw Error(fmt::format("node '{}' flips a value that is one per row", name));
     p.output_reversed = true;
   }
+
+  // Constant columns before and after each row of the fragment's output (a constant_pad_nd of the last dim, as the
+  // generated pass writes a cat of fills around it): the kernel writes them with the row.
+  void pad(const json& node, const json& form, const std::string& output) {
+    const std::string name = node.at("name");
+    if (name != output)
+      throw Error(fmt::format("node '{}' pads a value made in the fragment; a generated kernel pads its output's rows only", name));
+    const json pads = read_spec(node, form.at("pad"));
+    const int rank = static_cast<int>(full_shape.size());
+    const bool two = pads.is_array() && pads.size() == 2 && pads[0].is_number_integer() && pads[1].is_number_integer();
+    if (!two || pads[0].get<int64_t>() < 0 || pads[1].get<int64_t>() < 0)
+      throw Error(fmt::format("node '{}' pads by {}; a generated kernel pads the last dim alone, by counts of 0 or more",
+                              name, pads.dump()));
+    if (row_dims.count != 1 || row_dims.first != rank - 1)
+      throw Error(fmt::format("node '{}' pads the last dim, which is not the fragment's rows (dims {}..{})", name,
+                              row_dims.first, row_dims.first + row_dims.count - 1));
+    json value = read_spec(node, form.at("value"), 0);
+    if (value.is_object() && value.contains("float"))  // a non-finite float as the IR encodes it
+      value = value["float"].is_string() ? std::stod(value["float"].get<std::string>()) : value["float"].get<double>();
+    if (!value.is_number()) throw Error(fmt::format("node '{}' pads with {}, not a number", name, value.dump()));
+    bool row = false;
+    var[name] = operand(name, arg_at(node, 0, "self"), &row);
+    if (row) throw Error(fmt::format("node '{}' pads a value that is one per row", name));
+    p.pad_lo = pads[0].get<int64_t>();
+    p.pad_hi = pads[1].get<int64_t>();
+    p.pad_value = float_literal(value.get<double>());
+  }
 };
 
 }  // namespace
@@ -524,6 +553,24 @@ bool is_row_view_op(const std::string& op) { return view_ops().contains(op); }
 bool is_window_op(const std::string& op) { return window_ops().contains(op); }
 
 bool is_reversal_op(const std::string& op) { return reversal_ops().contains(op); }
+
+const json* pad_form(const std::string& op) { return pad_ops().contains(op) ? &pad_ops()[op] : nullptr; }
+
+json op_argument(const json& args, const json& kwargs, const json& spec) {
+  return read_spec({{"args", args}, {"kwargs", kwargs}}, spec);
+}
+
+std::optional<double> fill_constant(const std::string& op, const json& args, const json& kwargs) {
+  if (!fill_ops().contains(op)) return std::nullopt;
+  const json& form = fill_ops()[op];
+  const json v = form.contains("constant") ? form["constant"] : op_argument(args, kwargs, form.at("value"));
+  if (v.is_number() || v.is_boolean()) return v.get<double>();
+  if (v.is_object() && v.contains("float")) {  // an encoded non-finite float (docs/ir-format.md)
+    const json& f = v["float"];
+    return f.is_string() ? std::stod(f.get<std::string>()) : f.get<double>();
+  }
+  return std::nullopt;
+}
 
 std::string row_reduction_form(const std::string& op) {
   return row_reductions().contains(op) ? row_reductions()[op].value("form", "") : "";
@@ -647,6 +694,7 @@ RowProgram lower_row_program(const json& fragment) {
     else if (window_ops().contains(op)) L.window(node, window_ops()[op]);
     else if (gather_ops().contains(op)) L.gather(node, gather_ops()[op]);
     else if (view_ops().contains(op)) L.view(node);
+    else if (pad_ops().contains(op) && pad_ops()[op].contains("pad")) L.pad(node, pad_ops()[op], fragment.at("output"));
     else throw Error(fmt::format("node '{}' ({}) is in neither data/ir/pointwise_ops.json nor data/ir/row_reductions.json", name, op));
   }
   for (const auto& [name, i] : L.window_inputs)
@@ -655,6 +703,9 @@ RowProgram lower_row_program(const json& fragment) {
   if (flips && !p.scan())
     throw Error("the fragment flips its rows without a scan; a generated kernel reverses a row only around a scan (a "
                 "flip alone is PyTorch's copy)");
+  if (p.padded() && !p.scan())
+    throw Error("the fragment pads its rows without a scan; a generated kernel writes a pad only around the row it scans "
+                "(a CTA or a warp owning the row): other kernels' pads stay PyTorch's");
   const bool row_inputs = std::find(p.inputs.begin(), p.inputs.end(), RowInputKind::per_row) != p.inputs.end();
   if (row_inputs && (p.flat() || p.scan()))
     throw Error("the fragment reads a per-row input without reducing its rows; a generated kernel reads one where it owns "

@@ -8,6 +8,7 @@
 // else strided by `inner`, the element count of the dims after them (a reduction over channels of [N, C, H, W]:
 // rows N*H*W of C elements, inner H*W).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,12 @@ struct RowProgram {
   bool output_reversed = false;          // the output is written from the row's end (a flip of it; scans only)
   std::string output;                    // the var written
   bool output_per_row = false;
+  // Constant columns around each output row (data/ir/row_reductions.json "pads"; scans only): rows of pad_lo + cols +
+  // pad_hi elements, the value at [pad_lo, pad_lo + cols), pad_value (a C float literal) elsewhere.
+  int64_t pad_lo = 0, pad_hi = 0;
+  std::string pad_value = "0.0f";
+  bool padded() const { return pad_lo > 0 || pad_hi > 0; }
+  int64_t out_cols() const { return cols + pad_lo + pad_hi; }
   int64_t rows = 0, cols = 0;
   int64_t inner = 1;                     // stride between a row's elements (1: rows are contiguous)
   std::string dtype;
@@ -118,6 +125,17 @@ bool is_gather_op(const std::string& op);
 // Whether an op pools a window of its input (data/ir/row_reductions.json "windows"): a generated kernel computes it
 // where it loads that input, which must be a tensor in memory (an input of the fragment).
 bool is_window_op(const std::string& op);
+
+// The data/ir/row_reductions.json "pads" form of an op (a constant_pad_nd: "pad"; a cat: "tensors"), or null.
+const nlohmann::json* pad_form(const std::string& op);
+
+// An op's argument as the data/ir tables name one ({"arg": i, "kwarg": k, "default": v}, or a bare position): by
+// position, else by kwarg, else the default (null without one).
+nlohmann::json op_argument(const nlohmann::json& args, const nlohmann::json& kwargs, const nlohmann::json& spec);
+
+// The constant a fill op's node makes (data/ir/row_reductions.json "fills": zeros_like, full, ...); nullopt for another
+// op or a value that is not a number.
+std::optional<double> fill_constant(const std::string& op, const nlohmann::json& args, const nlohmann::json& kwargs);
 
 // The row reduction whose per-row partials the whole-tensor reduction `op` reduces to its value
 // (data/ir/row_reductions.json "whole_tensor": aten.mean.dim for aten.mean.default); "" when `op` is none.

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -68,6 +70,73 @@ std::string end_in_row_partials(const ir::Graph& g, const RowwiseFragment& f, co
   return r.name;
 }
 
+// When the fragment's value is read only by a pad of its rows along the last dim (data/ir/row_reductions.json "pads": a
+// constant_pad_nd, or a cat of it and fills, cat(zeros, cumsum(narrow(x))) of an exclusive scan), the fragment ends in
+// that pad, as a constant_pad_nd node (what the kernel writes, and what the float64 replay runs). Returns the graph
+// nodes it takes, the pad first, then its fills; {} when the user is no such pad.
+std::vector<std::string> end_in_row_pad(const ir::Graph& g, const RowwiseFragment& f, const std::set<std::string>& covered,
+                                        json& fragment) {
+  const auto& users = g.users(f.output);
+  const ir::Node* user = users.size() == 1 ? g.find(users[0]) : nullptr;
+  const json* form = user ? pad_form(user->op) : nullptr;
+  const ir::TensorMeta& x = g.at(f.output).out();
+  if (!form || user->kind != ir::NodeKind::Op || covered.count(user->name) || user->outputs.size() != 1 ||
+      x.shape != f.full_shape || f.inner > 1 || f.trailing_dims != 1)
+    return {};
+  const ir::Node& u = *user;
+  const int rank = static_cast<int>(x.shape.size());
+  auto arg = [&](const json& spec) { return op_argument(u.args, u.kwargs, spec); };
+  std::vector<std::string> taken = {u.name};
+  int64_t lo = 0, hi = 0;
+  json value = 0;
+  if (form->contains("pad")) {
+    if (u.args.empty() || !ir::is_ref(u.args[0]) || ir::ref_name(u.args[0]) != f.output) return {};
+    const json pads = arg(form->at("pad"));
+    if (!pads.is_array() || pads.size() != 2 || !pads[0].is_number_integer() || !pads[1].is_number_integer()) return {};
+    lo = pads[0];
+    hi = pads[1];
+    value = arg(form->at("value"));
+    if (value.is_null()) value = 0;
+  } else {
+    const json pieces = arg(form->at("tensors")), dim = arg(form->at("dim"));
+    if (!pieces.is_array() || !dim.is_number_integer() || (dim.get<int>() + rank) % rank != rank - 1) return {};
+    bool seen = false;
+    std::optional<double> constant;
+    for (const auto& piece : pieces) {
+      if (!ir::is_ref(piece)) return {};
+      const std::string& name = ir::ref_name(piece);
+      if (name == f.output) {
+        if (seen) return {};
+        seen = true;
+        continue;
+      }
+      const ir::Node* fill = g.find(name);
+      if (!fill || fill->kind != ir::NodeKind::Op || covered.count(name) || g.users(name).size() != 1 ||
+          fill->outputs.size() != 1 || fill->out().dtype != x.dtype || fill->out().shape.size() != x.shape.size() ||
+          !std::equal(x.shape.begin(), x.shape.end() - 1, fill->out().shape.begin()))
+        return {};
+      const std::optional<double> c = fill_constant(fill->op, fill->args, fill->kwargs);
+      if (!c || (constant && !(*c == *constant || (std::isnan(*c) && std::isnan(*constant))))) return {};
+      constant = c;
+      (seen ? hi : lo) += fill->out().shape.back();
+      taken.push_back(name);
+    }
+    if (!seen || !constant) return {};
+    value = *constant;
+    if (!std::isfinite(*constant))  // as the IR encodes a non-finite float (docs/ir-format.md)
+      value = {{"float", std::isnan(*constant) ? "nan" : *constant > 0 ? "inf" : "-inf"}};
+  }
+  std::vector<int64_t> padded = x.shape;
+  padded.back() += lo + hi;
+  if (u.out().shape != padded) return {};
+  json node = {{"name", u.name}, {"op", "aten.constant_pad_nd.default"}, {"kwargs", json::object()}};
+  node["args"] = json::array({json{{"ref", f.output}}, json::array({lo, hi}), value});
+  node["outputs"] = json::array({json{{"shape", padded}, {"dtype", x.dtype}}});
+  fragment["nodes"].push_back(std::move(node));
+  fragment["output"] = u.name;
+  return taken;
+}
+
 // Whether the value of `pool` reaches a convolution of the plan through ops that keep channels-last order, and its
 // input is one's value: a pool between two convolutions, which PyTorch runs on their channels-last tensors as they
 // are (a generated kernel reads and writes PyTorch's order, so it would cost the chain a copy on each side).
@@ -125,12 +194,19 @@ std::vector<std::vector<std::string>> generable_runs(const ir::Graph& g, const s
 }
 
 PlanEntry entry_for(const Plan& plan, const RowwiseFragment& f, const json& fragment, const CostContext& ctx,
-                    int64_t partials) {
+                    int64_t partials, const std::vector<std::string>& pad) {
   Match m;
   m.rule = kGeneratedRowwiseRule;
   m.family = "rowwise";
-  m.anchor = f.output;
+  m.anchor = pad.empty() ? f.output : pad[0];  // a pad's value is what the graph reads
   m.nodes = f.nodes;
+  if (!pad.empty()) {
+    std::set<std::string> in(f.nodes.begin(), f.nodes.end());
+    in.insert(pad.begin(), pad.end());
+    m.nodes.clear();
+    for (const auto& n : plan.graph.nodes)
+      if (in.count(n.name)) m.nodes.push_back(n.name);
+  }
   m.dtype = f.dtype;
   m.dims = {{"rows", f.rows}, {"cols", f.cols}};
   if (partials) m.dims["partials"] = partials;  // the kernel writes one value per row in place of the anchor's
@@ -187,12 +263,26 @@ void add_generated_rowwise_entries(Plan& plan, const CostContext& ctx) {
                   "generated kernel (PyTorch's order in and out) would cost a copy on each side");
     RowwiseFragment f = make_rowwise_fragment(g, group, covered);
     json fragment = fragment_to_json(g, f);
-    std::string whole = end_in_row_partials(g, f, covered, fragment);
+    json padded = fragment;
+    std::vector<std::string> pad = end_in_row_pad(g, f, covered, padded);
+    if (!pad.empty()) {
+      try {
+        lower_row_program(padded);
+        fragment = std::move(padded);
+      } catch (const Error& e) {
+        plan.notes.push_back(fmt::format("{} ({}) stays PyTorch's: {}", pad[0], g.at(pad[0]).op, e.what()));
+        pad.clear();
+      }
+    }
+    std::string whole = pad.empty() ? end_in_row_partials(g, f, covered, fragment) : "";
     RowProgram p = lower_row_program(fragment);  // refuses what the generator cannot write, naming why
     if (p.computes_nothing())
       throw Error("it only passes its input on (" + fmt::format("{}", fmt::join(p.ops, ", ")) +
                   "): PyTorch returns it without a copy, a kernel could only copy it");
-    added.push_back(entry_for(plan, f, fragment, ctx, whole.empty() ? 0 : f.rows));
+    added.push_back(entry_for(plan, f, fragment, ctx, whole.empty() ? 0 : f.rows, pad));
+    if (!pad.empty())
+      plan.notes.push_back(fmt::format("{} ({}) pads the rows of {} with constant columns: the generated kernel writes "
+                                       "them", pad[0], g.at(pad[0]).op, f.output));
     if (!whole.empty())
       plan.notes.push_back(fmt::format("{} ({}) reduces all of {}: the generated kernel makes its {} per-row partials "
                                        "and PyTorch's {} reduces them", whole, g.at(whole).op, f.output, f.rows,

@@ -47,6 +47,8 @@ bool noted(const discover::Plan& p, const std::string& text) {
 
 // The family's ranked kernel configs for a program (defined below).
 std::vector<realize::RowwiseKernelConfig> configs_of(const discover::RowProgram& p, Arch arch = Arch::sm90);
+// The generated op wrapper of a graph's generated row-wise entry (defined below).
+std::string generated_op_wrapper(const GraphDoc& d);
 
 GraphDoc pointwise_chain() {
   GraphDoc d;
@@ -894,6 +896,110 @@ GraphDoc batch_norm_relu(std::vector<int64_t> shape, bool training = false) {
   return d;
 }
 
+// The exclusive cumsum as KernelBench level1/92 writes it, cat(zeros_like(x[:, :1]), cumsum(x.narrow(1, 0, n - 1))),
+// small: the scan's kernel writes the pad column too (the cat and its fill are the kernel's; the narrow stays a view).
+GraphDoc exclusive_cumsum(int64_t rows, int64_t cols) {
+  GraphDoc d;
+  d.input("x", {rows, cols});
+  d.op("narrow", "aten.narrow.default", {ref_to("x"), 1, 0, cols - 1}, {rows, cols - 1});
+  d.op("cumsum", "aten.cumsum.default", {ref_to("narrow"), 1}, {rows, cols - 1});
+  d.op("select", "aten.select.int", {ref_to("x"), 1, 0}, {rows});
+  d.op("unsqueeze", "aten.unsqueeze.default", {ref_to("select"), 1}, {rows, 1});
+  d.op("zeros_like", "aten.zeros_like.default", {ref_to("unsqueeze")}, {rows, 1});
+  d.op("cat", "aten.cat.default", {Json::array({ref_to("zeros_like"), ref_to("cumsum")}), 1}, {rows, cols}).output("cat");
+  return d;
+}
+
+TEST(RowwiseGenerated, AScansPadOfConstantColumnsIsWrittenByItsKernel) {
+  auto p = plan_of(exclusive_cumsum(64, 100));
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"cumsum", "zeros_like", "cat"}));
+  EXPECT_EQ(e->match.anchor, "cat");
+  EXPECT_TRUE(noted(p, "cat (aten.cat.default) pads the rows of cumsum")) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  const auto& fragment = e->match.kernel["fragment"];
+  EXPECT_EQ(fragment["output"], "cat");
+  EXPECT_EQ(fragment["nodes"].back()["op"], "aten.constant_pad_nd.default");  // what the float64 replay runs
+  EXPECT_EQ(fragment["nodes"].back()["args"][1], Json::array({1, 0}));
+  EXPECT_EQ(fragment["inputs"].size(), 1u);  // the narrow's rows; the fill's shape source is no input
+  auto prog = discover::lower_row_program(fragment);
+  EXPECT_EQ(prog.cols, 99);
+  EXPECT_EQ(prog.pad_lo, 1);
+  EXPECT_EQ(prog.pad_hi, 0);
+  EXPECT_EQ(prog.out_cols(), 100);
+  // Rows of 99 padded by one before: the exclusive scan of 100 columns, 16-byte aligned (the row's last access loads
+  // element by element, its first column is the pad's).
+  std::string text = realize::render_rowwise_kernel(prog, configs_of(prog).at(0), "t", "");
+  EXPECT_NE(text.find("tile_scan<V, true>"), std::string::npos);
+  EXPECT_NE(text.find("base < kCols + 1;"), std::string::npos);
+  EXPECT_NE(text.find("if (col0 + V <= kCols)"), std::string::npos);
+  EXPECT_NE(text.find("if (col0 == 0) y[0] = 0.000000000e+00f;"), std::string::npos);
+  EXPECT_NE(text.find("a->output_row_stride != 100"), std::string::npos);
+  EXPECT_NE(text.find("(a->cols + 1) % kVec == 0 && 0 % kVec == 0"), std::string::npos);
+  EXPECT_EQ(text.find("out += "), std::string::npos);  // the exclusive form writes from the pad's column
+  EXPECT_EQ(text.find("// the row's pads"), std::string::npos);  // no other pad column
+  std::string wrapper = generated_op_wrapper(exclusive_cumsum(64, 100));
+  EXPECT_NE(wrapper.find("if (1 > 0) sizes.back() += 1;"), std::string::npos);
+  EXPECT_NE(wrapper.find("args.output_row_stride = 100;"), std::string::npos);
+
+  // constant_pad_nd of 2 and 3 columns of 1.5: the inclusive scan written 2 columns in (its stores not 16-byte
+  // aligned: the scalar instance runs).
+  GraphDoc padded;
+  padded.input("x", {8, 64});
+  padded.op("c", "aten.cumprod.default", {ref_to("x"), -1}, {8, 64});
+  padded.op("p", "aten.constant_pad_nd.default", {ref_to("c"), Json::array({2, 3}), 1.5}, {8, 69}).output("p");
+  auto pp = plan_of(padded);
+  ASSERT_NE(generated(pp), nullptr) << fmt::format("{}", fmt::join(pp.notes, "\n"));
+  EXPECT_EQ(generated(pp)->match.nodes, (std::vector<std::string>{"c", "p"}));
+  auto pprog = discover::lower_row_program(generated(pp)->match.kernel["fragment"]);
+  EXPECT_EQ(pprog.pad_value, "1.500000000e+00f");
+  std::string ptext = realize::render_rowwise_kernel(pprog, configs_of(pprog).at(0), "t", "");
+  EXPECT_NE(ptext.find("tile_scan<V, false>"), std::string::npos);
+  EXPECT_NE(ptext.find("c < 2 + 3; c += kRowThreads) out[c < 2 ? c : kCols + 0 + c] = from_float<Element>(1.500000000e+00f)"),
+            std::string::npos) << ptext.substr(ptext.find("scan_kernel"), 1500);
+  EXPECT_NE(ptext.find("out += 2;"), std::string::npos);
+
+  // An op after the scan that reads the row's elements (x at the scan's column) keeps the inclusive form.
+  GraphDoc reads;
+  reads.input("x", {8, 63});
+  reads.op("c", "aten.cumsum.default", {ref_to("x"), 1}, {8, 63});
+  reads.op("m", "aten.mul.Tensor", {ref_to("c"), ref_to("x")}, {8, 63});
+  reads.op("z", "aten.zeros.default", Json::array({Json::array({8, 1})}), {8, 1});
+  reads.op("cat", "aten.cat.default", {Json::array({ref_to("z"), ref_to("m")}), -1}, {8, 64}).output("cat");
+  auto pr = plan_of(reads);
+  ASSERT_NE(generated(pr), nullptr) << fmt::format("{}", fmt::join(pr.notes, "\n"));
+  EXPECT_EQ(generated(pr)->match.nodes, (std::vector<std::string>{"c", "m", "z", "cat"}));
+  auto rprog = discover::lower_row_program(generated(pr)->match.kernel["fragment"]);
+  std::string rtext = realize::render_rowwise_kernel(rprog, configs_of(rprog).at(0), "t", "");
+  EXPECT_NE(rtext.find("tile_scan<V, false>"), std::string::npos);
+  EXPECT_NE(rtext.find("out += 1;"), std::string::npos);
+
+  // A pad after a kernel that is no scan stays PyTorch's (that kernel is still generated); a cat along another dim, or
+  // of a fill another op reads too, is no pad.
+  GraphDoc soft;
+  soft.input("x", {8, 64});
+  soft.op("s", "aten.softmax.int", {ref_to("x"), -1}, {8, 64});
+  soft.op("p", "aten.constant_pad_nd.default", {ref_to("s"), Json::array({0, 4})}, {8, 68}).output("p");
+  auto ps = plan_of(soft);
+  ASSERT_NE(generated(ps), nullptr);
+  EXPECT_EQ(generated(ps)->match.nodes, std::vector<std::string>{"s"});
+  EXPECT_TRUE(noted(ps, "p (aten.constant_pad_nd.default) stays PyTorch's: the fragment pads its rows without a scan"))
+      << fmt::format("{}", fmt::join(ps.notes, "\n"));
+  GraphDoc rows;
+  rows.input("x", {8, 64});
+  rows.op("c", "aten.cumsum.default", {ref_to("x"), 1}, {8, 64});
+  rows.op("z", "aten.zeros.default", Json::array({Json::array({1, 64})}), {1, 64});
+  rows.op("cat", "aten.cat.default", Json::array({Json::array({ref_to("z"), ref_to("c")})}), {9, 64}).output("cat");
+  auto prow = plan_of(rows);
+  ASSERT_NE(generated(prow), nullptr);
+  EXPECT_EQ(generated(prow)->match.nodes, std::vector<std::string>{"c"});
+  GraphDoc shared = exclusive_cumsum(8, 64);
+  shared.op("r", "aten.add.Tensor", {ref_to("cat"), ref_to("zeros_like")}, {8, 64}).output("r");
+  auto psh = plan_of(shared);
+  ASSERT_NE(generated(psh), nullptr);
+  EXPECT_EQ(std::count(generated(psh)->match.nodes.begin(), generated(psh)->match.nodes.end(), "cat"), 0);
+}
+
 TEST(RowwiseGenerated, BatchNormInEvalReadsItsVectorsByChannel) {
   for (auto shape : {std::vector<int64_t>{2, 64, 8, 32}, std::vector<int64_t>{2, 64, 8, 64}}) {  // rows of 32, of C
     auto p = plan_of(batch_norm_relu(shape));
@@ -1066,7 +1172,8 @@ TEST(RowwiseGenerated, OpWrappersOfStridedAndContiguousRowsParseAgainstTorchHead
   fs::create_directories(dir);
   std::ofstream(dir / "ops.cpp") << realize::op_library_source({strided, rms, lse, gn, pool, masked,
                                                                 generated_op_wrapper(softmax_rows(8, 100)),
-                                                                generated_op_wrapper(cross_entropy(64, 1000))}).text;
+                                                                generated_op_wrapper(cross_entropy(64, 1000)),
+                                                                generated_op_wrapper(exclusive_cumsum(64, 100))}).text;
   auto r = parse_against_torch(torch_dir, dir / "ops.cpp", realize::kernel_abi_include_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 4000);
 }
@@ -1255,6 +1362,11 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   auto reverse = program_of(reverse_cumsum(false));
   expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(reverse, configs_of(reverse).at(0), "rowwise_test_scan_reverse", ""),
                          "rowwise_scan_reverse", configs_of(reverse).at(0).text());
+  auto exclusive = program_of(exclusive_cumsum(64, 32768));  // a CTA per row and (second) a warp per row
+  for (int i : {0, 1})
+    expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(exclusive, configs_of(exclusive).at(i),
+                                                                      fmt::format("rowwise_test_scan_exclusive{}", i), ""),
+                           fmt::format("rowwise_scan_exclusive{}", i), configs_of(exclusive).at(i).text());
 }
 
 }  // namespace

@@ -440,3 +440,37 @@ def test_cross_entropy_case_draws_indices_in_the_row_and_per_row_inputs_at_any_r
         assert ref.dtype == torch.float64 and torch.allclose(ref, want)
     # Traffic: x once, 8 bytes of index and 1 of mask a row, one float a row out.
     assert bytes_moved(f, 6, 4) == 6 * 10 * 4 + 6 * 8 + 6 * 1 + 6 * 10 * 4
+
+
+def test_an_exclusive_scan_padded_by_its_kernel_is_verified_on_padded_rows_and_row_views_on_cpu():
+    """KernelBench level1/92's cat(zeros, cumsum(narrow(x))) as the generated pass writes it: the scan's fragment ends in
+    constant_pad_nd, the output's rows are one column longer than the scan's, and a kernel taking row views is also
+    verified on inputs that are a wider tensor's rows (a stride apart, 16-byte aligned)."""
+    from fact.realize.rowwise_case import ODD_ROWS, ROW_VIEW_STEP, RowwiseCase
+    rows, cols = 8, 63
+    f = {"format": "fact-rowwise-fragment", "version": 1, "output": "cat", "rows": rows, "cols": cols,
+         "dtype": "float32", "full_shape": [rows, cols], "trailing_dims": 1,
+         "inputs": [{"name": "narrow", "shape": [rows, cols], "broadcast": False}],
+         "nodes": [_node("cumsum", "aten.cumsum.default", [{"ref": "narrow"}, 1], [rows, cols]),
+                   _node("cat", "aten.constant_pad_nd.default", [{"ref": "cumsum"}, [1, 0], 0], [rows, cols + 1])]}
+    case = RowwiseCase(parse_problem({"entry": "", "generated": True, "takes_row_views": True, "rows": rows,
+                                      "cols": cols, "dtype": "float32", "numerics": "fp32", "fragment": f}))
+    assert case.problem.out_cols() == cols + 1 and case.problem.out_elements() == rows * (cols + 1)
+    assert case.bytes_per_set() == 4 * rows * cols + 4 * rows * (cols + 1)
+    inp = case.make_inputs("cpu", torch.Generator().manual_seed(0))
+    assert tuple(inp.outputs["out"][0].shape) == (rows, cols + 1)
+    assert case.kernel_args(inp, 0).output_row_stride == cols + 1
+    x = torch.randn(rows, cols + 1, dtype=torch.float64)
+    want = torch.cat((torch.zeros(rows, 1, dtype=torch.float64), torch.cumsum(x.narrow(1, 0, cols), 1)), 1)
+    assert torch.equal(replay(f, [x.narrow(1, 0, cols)]), want)
+    odd, view = case.verify_variants()
+    assert odd.rows == ODD_ROWS and not odd.as_row_views
+    assert view.rows == ODD_ROWS and view.as_row_views
+    vcase = RowwiseCase(view)
+    vin = vcase.make_inputs("cpu", torch.Generator().manual_seed(1))
+    t = vin.inputs[0]
+    assert tuple(t.shape) == (ODD_ROWS, cols) and not t.is_contiguous() and t.stride(0) % ROW_VIEW_STEP == 0
+    assert vcase.kernel_args(vin, 0).input_row_stride[0] == t.stride(0) > cols
+    ref = vcase.reference(vin)["out"]
+    assert torch.allclose(ref[:, 1:], torch.cumsum(t.double(), 1)) and bool((ref[:, 0] == 0).all())
+    assert vcase.verify_variants() == []  # a variant has none of its own

@@ -26,7 +26,8 @@ ODD_OUTER = 3  # verify variant of strided rows: an odd count of their blocks of
 REFERENCE_CHUNK = 1 << 26  # elements per float64 replay slice of a large problem (512 MB per tensor it makes)
 DTYPES = tuple(TOLERANCE)
 ODD_COLS = 33  # verify variant of a flat pointwise kernel: with ODD_ROWS, an odd element count (scalar tail)
-PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment", "generated", "any_cols")
+PROBLEM_KEYS = ("entry", "rows", "cols", "dtype", "numerics", "fragment", "generated", "any_cols", "takes_row_views")
+ROW_VIEW_STEP = 16  # verify variant of a kernel taking row views: full inputs' rows padded to a multiple of 16 elements
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class RowwiseProblem:
     fragment: dict
     generated: bool = False
     any_cols: bool = False  # a flat pointwise kernel: takes any row length
+    takes_row_views: bool = False  # full inputs may be views whose rows lie a stride apart (a narrow of the last dim)
+    as_row_views: bool = False  # verify variant: full inputs are such views, their rows 16-byte aligned
 
     def to_json(self) -> dict:
         d = {"entry": self.entry, "rows": self.rows, "cols": self.cols, "dtype": self.dtype,
@@ -47,6 +50,8 @@ class RowwiseProblem:
             d["generated"] = True
         if self.any_cols:
             d["any_cols"] = True
+        if self.takes_row_views:
+            d["takes_row_views"] = True
         return d
 
     def input_shape(self, spec: dict) -> tuple:
@@ -113,8 +118,18 @@ class RowwiseProblem:
             n *= d
         return n == self.fragment["rows"] and n != self.fragment["rows"] * self.cols
 
+    def out_cols(self) -> int:
+        """Elements of an output row: 1 (one value per row), else cols and, where the fragment ends in a pad of its
+        rows, the pad's columns (the output's elements per row as the fragment records them)."""
+        if self.output_per_row():
+            return 1
+        if self.any_cols:
+            return self.cols
+        out = next(n for n in self.fragment["nodes"] if n["name"] == self.fragment["output"])
+        return math.prod(out["outputs"][0]["shape"]) // self.fragment["rows"]
+
     def out_elements(self) -> int:
-        return self.rows if self.output_per_row() else self.rows * self.cols
+        return self.rows * self.out_cols()
 
 
 def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
@@ -147,9 +162,12 @@ def parse_problem(obj, where: str = "request.problem") -> RowwiseProblem:
     if not isinstance(inner, int) or not isinstance(groups, int) or inner < 1 or groups < 1 or obj["rows"] % (inner * groups):
         raise ProblemError(f"{where}.rows: {obj['rows']} rows are not whole blocks of the fragment's inner {inner!r} x "
                            f"groups {groups!r} rows")
+    takes_row_views = obj.get("takes_row_views", False)
+    if not isinstance(takes_row_views, bool):
+        raise ProblemError(f"{where}.takes_row_views: expected true or false")
     return RowwiseProblem(entry=obj["entry"], rows=obj["rows"], cols=obj["cols"], dtype=obj["dtype"],
                           numerics=numerics, fragment=f, generated=generated,
-                          any_cols=any_cols)
+                          any_cols=any_cols, takes_row_views=takes_row_views)
 
 
 @functools.cache
@@ -230,7 +248,17 @@ class RowwiseCase(MeasureCase):
                 return (torch.rand(shape, device=device, generator=generator) * 0.99 + 0.01).to(dt)
             return torch.randn(shape, device=device, generator=generator).to(dt)
 
-        ins = [draw(s) for s in p.fragment["inputs"]]
+        def as_row_view(t, s: dict):  # the rows of a wider tensor (a narrow of its last dim), each 16-byte aligned
+            if not p.as_row_views or t.dim() < 2 or s.get("broadcast") or s.get("per_row") or s.get("window"):
+                return t
+            wide = -(-(t.shape[-1] + 1) // ROW_VIEW_STEP) * ROW_VIEW_STEP
+            w = t.new_zeros((*t.shape[:-1], wide))
+            if w.is_floating_point():
+                w.fill_(float("nan"))  # read past the row: NaN in the output
+            w[..., :t.shape[-1]] = t
+            return w[..., :t.shape[-1]]
+
+        ins = [as_row_view(draw(s), s) for s in p.fragment["inputs"]]
         g, n = verify.GUARD_ELEMENTS, p.out_elements()
         buf = torch.full((n + 2 * g,), float("nan"), device=device, dtype=dt)
         return RowwiseInputs(ins, {"out": (buf[g:g + n].view(p.rows, n // p.rows), buf)})
@@ -244,9 +272,9 @@ class RowwiseCase(MeasureCase):
         a.rows, a.cols, a.num_inputs = p.rows, p.cols, len(inp.inputs)
         for i, (t, b) in enumerate(zip(inp.inputs, self._broadcast())):
             a.inputs[i] = t.data_ptr()
-            a.input_row_stride[i] = 0 if b else p.cols
+            a.input_row_stride[i] = 0 if b else t.stride(-2) if t.dim() >= 2 and not t.is_contiguous() else p.cols
         a.output = inp.outputs["out"][0].data_ptr()
-        a.output_row_stride = 1 if p.output_per_row() else p.cols
+        a.output_row_stride = p.out_cols()
         a.stream = stream_ptr
         return a
 
@@ -288,6 +316,8 @@ class RowwiseCase(MeasureCase):
             odd = ODD_OUTER * p.block()
             return [] if p.lead_dims() == 0 or p.rows == odd else [replace(p, rows=odd)]
         out = [] if p.rows == ODD_ROWS else [replace(p, rows=ODD_ROWS)]
+        if p.takes_row_views and not p.as_row_views:  # inputs as a narrow's rows, aligned: the 16-byte path over views
+            out.append(replace(p, rows=ODD_ROWS, as_row_views=True))
         if p.any_cols and p.cols != ODD_COLS:
             out.append(replace(p, rows=ODD_ROWS, cols=ODD_COLS))  # odd element count: the flat kernel's scalar tail
         return out

@@ -197,10 +197,15 @@ class RowwiseFamily final : public KernelFamily {
     if (generated(p)) {
       // A pointwise chain without a broadcast row runs as one flat array of any length: the verifier also
       // tries an odd element count (the kernel's scalar tail).
-      bool flat = discover::lower_row_program(p.at("fragment")).flat() &&
+      const auto program = discover::lower_row_program(p.at("fragment"));
+      bool flat = program.flat() &&
                   std::none_of(p.at("broadcast").begin(), p.at("broadcast").end(), [](const json& b) { return b.get<bool>(); });
-      return {{"entry", ""}, {"generated", true}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
-              {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}, {"any_cols", flat}};
+      json problem = {{"entry", ""}, {"generated", true}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
+                      {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}, {"any_cols", flat}};
+      // Rows of the last dim alone, indexed from their start, take a narrow's rows as they are (the op's row view):
+      // the verifier also runs such views.
+      if (takes_row_stride(program) && p.at("fragment").value("trailing_dims", 1) == 1) problem["takes_row_views"] = true;
+      return problem;
     }
     return {{"entry", p.at("entry")}, {"rows", p.at("rows")}, {"cols", p.at("cols")}, {"dtype", p.at("dtype")},
             {"numerics", p.at("numerics")}, {"fragment", p.at("fragment")}};
@@ -258,8 +263,10 @@ class RowwiseFamily final : public KernelFamily {
     values["full_shape"] = fmt::format("{}", fmt::join(fragment.value("full_shape", std::vector<int64_t>{}), ", "));
     values["output_per_row"] = c.at("output_per_row").get<bool>() ? "true" : "false";
     values["keepdim"] = c.at("keepdim").get<bool>() ? "true" : "false";
-    const bool row_views = takes_row_stride(discover::lower_row_program(fragment));
-    values["row_views"] = row_views ? "true" : "false";
+    const auto program = discover::lower_row_program(fragment);
+    values["row_views"] = takes_row_stride(program) ? "true" : "false";
+    values["output_pad"] = std::to_string(program.pad_lo + program.pad_hi);
+    values["output_row_stride"] = std::to_string(program.output_per_row ? 1 : program.out_cols());
     return render_family_template("rowwise", "generated_op_template", id, values).text;
   }
 
@@ -284,7 +291,9 @@ class RowwiseFamily final : public KernelFamily {
     // another shape (a sum over dims of extent 1 drops them: level2/42's [16, 1, 1, 1] -> [16, 1]), the call views it.
     if (generated(s.config) && !s.config.value("output_per_row", true) &&
         s.config.at("fragment").value("output", std::string()) == s.match.anchor) {
-      const auto full = s.config.at("fragment").value("full_shape", std::vector<int64_t>{});
+      auto full = s.config.at("fragment").value("full_shape", std::vector<int64_t>{});
+      const auto program = discover::lower_row_program(s.config.at("fragment"));
+      if (!full.empty()) full.back() += program.pad_lo + program.pad_hi;  // the op's rows, padded
       const auto& anchor = s.graph.at(s.match.anchor).out().shape;
       if (!full.empty() && anchor != full) call += fmt::format(".view({})", fmt::join(anchor, ", "));
     }

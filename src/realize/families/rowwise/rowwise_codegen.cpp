@@ -24,9 +24,16 @@ const char* element_type(const std::string& dtype) {
   return dtype == "float32" ? "float" : dtype == "bfloat16" ? "__nv_bfloat16" : "__half";
 }
 
+// The vars an expression reads.
+std::vector<std::string> vars_of(const std::string& expr) {
+  static const std::regex ident(R"(\bv\d+(_m|_s|_v)?\b)");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(expr.begin(), expr.end(), ident), end; it != end; ++it) out.push_back(it->str());
+  return out;
+}
+
 // The reduction level of every var: how many reductions (in sequence) its value needs.
 std::map<std::string, int> levels(const RowProgram& p) {
-  static const std::regex ident(R"(\bv\d+(_m|_s|_v)?\b)");
   std::map<std::string, int> lv;
   for (const auto& s : p.statements) {
     if (s.kind == RowStatement::Kind::load) {
@@ -38,7 +45,7 @@ std::map<std::string, int> levels(const RowProgram& p) {
       lv[s.var] = lv[s.var + "_m"] = lv[s.var + "_s"] = lv[s.var + "_v"] = l;
     } else {
       int l = 0;
-      for (std::sregex_iterator it(s.expr.begin(), s.expr.end(), ident), end; it != end; ++it) l = std::max(l, lv.at(it->str()));
+      for (const auto& v : vars_of(s.expr)) l = std::max(l, lv.at(v));
       lv[s.var] = l;
     }
   }
@@ -278,6 +285,24 @@ struct KernelWriter {
     }
   }
 
+  // 1 for the exclusive form of a scan with a pad before its row, else 0. An inclusive scan written pad_lo columns in
+  // is the exclusive scan of the same row written from column pad_lo - 1 (its column c: op over the columns before c),
+  // which keeps 16-byte stores aligned where the pad alone would not (cat(zeros, cumsum(narrow(x))): a pad of 1). Only
+  // where nothing after the scan reads an element of the row, and every input is read forward at the row's column.
+  int scan_shift() const {
+    const int vec = 16 / element_bytes(p.dtype);
+    if (!p.scan() || p.pad_lo < 1 || p.output_reversed || (p.pad_lo - 1) % vec != 0 || (p.cols + 1) % vec != 0) return 0;
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      if (p.reversed[i] || (p.inputs[i] != discover::RowInputKind::full && !shared_row(i))) return 0;
+    const int top = lv.at(p.scan()->var);
+    if (lv.at(p.output) < top) return 0;
+    for (const auto& s : p.statements)
+      if (s.kind == RowStatement::Kind::expr && lv.at(s.var) >= top)
+        for (const auto& v : vars_of(s.expr))
+          if (lv.at(v) < top) return 0;
+    return 1;
+  }
+
   // A scan along contiguous rows: a CTA per row walks its tiles in order (kItems accesses of V elements a thread,
   // loaded together); the ops before the scan run where the tile is loaded, those after it where it is stored.
   void scan_rows() {
@@ -293,8 +318,18 @@ struct KernelWriter {
     line("  ", "if (row >= a.rows) return;  // uniform over the CTA (a warp per row: over the warp)");
     row_pointers();
     row_values(0);
+    const int shift = scan_shift();
+    if (p.padded()) {
+      // Pad columns: [0, before) and the pad_hi after the row's values; the exclusive form writes the last before them.
+      const int64_t before = p.pad_lo - shift;
+      if (before + p.pad_hi > 0)
+        line("  ", fmt::format("for (int64_t c = t; c < {0} + {1}; c += kRowThreads) out[c < {0} ? c : kCols + {2} + c] = "
+                               "from_float<Element>({3});  // the row's pads", before, p.pad_hi, shift, p.pad_value));
+      if (before) line("  ", fmt::format("out += {};", before));
+    }
     line("  ", fmt::format("float carry = {};", sum ? "0.0f" : "1.0f"));
-    line("  ", "for (int64_t base = 0; base < kCols; base += int64_t(kRowThreads) * V * kItems) {");
+    const std::string scan_cols = shift ? fmt::format("kCols + {}", shift) : "kCols";
+    line("  ", fmt::format("for (int64_t base = 0; base < {}; base += int64_t(kRowThreads) * V * kItems) {{", scan_cols));
     for (size_t i = 0; i < p.inputs.size(); ++i) line("    ", fmt::format("float l{}[kItems][V];", i));
     line("    ", "float sc[kItems][V];");
     line("    ", "#pragma unroll");
@@ -302,23 +337,26 @@ struct KernelWriter {
     line("      ", "const int64_t col0 = base + (int64_t(k) * kRowThreads + t) * V;");
     // Past the row's end: zeros, which come after every element of the row in the tile's order (never in its prefix).
     // A flipped input is read from the row's end: its V elements reversed (kCols is a multiple of V, so aligned).
+    // The exclusive form walks one column past the row: the access over the row's end loads element by element.
     for (size_t i = 0; i < p.inputs.size(); ++i)
-      line("      ", fmt::format("if (col0 < kCols) {{ {1} }} else for (int e = 0; e < V; ++e) l{0}[k][e] = 0.0f;", i,
+      line("      ", fmt::format("if (col0 {2} kCols) {{ {1} }} else for (int e = 0; e < V; ++e) l{0}[k][e] = {3};", i,
                                  p.reversed[i] ? fmt::format("float r[V]; load<V>(in{0}, kCols - col0 - V, r); for (int e = 0; "
                                                              "e < V; ++e) l{0}[k][e] = r[V - 1 - e];", i)
-                                               : load_line(i, "col0", fmt::format("l{}[k]", i))));
+                                               : load_line(i, "col0", fmt::format("l{}[k]", i)),
+                                 shift ? "+ V <=" : "<",
+                                 shift ? fmt::format("col0 + e < kCols ? to_float(in{}[col0 + e]) : 0.0f", i) : "0.0f"));
     line("      ", "#pragma unroll");
     line("      ", "for (int e = 0; e < V; ++e) {");
     element_body("        ", 0, "[k][e]");
     line("        ", fmt::format("sc[k][e] = {};", scan.operand));
     line("      ", "}");
     line("    ", "}");
-    line("    ", fmt::format("if constexpr (kWarpPerRow) warp_tile_scan<V>(sc, carry, {0});\n    else tile_scan<V>(sc, carry, {0}, smem_scan);",
-                           sum ? "OpSum{}, 0.0f" : "OpProd{}, 1.0f"));
+    line("    ", fmt::format("if constexpr (kWarpPerRow) warp_tile_scan<V, {1}>(sc, carry, {0});\n    else tile_scan<V, {1}>(sc, carry, {0}, smem_scan);",
+                           sum ? "OpSum{}, 0.0f" : "OpProd{}, 1.0f", shift ? "true" : "false"));
     line("    ", "#pragma unroll");
     line("    ", "for (int k = 0; k < kItems; ++k) {");
     line("      ", "const int64_t col0 = base + (int64_t(k) * kRowThreads + t) * V;");
-    line("      ", "if (col0 >= kCols) continue;");
+    line("      ", fmt::format("if (col0 >= {}) continue;", scan_cols));
     line("      ", "float y[V];");
     line("      ", "#pragma unroll");
     line("      ", "for (int e = 0; e < V; ++e) {");
@@ -327,6 +365,7 @@ struct KernelWriter {
     element_body("        ", max_level, "[k][e]");
     line("        ", fmt::format("y[e] = {};", p.output));
     line("      ", "}");
+    if (shift) line("      ", fmt::format("if (col0 == 0) y[0] = {};  // a pad column, the exclusive form's first", p.pad_value));
     if (p.output_reversed) {
       line("      ", "float z[V];  // written from the row's end");
       line("      ", "for (int e = 0; e < V; ++e) z[e] = y[V - 1 - e];");
@@ -738,6 +777,16 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
   return out;
 }
 
+namespace {
+// Whether a row's accesses are whole vectors: its columns (and a padded output's, from where its values start) in
+// 16-byte steps.
+std::string whole_vectors(const RowProgram& p, int shift) {
+  if (!p.padded()) return "a->cols % kVec == 0";
+  return fmt::format("(a->cols + {}) % kVec == 0 && {} % kVec == 0 && a->output_row_stride % kVec == 0", shift,
+                     p.pad_lo - shift);
+}
+}  // namespace
+
 std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig& c, const std::string& config_id,
                                   const std::string& summary) {
   KernelWriter w{p, c, levels(p), {}};
@@ -779,11 +828,11 @@ std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig
                                {"kernel", w.out},
                                {"num_inputs", std::to_string(p.inputs.size())},
                                {"broadcast", broadcast},
-                               {"output_row_stride", p.output_per_row ? "1" : "a->cols"},
+                               {"output_row_stride", p.output_per_row ? "1" : p.padded() ? std::to_string(p.out_cols()) : "a->cols"},
                                {"input_bytes", input_bytes},
                                {"row_stride_refused", takes_row_stride(p) ? "a->input_row_stride[i] < a->cols"
                                                                            : "a->input_row_stride[i] != a->cols"},
-                               {"whole_vectors", p.flat() && w.any_cols() ? "true" : "a->cols % kVec == 0"},
+                               {"whole_vectors", p.flat() && w.any_cols() ? "true" : whole_vectors(p, w.scan_shift())},
                                // Rows indexed from their start (a row view's stride too) need whole vectors per stride.
                                {"row_stride_aligned", p.flat() && w.any_cols() ? "true" : "a->input_row_stride[i] % kVec == 0"},
                                {"launch", launch_text(p, c)},
