@@ -47,6 +47,17 @@ std::string float_literal(double v) {
   return fmt::format("{:.9e}f", v);
 }
 
+// A number literal of the IR: a plain number or bool, or a non-finite float as docs/ir-format.md encodes it
+// ({"float": "nan"}); nullopt for anything else.
+std::optional<double> number_value(const json& v) {
+  if (v.is_number() || v.is_boolean()) return v.get<double>();
+  if (v.is_object() && v.contains("float")) {
+    const json& f = v["float"];
+    return f.is_string() ? std::stod(f.get<std::string>()) : f.get<double>();
+  }
+  return std::nullopt;
+}
+
 // An argument by position, else kwarg, else absent (null).
 json arg_at(const json& node, int index, const std::string& kwarg) {
   const json& args = node.at("args");
@@ -139,11 +150,7 @@ struct Lowering {
       return it->second;
     }
     if (row) *row = true;
-    if (a.is_number() || a.is_boolean()) return float_literal(a.get<double>());
-    if (a.is_object() && a.contains("float")) {
-      const json& f = a["float"];
-      return float_literal(f.is_string() ? std::stod(f.get<std::string>()) : f.get<double>());
-    }
+    if (const auto v = number_value(a)) return float_literal(*v);
     throw Error(fmt::format("node '{}': argument {} is not a tensor or a number", node, a.dump()));
   }
 
@@ -482,16 +489,15 @@ struct Lowering {
     if (row_dims.count != 1 || row_dims.first != rank - 1)
       throw Error(fmt::format("node '{}' pads the last dim, which is not the fragment's rows (dims {}..{})", name,
                               row_dims.first, row_dims.first + row_dims.count - 1));
-    json value = read_spec(node, form.at("value"), 0);
-    if (value.is_object() && value.contains("float"))  // a non-finite float as the IR encodes it
-      value = value["float"].is_string() ? std::stod(value["float"].get<std::string>()) : value["float"].get<double>();
-    if (!value.is_number()) throw Error(fmt::format("node '{}' pads with {}, not a number", name, value.dump()));
+    const json spec = read_spec(node, form.at("value"), 0);
+    const std::optional<double> value = number_value(spec);
+    if (!value) throw Error(fmt::format("node '{}' pads with {}, not a number", name, spec.dump()));
     bool row = false;
     var[name] = operand(name, arg_at(node, 0, "self"), &row);
     if (row) throw Error(fmt::format("node '{}' pads a value that is one per row", name));
     p.pad_lo = pads[0].get<int64_t>();
     p.pad_hi = pads[1].get<int64_t>();
-    p.pad_value = float_literal(value.get<double>());
+    p.pad_value = float_literal(*value);
   }
 };
 
@@ -563,13 +569,7 @@ json op_argument(const json& args, const json& kwargs, const json& spec) {
 std::optional<double> fill_constant(const std::string& op, const json& args, const json& kwargs) {
   if (!fill_ops().contains(op)) return std::nullopt;
   const json& form = fill_ops()[op];
-  const json v = form.contains("constant") ? form["constant"] : op_argument(args, kwargs, form.at("value"));
-  if (v.is_number() || v.is_boolean()) return v.get<double>();
-  if (v.is_object() && v.contains("float")) {  // an encoded non-finite float (docs/ir-format.md)
-    const json& f = v["float"];
-    return f.is_string() ? std::stod(f.get<std::string>()) : f.get<double>();
-  }
-  return std::nullopt;
+  return number_value(form.contains("constant") ? form["constant"] : op_argument(args, kwargs, form.at("value")));
 }
 
 std::string row_reduction_form(const std::string& op) {
