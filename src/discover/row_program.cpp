@@ -130,6 +130,15 @@ struct Lowering {
     return add(s);
   }
 
+  // a / b; by_row: b is one value per row (a var) dividing per-element values, so its reciprocal is taken once a row.
+  std::string divide(const std::string& a, const std::string& b, bool by_row) {
+    if (!by_row) return fmt::format("({} / {})", a, b);
+    const std::string s = expr(fmt::format("fact_act::divisor_scale({})", b), true);
+    const std::string scaled = expr(fmt::format("({} * {})", b, s), true);
+    const std::string r = expr(fmt::format("fact_act::row_reciprocal({})", scaled), true);
+    return fmt::format("fact_act::div_by_reciprocal({}, {}, {}, {})", a, scaled, r, s);
+  }
+
   // The C expression of an operand (a value of the fragment or a number).
   std::string operand(const std::string& node, const json& a, bool* row = nullptr) {
     if (is_ref(a)) {
@@ -192,15 +201,21 @@ struct Lowering {
       std::string x = opnd(0);
       e = activation(name, node, by["values"][key], json::object(), x);
     } else if (form.contains("binary")) {
-      std::string a = opnd(0), b = opnd(1);
+      bool a_row = true, b_row = true;
+      std::string a = operand(name, arg_at(node, 0, ""), &a_row), b = operand(name, arg_at(node, 1, ""), &b_row);
+      row = a_row && b_row;
       if (form.contains("scale")) {
         json s = read_spec(node, form["scale"], 1);
         if (!(s.is_number() && s.get<double>() == 1.0)) b = fmt::format("({} * {})", operand(name, s), b);
       }
-      if (form.value("swap", false)) std::swap(a, b);
+      if (form.value("swap", false)) {
+        std::swap(a, b);
+        std::swap(a_row, b_row);
+      }
       static const std::map<std::string, std::string> fmts = {{"add", "({} + {})"}, {"sub", "({} - {})"}, {"mul", "({} * {})"},
                                                               {"div", "({} / {})"}, {"max", "fmaxf({}, {})"}, {"min", "fminf({}, {})"}};
-      e = fmt::format(fmt::runtime(fmts.at(form["binary"].get<std::string>())), a, b);
+      const std::string op = form["binary"].get<std::string>();
+      e = op == "div" ? divide(a, b, !a_row && b_row && per_row.count(b)) : fmt::format(fmt::runtime(fmts.at(op)), a, b);
     } else if (form.contains("clamp")) {
       e = opnd(0);
       const json& c = form["clamp"];
@@ -362,7 +377,7 @@ struct Lowering {
       std::string r = reduce("maxsumexp", x);
       // An all -inf row has max -inf: exp(x - max) would be NaN; PyTorch gives -inf (logsumexp) or NaN (softmax).
       if (f == "logsumexp") var[name] = expr(fmt::format("{0}_m + logf({0}_s)", r), true);
-      else if (f == "softmax") var[name] = expr(fmt::format("expf({1} - {0}_m) / {0}_s", r, x), false);
+      else if (f == "softmax") var[name] = expr(divide(fmt::format("expf({} - {}_m)", x, r), r + "_s", true), false);
       else var[name] = expr(fmt::format("{1} - {0}_m - logf({0}_s)", r, x), false);
     } else if (f == "layer_norm" || f == "instance_norm" || f == "group_norm") {
       // Running statistics make an instance norm pointwise, with other inputs: not generated.

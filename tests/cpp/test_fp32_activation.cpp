@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -101,16 +102,21 @@ TEST(Fp32Activation, TemplateHasNoSlotsAndNoApproximateMath) {
     code += line.substr(0, line.find("//")) + "\n";
     pos = end + 1;
   }
-  // One reviewed exception: div_by_normal's reciprocal estimate, which two Newton steps refine to the IEEE
-  // division's own fast path (the division without its check for extreme operands).
-  size_t div_begin = code.find("float div_by_normal("), div_end = code.find("\n}\n", div_begin);
-  ASSERT_NE(div_begin, std::string::npos);
-  ASSERT_NE(div_end, std::string::npos);
-  std::string div = code.substr(div_begin, div_end - div_begin);
-  EXPECT_NE(div.find("rcp.approx.ftz.f32"), std::string::npos);
-  EXPECT_NE(div.find("r = fmaf(r, fmaf(-b, r, 1.0f), r)"), std::string::npos);
-  EXPECT_NE(div.find("fmaf(r, fmaf(-b, q, a), q)"), std::string::npos);
-  code.erase(div_begin, div_end - div_begin);
+  // One reviewed exception: the reciprocal estimate, refined by a Newton step to the IEEE division's own fast path;
+  // div_by_normal and div_by_reciprocal correct their quotients with it (the division without its check for extreme
+  // operands).
+  size_t rcp_begin = code.find("float refined_reciprocal(float b) {"), rcp_end = code.find("\n}\n", rcp_begin);
+  ASSERT_NE(rcp_begin, std::string::npos);
+  ASSERT_NE(rcp_end, std::string::npos);
+  std::string rcp = code.substr(rcp_begin, rcp_end - rcp_begin);
+  EXPECT_NE(rcp.find("rcp.approx.ftz.f32"), std::string::npos);
+  EXPECT_NE(rcp.find("return fmaf(r, fmaf(-b, r, 1.0f), r)"), std::string::npos);
+  code.erase(rcp_begin, rcp_end - rcp_begin);
+  for (const char* div : {"float div_by_normal(", "float div_by_reciprocal("}) {
+    const size_t at = code.find(div);
+    ASSERT_NE(at, std::string::npos) << div;
+    EXPECT_NE(code.substr(at, code.find("\n}\n", at) - at).find("fmaf(r, fmaf(-b, q, a), q)"), std::string::npos) << div;
+  }
   for (const char* approx : {"__expf", "__exp10f", "__tanhf", "__fdividef", "__frcp", "__powf", "exp2f", "asm",
                              ".approx", "fast_exp", "fast_tanh"})
     EXPECT_EQ(code.find(approx), std::string::npos) << approx;
@@ -143,6 +149,29 @@ TEST(Fp32Activation, GeluErfWithinThreeUlpOfItsConditioning) {
   Worst w = worst_error(fact_act::gelu_erf, gelu_erf_ref, gelu_erf_sensitivity);
   EXPECT_GT(w.checked, 25000);
   EXPECT_LE(w.ulps, kMaxUnits) << "at x = " << w.at;
+}
+
+TEST(Fp32Activation, ADivisorsScaleBringsItIntoTheReciprocalsRangeExactly) {
+  const float denormal = 1e-40f, huge = 1e38f, max = std::numeric_limits<float>::max();
+  EXPECT_EQ(fact_act::divisor_scale(denormal), std::ldexp(1.0f, 64));
+  EXPECT_EQ(fact_act::divisor_scale(-huge), std::ldexp(1.0f, -64));
+  EXPECT_EQ(fact_act::divisor_scale(max), std::ldexp(1.0f, -64));
+  EXPECT_EQ(fact_act::divisor_scale(std::ldexp(1.0f, 126)), std::ldexp(1.0f, -64));
+  EXPECT_EQ(fact_act::divisor_scale(std::nextafter(std::ldexp(1.0f, 126), 0.0f)), 1.0f);
+  EXPECT_EQ(fact_act::divisor_scale(std::numeric_limits<float>::min()), 1.0f);
+  for (float b : {0.0f, -0.0f, 1.0f, -3.5f, std::numeric_limits<float>::infinity(), std::nanf("")})
+    EXPECT_EQ(fact_act::divisor_scale(b), 1.0f) << b;
+  for (float b : {denormal, -denormal, huge, max, 3.0f}) {
+    const float s = fact_act::divisor_scale(b), scaled = b * s;
+    EXPECT_TRUE(std::isnormal(scaled) && std::fabs(scaled) < std::ldexp(1.0f, 126)) << b;
+    EXPECT_EQ(scaled / s, b) << "the scaling is exact: " << b;
+    for (float a : {1.0f, -7e-30f, 2.5e30f}) {
+      const float q = fact_act::div_by_reciprocal(a, scaled, fact_act::row_reciprocal(scaled), s);
+      // A denormal quotient is rounded twice (to b * s, then times s): within its last place.
+      if (std::isnormal(a / b) || std::isinf(a / b)) EXPECT_EQ(q, a / b) << a << " / " << b;
+      else EXPECT_LE(std::fabs(q - a / b), std::numeric_limits<float>::denorm_min()) << a << " / " << b;
+    }
+  }
 }
 
 TEST(Fp32Activation, SiluWithinThreeUlp) {

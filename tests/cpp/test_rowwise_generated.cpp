@@ -645,6 +645,70 @@ TEST(RowwiseGenerated, ConfigSpaceRanksOnePassFirstWhenTheRowFits) {
   EXPECT_EQ(partials.at(0).cluster, 1) << partials.at(0).text();
 }
 
+// Scaled swish, then each row divided by its absmax (bench/problems/level2/swish_absmax_rows.py's chain).
+GraphDoc swish_absmax(int64_t rows, int64_t cols) {
+  GraphDoc d;
+  d.input("x", {rows, cols});
+  d.op("s", "aten.sigmoid.default", {ref_to("x")}, {rows, cols});
+  d.op("m", "aten.mul.Tensor", {ref_to("x"), ref_to("s")}, {rows, cols});
+  d.op("k", "aten.mul.Tensor", {ref_to("m"), 1.702}, {rows, cols});
+  d.op("a", "aten.abs.default", {ref_to("k")}, {rows, cols});
+  d.op("mx", "aten.amax.default", {ref_to("a"), Json::array({-1}), true}, {rows, 1});
+  d.op("e", "aten.add.Tensor", {ref_to("mx"), 1e-6}, {rows, 1});
+  d.op("y", "aten.div.Tensor", {ref_to("k"), ref_to("e")}, {rows, cols}).output("y");
+  return d;
+}
+
+TEST(RowwiseGenerated, AOnePassRowKeepsInRegistersTheValuesItsLaterSweepsRead) {
+  const auto prog = program_of(swish_absmax(64, 4096));
+  const auto cs = configs_of(prog);
+  // The kernel's own text, after the activation header (which defines times_sigmoid once).
+  auto body = [&](const realize::RowwiseKernelConfig& c) {
+    const std::string k = realize::render_rowwise_kernel(prog, c, "t", "");
+    return k.substr(k.find("row_kernel(const FactRowwiseArgs a)"));
+  };
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto one = std::find_if(cs.begin(), cs.end(), [](const auto& c) { return c.one_pass && !c.smem_row; });
+  ASSERT_NE(one, cs.end());
+  const std::string kept = body(*one);
+  // The swish is computed once, in the absmax's sweep, and the division's sweep reads it from c_<var>.
+  EXPECT_EQ(count(kept, "times_sigmoid"), 1u) << kept;
+  const auto decl = kept.find("[kItems][V];", kept.find("float c_v"));
+  ASSERT_NE(decl, std::string::npos) << kept;
+  const std::string var = kept.substr(kept.find("float c_v") + 6, decl - kept.find("float c_v") - 6);
+  EXPECT_EQ(count(kept, var + "[k][e] = "), 1u) << kept;
+  EXPECT_EQ(count(kept, "= " + var + "[k][e];"), 1u) << kept;
+  EXPECT_EQ(count(kept, "float c_v"), 1u) << "only what a later sweep reads is kept: " << kept;
+  // The division by the row's absmax takes its reciprocal once a row (a per-row statement), then per element the
+  // product and its correction.
+  auto rcp = std::find_if(prog.statements.begin(), prog.statements.end(),
+                          [](const auto& s) { return s.expr.find("fact_act::row_reciprocal(") != std::string::npos; });
+  ASSERT_NE(rcp, prog.statements.end());
+  EXPECT_TRUE(rcp->per_row);
+  EXPECT_EQ(count(kept, "fact_act::div_by_reciprocal("), 1u) << kept;
+  // A division by a number stays the division (its divisor is no row's value).
+  GraphDoc by_number;
+  by_number.input("x", {64, 4096});
+  by_number.op("d", "aten.div.Tensor", {ref_to("x"), 3.0}, {64, 4096});
+  by_number.op("s", "aten.softmax.int", {ref_to("d"), -1}, {64, 4096}).output("s");
+  const auto np = program_of(by_number);
+  for (const auto& s : np.statements)
+    if (s.expr.find("3.0") != std::string::npos) EXPECT_NE(s.expr.find(" / "), std::string::npos) << s.expr;
+  auto written = std::find_if(np.statements.begin(), np.statements.end(), [&](const auto& s) { return s.var == np.output; });
+  ASSERT_NE(written, np.statements.end());
+  EXPECT_NE(written->expr.find("div_by_reciprocal"), std::string::npos) << "softmax divides by its row's sum: " << written->expr;
+  // Two passes over memory load the row again, and compute it again.
+  auto two = std::find_if(cs.begin(), cs.end(), [](const auto& c) { return !c.one_pass; });
+  ASSERT_NE(two, cs.end());
+  const std::string again = body(*two);
+  EXPECT_EQ(count(again, "times_sigmoid"), 2u) << again;
+  EXPECT_EQ(again.find("float c_v"), std::string::npos) << again;
+}
+
 TEST(RowwiseGenerated, FewLongRowsTakeAClusterOfCTAsPerRow) {
   // 16 rows of 4M: a CTA per row would leave 116 of 132 SMs idle.
   auto few = configs_of(program_of(softmax_rows(16, 1 << 22)));
@@ -1352,6 +1416,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
   expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(masked, configs_of(masked).at(0), "rowwise_test_scan_masked", ""),
                          "rowwise_scan_masked", configs_of(masked).at(0).text());
   expect_generated_compiles(cross_entropy(64, 4096), true, "rowwise_cross_entropy_one_pass");
+  expect_generated_compiles(swish_absmax(64, 4096), true, "rowwise_swish_absmax_kept_values");
   expect_generated_compiles(cross_entropy(64, 1 << 17), false, "rowwise_cross_entropy_two_pass");
   GraphDoc shifted;  // the target's log probability read by every element: the pick reduced over the row
   shifted.input("x", {64, 1000}).input("t", {64, 1}, "int64");

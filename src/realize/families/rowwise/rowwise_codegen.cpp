@@ -53,6 +53,7 @@ std::map<std::string, int> levels(const RowProgram& p) {
 }
 
 struct KernelWriter {
+  KernelWriter(const RowProgram& program, const RowwiseKernelConfig& config) : p(program), c(config), lv(levels(program)) {}
   const RowProgram& p;
   const RowwiseKernelConfig& c;
   std::map<std::string, int> lv;
@@ -60,14 +61,53 @@ struct KernelWriter {
 
   void line(const std::string& indent, const std::string& s) { out += indent + s + "\n"; }
 
-  // The per-element statements of level <= max_level, reading loaded element e of item k.
+  // The per-element statements of level <= max_level, reading loaded element e of item k. In a one-pass row held in
+  // registers, a value a later sweep reads is kept there (c_<var>[k][e]) rather than computed again: level2's scaled
+  // swish before its absmax otherwise took its expf and division twice an element.
   void element_body(const std::string& ind, int max_level, const std::string& load_index) {
     for (const auto& s : p.statements) {
       if (s.per_row || lv.at(s.var) > max_level) continue;
-      if (s.kind == RowStatement::Kind::load) line(ind, fmt::format("const float {} = l{}{};", s.var, s.input, load_index));
-      else if (s.kind == RowStatement::Kind::expr) line(ind, fmt::format("const float {} = {};", s.var, s.expr));
-      else if (s.kind == RowStatement::Kind::scan) line(ind, fmt::format("const float {} = sc{};", s.var, load_index));
+      if (s.kind == RowStatement::Kind::load) {
+        line(ind, fmt::format("const float {} = l{}{};", s.var, s.input, load_index));
+      } else if (s.kind == RowStatement::Kind::expr && kept.count(s.var)) {
+        line(ind, fmt::format("const float {0} = c_{0}{1};", s.var, load_index));
+      } else if (s.kind == RowStatement::Kind::expr && keeps_values && lv.at(s.var) < max_level) {
+        continue;  // an earlier level's value that no later level reads (the kept ones cover what this sweep reads)
+      } else if (s.kind == RowStatement::Kind::expr) {
+        line(ind, fmt::format("const float {} = {};", s.var, s.expr));
+        if (keeping.count(s.var)) line(ind, fmt::format("c_{0}{1} = {0};", s.var, load_index));
+      } else if (s.kind == RowStatement::Kind::scan) {
+        line(ind, fmt::format("const float {} = sc{};", s.var, load_index));
+      }
     }
+    kept.insert(keeping.begin(), keeping.end());
+    keeping.clear();
+  }
+  // Values kept in registers for later sweeps (element_body): those this sweep computes, those earlier ones did.
+  bool keeps_values = false;
+  std::set<std::string> keeping, kept;
+  // Before a sweep of level `level` of a one-pass row in registers: declares the arrays of the values it computes that
+  // a later level reads.
+  void keep_for_later(int level) {
+    if (!keeps_values) return;
+    for (const auto& s : p.statements) {
+      if (s.per_row || s.kind != RowStatement::Kind::expr || lv.at(s.var) > level || kept.count(s.var)) continue;
+      const auto reads = [&](const std::string& expr) {
+        const auto v = vars_of(expr);
+        return std::find(v.begin(), v.end(), s.var) != v.end();
+      };
+      bool later = lv.at(s.var) < top_level() && reads(p.output);
+      for (const auto& t : p.statements)
+        later = later || (lv.at(t.var) > lv.at(s.var) && !t.per_row && reads(t.expr));  // (a reduction reads its own level)
+      if (!later) continue;
+      line("  ", fmt::format("float c_{}[kItems][V];", s.var));
+      keeping.insert(s.var);
+    }
+  }
+  int top_level() const {
+    int l = 0;
+    for (const auto& [v, x] : lv) l = std::max(l, x);
+    return l;
   }
   bool strided() const { return p.inner > 1; }
   // An input's element type: the kernel's, bool (a mask read as 1 or 0) or int64 (a gather's index).
@@ -221,6 +261,7 @@ struct KernelWriter {
   void sweep(int level, const std::vector<std::string>& body_lines, bool store, const std::vector<std::string>& before = {},
              const std::vector<std::string>& after = {}) {
     if (c.one_pass) {
+      keep_for_later(level);
       line("  ", "#pragma unroll");
       line("  ", "for (int k = 0; k < kItems; ++k) {");
       line("    ", "const int64_t col0 = (int64_t(k) * kLanes + lane) * V;");
@@ -379,8 +420,8 @@ struct KernelWriter {
   }
 
   void rows() {
-    int max_level = 0;
-    for (const auto& [v, l] : lv) max_level = std::max(max_level, l);
+    const int max_level = top_level();
+    keeps_values = c.one_pass && !c.smem_row;
     line("", "template <int V>");
     if (strided()) {
       // kThreads / kSplit adjacent rows per CTA (adjacent positions behind the reduced dims); the last tile's
@@ -789,7 +830,7 @@ std::string whole_vectors(const RowProgram& p, int shift) {
 
 std::string render_rowwise_kernel(const RowProgram& p, const RowwiseKernelConfig& c, const std::string& config_id,
                                   const std::string& summary) {
-  KernelWriter w{p, c, levels(p), {}};
+  KernelWriter w{p, c};
   for (size_t i = 0; i < p.inputs.size(); ++i)
     if (w.window(i)) w.window_function(i);
   if (p.scan()) {
