@@ -112,11 +112,13 @@ TEST(Fp32Activation, TemplateHasNoSlotsAndNoApproximateMath) {
   EXPECT_NE(rcp.find("rcp.approx.ftz.f32"), std::string::npos);
   EXPECT_NE(rcp.find("return fmaf(r, fmaf(-b, r, 1.0f), r)"), std::string::npos);
   code.erase(rcp_begin, rcp_end - rcp_begin);
-  for (const char* div : {"float div_by_normal(", "float div_by_reciprocal("}) {
-    const size_t at = code.find(div);
-    ASSERT_NE(at, std::string::npos) << div;
-    EXPECT_NE(code.substr(at, code.find("\n}\n", at) - at).find("fmaf(r, fmaf(-b, q, a), q)"), std::string::npos) << div;
-  }
+  const size_t corrected = code.find("float corrected_quotient(");
+  ASSERT_NE(corrected, std::string::npos);
+  EXPECT_NE(code.substr(corrected, code.find("\n}\n", corrected) - corrected).find("fmaf(r, fmaf(-b, q, a), q)"),
+            std::string::npos);
+  for (const char* div : {"float div_by_normal(float a, float b) { return corrected_quotient(a, b, refined_reciprocal(b)); }",
+                          "float div_by_reciprocal(float a, float b, float r, float s) { return corrected_quotient(a, b, r) * s; }"})
+    EXPECT_NE(code.find(div), std::string::npos) << div;
   for (const char* approx : {"__expf", "__exp10f", "__tanhf", "__fdividef", "__frcp", "__powf", "exp2f", "asm",
                              ".approx", "fast_exp", "fast_tanh"})
     EXPECT_EQ(code.find(approx), std::string::npos) << approx;

@@ -90,13 +90,14 @@ struct KernelWriter {
   // a later level reads.
   void keep_for_later(int level) {
     if (!keeps_values) return;
+    const int top = top_level();
     for (const auto& s : p.statements) {
       if (s.per_row || s.kind != RowStatement::Kind::expr || lv.at(s.var) > level || kept.count(s.var)) continue;
       const auto reads = [&](const std::string& expr) {
         const auto v = vars_of(expr);
         return std::find(v.begin(), v.end(), s.var) != v.end();
       };
-      bool later = lv.at(s.var) < top_level() && reads(p.output);
+      bool later = lv.at(s.var) < top && reads(p.output);
       for (const auto& t : p.statements)
         later = later || (lv.at(t.var) > lv.at(s.var) && !t.per_row && reads(t.expr));  // (a reduction reads its own level)
       if (!later) continue;
