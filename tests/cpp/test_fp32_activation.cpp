@@ -14,6 +14,7 @@
 #include "core/files.h"
 #include "core/paths.h"
 #include "realize/template_renderer.h"
+#include "family_nvcc_check.h"
 
 #include "../../templates/cutlass/fp32_activation.hpp.in"
 
@@ -174,6 +175,14 @@ TEST(Fp32Activation, ADivisorsScaleBringsItIntoTheReciprocalsRangeExactly) {
       else EXPECT_LE(std::fabs(q - a / b), std::numeric_limits<float>::denorm_min()) << a << " / " << b;
     }
   }
+}
+
+// The device paths (rcp.approx and FMAs, which the host build above replaces by a division) against CUDA's IEEE
+// division on special and random operands: built here with the production nvcc command, run where a GPU is.
+TEST(Fp32ActivationNvcc, DivisionsKeepTheIeeeQuotientOnTheGpu) {
+  std::string text = fact::realize::render_template_file("cutlass/fp32_activation.hpp.in", {}) +
+                     fact::read_text_file(std::string(FACT_TEST_DATA) + "/fp32_division_on_gpu.cu", "GPU check");
+  expect_runs_on_the_gpu(fact::Arch::sm90, text, "fp32_division_on_gpu");
 }
 
 TEST(Fp32Activation, SiluWithinThreeUlp) {
