@@ -783,10 +783,14 @@ std::vector<RowwiseKernelConfig> rowwise_kernel_configs(const RowProgram& p, con
           if (one && !in_registers(lanes, threads, cluster)) continue;
           // One pass over memory first; then a grid that fills every SM twice (few long rows: a cluster of
           // CTAs per row), about 16 elements per thread, the fewest CTAs per cluster (each reduction costs
-          // three cluster barriers: a 4-CTA one-pass row of 65535 ran 7.9 ms, an 8-CTA one 8.6-13 ms).
+          // three cluster barriers: a 4-CTA one-pass row of 65535 ran 7.9 ms, an 8-CTA one 8.6-13 ms), and no
+          // 1024-thread one-pass CTA: alone on its SM (past 32 registers a thread), its loads stop at each
+          // reduction's barriers where two CTAs a SM overlap them (on the H200: cross entropy over 1020 rows of
+          // 50257, clusters of 4, 1024 threads 0.286 ms vs 512 0.176; level1/95's rows of 4096, 0.33 vs 0.22).
           double score = (one ? 0 : two_pass_cost) + (vec == vmax ? 0 : 10) + idle +
                          std::abs(std::log2(std::max<int64_t>(per_thread, 1) / 16.0)) + (wpr && p.cols > 1024 ? 50 : 0) +
-                         (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster);
+                         (underfilled ? 8 * std::log2(2 * sms / std::max(ctas, 1.0)) : 0) + (one ? 3 : 1) * std::log2(cluster) +
+                         (one && threads >= 1024 ? 1 : 0);
           RowwiseKernelConfig c{threads, vec, wpr, one};
           c.cluster = cluster;
           if (wpr) c.row_lanes = row_lanes;
