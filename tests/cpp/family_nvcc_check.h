@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/files.h"
@@ -32,9 +33,9 @@ inline void expect_kernel_compiles(fact::Arch arch, const std::string& text, con
 }
 
 // A rendered kernel with a main() appended, compiled by nvcc (the production command, as an executable) into
-// dir/name; fails the test where it does not build.
-inline std::filesystem::path build_executable(fact::Arch arch, const std::string& text, const std::string& dir_name,
-                                              const std::string& name) {
+// $TMPDIR/dir_name/name and run (ten minutes at most each); fails the test and returns nothing where it does not build.
+inline std::optional<fact::ProcessResult> build_and_run(fact::Arch arch, const std::string& text,
+                                                        const std::string& dir_name, const std::string& name) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / dir_name;
   fs::create_directories(dir);
@@ -46,29 +47,23 @@ inline std::filesystem::path build_executable(fact::Arch arch, const std::string
   o.timeout = std::chrono::seconds(600);
   auto built = fact::run_process(argv, o);
   EXPECT_EQ(built.exit_code, 0) << name << "\n" << built.err.substr(0, 4000);
-  return built.exit_code == 0 ? exe : fs::path{};
+  if (built.exit_code != 0) return std::nullopt;
+  return fact::run_process({exe.string()}, o);
 }
 
-// ... run on the host (its host and host-device functions: a kernel's index math checked without a GPU). Expects
-// both to succeed; the run's output (its mismatches, printed by main) goes into the failure message.
+// ... on the host (its host and host-device functions: a kernel's index math checked without a GPU). Expects both to
+// succeed; the run's output (its mismatches, printed by main) goes into the failure message.
 inline void expect_runs_on_the_host(fact::Arch arch, const std::string& text, const std::string& name) {
-  auto exe = build_executable(arch, text, "fact_test_host_run", name);
-  if (exe.empty()) return;
-  fact::ProcessOptions o;
-  o.timeout = std::chrono::seconds(600);
-  auto ran = fact::run_process({exe.string()}, o);
-  EXPECT_EQ(ran.exit_code, 0) << name << ": " << ran.out.substr(0, 3000);
+  auto ran = build_and_run(arch, text, "fact_test_host_run", name);
+  if (ran) EXPECT_EQ(ran->exit_code, 0) << name << ": " << ran->out.substr(0, 3000);
 }
 
-// ... run where a GPU is: main() returns 77 when it finds no CUDA device, and the test then skips, saying so (the
-// build is still checked). The executable stays in $TMPDIR/fact_test_gpu_run for a GPU machine to run.
+// ... where a GPU is: main() returns 77 when it finds no CUDA device, and the test then skips, saying so (the build
+// is still checked). The executable stays in $TMPDIR/fact_test_gpu_run for a GPU machine to run.
 inline void expect_runs_on_the_gpu(fact::Arch arch, const std::string& text, const std::string& name) {
-  auto exe = build_executable(arch, text, "fact_test_gpu_run", name);
-  if (exe.empty()) return;
-  fact::ProcessOptions o;
-  o.timeout = std::chrono::seconds(600);
-  auto ran = fact::run_process({exe.string()}, o);
-  std::printf("%s", ran.out.c_str());
-  if (ran.exit_code == 77) GTEST_SKIP() << name << " built; no CUDA device here to run it (" << exe.string() << ")";
-  EXPECT_EQ(ran.exit_code, 0) << name << ": " << ran.out.substr(0, 3000);
+  auto ran = build_and_run(arch, text, "fact_test_gpu_run", name);
+  if (!ran) return;
+  std::printf("%s", ran->out.c_str());
+  if (ran->exit_code == 77) GTEST_SKIP() << name << " built; no CUDA device here to run it ($TMPDIR/fact_test_gpu_run)";
+  EXPECT_EQ(ran->exit_code, 0) << name << ": " << ran->out.substr(0, 3000);
 }
