@@ -569,6 +569,10 @@ bool row_program_reads(const std::string& op) {
 
 bool is_gather_op(const std::string& op) { return gather_ops().contains(op); }
 
+bool is_identity_op(const std::string& op) {
+  return pointwise_ops().contains(op) && pointwise_ops()[op].value("identity", false);
+}
+
 bool is_row_view_op(const std::string& op) { return view_ops().contains(op); }
 
 bool is_window_op(const std::string& op) { return window_ops().contains(op); }

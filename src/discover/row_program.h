@@ -122,6 +122,9 @@ bool is_reversal_op(const std::string& op);
 // Whether an op picks one element per row by an index (data/ir/row_reductions.json "gathers").
 bool is_gather_op(const std::string& op);
 
+// Whether an op passes its input on unchanged (data/ir/pointwise_ops.json "identity": clone, detach).
+bool is_identity_op(const std::string& op);
+
 // Whether an op pools a window of its input (data/ir/row_reductions.json "windows"): a generated kernel computes it
 // where it loads that input, which must be a tensor in memory (an input of the fragment).
 bool is_window_op(const std::string& op);

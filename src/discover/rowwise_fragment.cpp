@@ -85,7 +85,9 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     if (!n) throw Error(fmt::format("node '{}' is not in the graph", name));
     if (n->kind != ir::NodeKind::Op) throw Error(fmt::format("node '{}' is a {}, not an op", name, ir::to_string(n->kind)));
     if (covered.count(name)) throw Error(fmt::format("node '{}' is already covered by a rule of the plan", name));
-    if (!rowwise_category(n->category) && !is_reversal_op(n->op) && !is_gather_op(n->op) && !is_row_view_op(n->op))
+    // By category, or by the row program's own tables (a reversal, a gather, a view, a copy it reads as identity:
+    // level2/51's x.clone().detach() of the residual).
+    if (!rowwise_category(n->category) && !row_program_reads(n->op))
       throw Error(fmt::format("node '{}' ({}) is not an elementwise, reduction, softmax or normalization op", name, n->op));
     if (n->outputs.size() != 1) throw Error(fmt::format("node '{}' has {} results; a row-wise kernel takes one", name, n->outputs.size()));
   }

@@ -171,10 +171,27 @@ std::string not_generable(const ir::Graph& g, const std::vector<std::string>& no
   }
 }
 
-// `part` (graph order) cut into runs, each the longest that lowers to a row program from where the previous
-// one ended; a run may close only a few nodes later (two values leave a prefix of a diamond until its join).
-std::vector<std::vector<std::string>> generable_runs(const ir::Graph& g, const std::vector<std::string>& part,
+// `part` (graph order) with each node that passes its input on (a clone, a detach) moved to just before its first
+// user there: a run of those alone computes nothing (so stays PyTorch's), inside their user's run they are free
+// (level2/51's x.clone().detach() comes first in graph order and is read by the chain's last op).
+std::vector<std::string> pass_throughs_by_their_users(const ir::Graph& g, std::vector<std::string> part) {
+  for (size_t i = part.size(); i-- > 0;) {
+    if (!is_identity_op(g.at(part[i]).op)) continue;
+    const auto users = g.users(part[i]);
+    auto first = std::find_if(part.begin() + i + 1, part.end(),
+                              [&](const std::string& n) { return std::find(users.begin(), users.end(), n) != users.end(); });
+    if (first == part.end()) continue;
+    std::rotate(part.begin() + i, part.begin() + i + 1, first);  // part[i] moves to just before its first user
+  }
+  return part;
+}
+
+// `part` (graph order, pass-throughs by their users) cut into runs, each the longest that lowers to a row program
+// from where the previous one ended; a run may close only a few nodes later (two values leave a prefix of a diamond
+// until its join).
+std::vector<std::vector<std::string>> generable_runs(const ir::Graph& g, const std::vector<std::string>& graph_order,
                                                      const std::set<std::string>& covered) {
+  const std::vector<std::string> part = pass_throughs_by_their_users(g, graph_order);
   constexpr size_t kLookahead = 4;
   auto generable = [&](const std::vector<std::string>& nodes) { return not_generable(g, nodes, covered).empty(); };
   std::vector<std::vector<std::string>> runs;

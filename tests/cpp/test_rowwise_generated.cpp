@@ -1450,6 +1450,30 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
 // A LayerNorm the layer_norm rule matched alone, read only by pointwise ops (KernelBench level2/34's LayerNorm, GELU,
 // scaling): one generated kernel normalizes and runs them (one pass over the tensor); a LayerNorm a Linear reads, or
 // whose readers' region cannot take it (a pool reading it from memory), stays the rule's.
+// KernelBench level2/51's tail: the residual is x.clone().detach(), first in graph order, read only by the chain's last
+// op, and the chain is cut into runs (a logsumexp of a per-row value). The clone and detach join the add's run: no
+// run of pass-throughs alone (which computes nothing and so stays PyTorch's), every op in a generated kernel.
+TEST(RowwiseGenerated, ACloneReadByTheLastRunJoinsIt) {
+  GraphDoc d;
+  d.input("x", {64, 256}).input("y", {64, 256});
+  d.op("clone", "aten.clone.default", {ref_to("x")}, {64, 256});
+  d.op("detach", "aten.detach.default", {ref_to("clone")}, {64, 256});
+  d.op("mean", "aten.mean.dim", {ref_to("y"), Json::array({1}), true}, {64, 1});
+  d.op("lse", "aten.logsumexp.default", {ref_to("mean"), Json::array({1}), true}, {64, 1});
+  d.op("gelu", "aten.gelu.default", {ref_to("lse")}, {64, 1});
+  d.op("add", "aten.add.Tensor", {ref_to("gelu"), ref_to("detach")}, {64, 256}).output("add");
+  auto p = plan_of(d);
+  ASSERT_TRUE(noted(p, "cut into runs")) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  std::set<std::string> covered;
+  std::vector<std::string> with_add;
+  for (const auto& e : p.entries) {
+    covered.insert(e.match.nodes.begin(), e.match.nodes.end());
+    if (std::find(e.match.nodes.begin(), e.match.nodes.end(), "add") != e.match.nodes.end()) with_add = e.match.nodes;
+  }
+  EXPECT_EQ(with_add, (std::vector<std::string>{"clone", "detach", "add"})) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  for (const char* n : {"clone", "detach", "mean", "lse", "gelu", "add"}) EXPECT_TRUE(covered.count(n)) << n;
+}
+
 TEST(RowwiseGenerated, ALoneLayerNormJoinsThePointwiseOpsReadingIt) {
   auto layer_norm_then = [](const char* op, Json args, std::vector<int64_t> out) {
     GraphDoc d;
