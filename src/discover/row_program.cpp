@@ -356,9 +356,37 @@ struct Lowering {
     return x;
   }
 
+  // The shape of a fragment value: an input's or a node's.
+  std::vector<int64_t> value_shape(const std::string& ref) const {
+    if (auto it = input_shape.find(ref); it != input_shape.end()) return it->second;
+    for (const auto& n : fragment.at("nodes"))
+      if (n.at("name") == ref) return shape_of(n);
+    throw Error(fmt::format("the fragment has no value '{}'", ref));
+  }
+
+  // A sum, mean, max, min or logsumexp of a value that is one per row, over its dims of extent 1 (level2/18's max,
+  // mean and logsumexps of a row's sum, 51's logsumexp of a mean): each reduces one element, so it is that value
+  // (PyTorch's logsumexp of one element is the element too, infinite or NaN).
+  bool reduces_one_element(const json& node, const std::string& f) const {
+    if (f != "sum" && f != "mean" && f != "max" && f != "min" && f != "logsumexp") return false;
+    const json x = arg_at(node, 0, "self");
+    if (!is_ref(x)) return false;
+    const std::vector<int64_t> in = value_shape(x["ref"]);
+    if (numel(in) != p.rows || numel(in) == p.rows * p.cols) return false;
+    const ReducedDims k = row_reduction_dims(node.at("name"), node.at("op"), node.at("args"),
+                                             node.value("kwargs", json::object()), static_cast<int>(in.size()));
+    for (int d = k.first; d < k.first + k.count; ++d)
+      if (in[d] != 1) return false;
+    return k.count > 0;
+  }
+
   void reduction(const json& node, const json& form) {
     const std::string name = node.at("name");
     const std::string f = form.at("form");
+    if (reduces_one_element(node, f)) {
+      var[name] = operand(name, arg_at(node, 0, "self"));
+      return;
+    }
     if (p.scan()) throw Error(fmt::format("node '{}' reduces a row that a scan also walks; not generated", name));
     std::string x = along_rows(node, "reduces");
     const std::string cols = float_literal(static_cast<double>(p.cols));

@@ -1451,7 +1451,7 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
 // scaling): one generated kernel normalizes and runs them (one pass over the tensor); a LayerNorm a Linear reads, or
 // whose readers' region cannot take it (a pool reading it from memory), stays the rule's.
 // KernelBench level2/51's tail: the residual is x.clone().detach(), first in graph order, read only by the chain's last
-// op, and the chain is cut into runs (a logsumexp of a per-row value). The clone and detach join the add's run: no
+// op, and here the chain is cut into runs (a softmax of a per-row value). The clone and detach join the add's run: no
 // run of pass-throughs alone (which computes nothing and so stays PyTorch's), every op in a generated kernel.
 TEST(RowwiseGenerated, ACloneReadByTheLastRunJoinsIt) {
   GraphDoc d;
@@ -1459,8 +1459,8 @@ TEST(RowwiseGenerated, ACloneReadByTheLastRunJoinsIt) {
   d.op("clone", "aten.clone.default", {ref_to("x")}, {64, 256});
   d.op("detach", "aten.detach.default", {ref_to("clone")}, {64, 256});
   d.op("mean", "aten.mean.dim", {ref_to("y"), Json::array({1}), true}, {64, 1});
-  d.op("lse", "aten.logsumexp.default", {ref_to("mean"), Json::array({1}), true}, {64, 1});
-  d.op("gelu", "aten.gelu.default", {ref_to("lse")}, {64, 1});
+  d.op("sm", "aten._softmax.default", {ref_to("mean"), 1, false}, {64, 1});
+  d.op("gelu", "aten.gelu.default", {ref_to("sm")}, {64, 1});
   d.op("add", "aten.add.Tensor", {ref_to("gelu"), ref_to("detach")}, {64, 256}).output("add");
   auto p = plan_of(d);
   ASSERT_TRUE(noted(p, "cut into runs")) << fmt::format("{}", fmt::join(p.notes, "\n"));
@@ -1471,7 +1471,32 @@ TEST(RowwiseGenerated, ACloneReadByTheLastRunJoinsIt) {
     if (std::find(e.match.nodes.begin(), e.match.nodes.end(), "add") != e.match.nodes.end()) with_add = e.match.nodes;
   }
   EXPECT_EQ(with_add, (std::vector<std::string>{"clone", "detach", "add"})) << fmt::format("{}", fmt::join(p.notes, "\n"));
-  for (const char* n : {"clone", "detach", "mean", "lse", "gelu", "add"}) EXPECT_TRUE(covered.count(n)) << n;
+  for (const char* n : {"clone", "detach", "mean", "sm", "gelu", "add"}) EXPECT_TRUE(covered.count(n)) << n;
+}
+
+// KernelBench level2/18's chain after its GEMM: a row's sum, then a max, a mean and two logsumexps of that one value a
+// row (over its dim of extent 1): those reduce one element each, so the chain is one kernel with one reduction.
+TEST(RowwiseGenerated, AReductionOfOneValueARowIsThatValue) {
+  GraphDoc d;
+  d.input("y", {64, 256});
+  d.op("s", "aten.sum.dim_IntList", {ref_to("y"), Json::array({1}), true}, {64, 1});
+  d.op("mx", "aten.amax.default", {ref_to("s"), Json::array({1}), true}, {64, 1});
+  d.op("mean", "aten.mean.dim", {ref_to("mx"), Json::array({1}), true}, {64, 1});
+  d.op("l0", "aten.logsumexp.default", {ref_to("mean"), Json::array({1}), true}, {64, 1});
+  d.op("l1", "aten.logsumexp.default", {ref_to("l0"), Json::array({1}), false}, {64}).output("l1");
+  auto p = plan_of(d);
+  const auto* e = generated(p);
+  ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+  EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"s", "mx", "mean", "l0", "l1"}));
+  const auto prog = discover::lower_row_program(e->match.kernel["fragment"]);
+  EXPECT_EQ(prog.reductions(), 1);
+  EXPECT_EQ(prog.output, prog.statements.back().var) << "the output is the sum itself";
+  // A softmax of one element is 1, not the element: still a reduction of a per-row value, refused by name.
+  GraphDoc sm;
+  sm.input("y", {64, 256});
+  sm.op("s", "aten.sum.dim_IntList", {ref_to("y"), Json::array({1}), true}, {64, 1});
+  sm.op("p", "aten._softmax.default", {ref_to("s"), 1, false}, {64, 1}).output("p");
+  EXPECT_TRUE(noted(plan_of(sm), "reduces a value that is one per row")) << fmt::format("{}", fmt::join(plan_of(sm).notes, "\n"));
 }
 
 TEST(RowwiseGenerated, ALoneLayerNormJoinsThePointwiseOpsReadingIt) {
