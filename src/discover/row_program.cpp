@@ -96,7 +96,7 @@ struct Lowering {
   std::string fresh() { return cident(next++); }
   std::set<std::string> channel_inputs;     // fragment inputs read per channel
   std::map<std::string, int> window_inputs; // fragment inputs read through a pool's window -> input index
-  std::map<std::string, std::vector<int64_t>> input_shape;
+  std::map<std::string, std::vector<int64_t>> shape;  // fragment value -> its shape (inputs, then nodes as lowered)
 
   bool channel_input(const std::string& name) const { return channel_inputs.count(name) > 0; }
   std::map<std::string, int> input_index;   // fragment input -> its index
@@ -296,7 +296,7 @@ struct Lowering {
     WindowRead& w = p.window[it->second];
     if (!w.form.empty()) throw Error(fmt::format("node '{}' pools '{}', which another pool of the fragment reads too", name, src));
     const int spatial = form.at("spatial");
-    const std::vector<int64_t>& in = input_shape.at(src);
+    const std::vector<int64_t>& in = shape.at(src);
     const std::vector<int64_t> out = shape_of(node);
     const int rank = static_cast<int>(out.size());
     if (out != full_shape || static_cast<int>(in.size()) != rank || rank <= spatial ||
@@ -339,7 +339,8 @@ struct Lowering {
     var[name] = p.statements[it->second].var;  // inputs' loads are the first statements, in input order
   }
 
-  bool is_per_row(const json& node) const { return numel(shape_of(node)) == p.rows && numel(shape_of(node)) != p.rows * p.cols; }
+  bool is_per_row(const std::vector<int64_t>& s) const { return numel(s) == p.rows && numel(s) != p.rows * p.cols; }
+  bool is_per_row(const json& node) const { return is_per_row(shape_of(node)); }
 
   // Operand 0 of a node that walks the rows (a reduction, a scan, a gather): one value per element, walked along the
   // fragment's rows (the dims the node's op names: row_reduction_dims).
@@ -356,14 +357,6 @@ struct Lowering {
     return x;
   }
 
-  // The shape of a fragment value: an input's or a node's.
-  std::vector<int64_t> value_shape(const std::string& ref) const {
-    if (auto it = input_shape.find(ref); it != input_shape.end()) return it->second;
-    for (const auto& n : fragment.at("nodes"))
-      if (n.at("name") == ref) return shape_of(n);
-    throw Error(fmt::format("the fragment has no value '{}'", ref));
-  }
-
   // A sum, mean, max, min or logsumexp of a value that is one per row, over its dims of extent 1 (level2/18's max,
   // mean and logsumexps of a row's sum, 51's logsumexp of a mean): each reduces one element, so it is that value
   // (PyTorch's logsumexp of one element is the element too, infinite or NaN).
@@ -371,8 +364,9 @@ struct Lowering {
     if (f != "sum" && f != "mean" && f != "max" && f != "min" && f != "logsumexp") return false;
     const json x = arg_at(node, 0, "self");
     if (!is_ref(x)) return false;
-    const std::vector<int64_t> in = value_shape(x["ref"]);
-    if (numel(in) != p.rows || numel(in) == p.rows * p.cols) return false;
+    const auto known = shape.find(x["ref"].get<std::string>());
+    if (known == shape.end() || !is_per_row(known->second)) return false;  // an unknown name: operand() says so
+    const std::vector<int64_t>& in = known->second;
     const ReducedDims k = row_reduction_dims(node.at("name"), node.at("op"), node.at("args"),
                                              node.value("kwargs", json::object()), static_cast<int>(in.size()));
     for (int d = k.first; d < k.first + k.count; ++d)
@@ -706,7 +700,7 @@ RowProgram lower_row_program(const json& fragment) {
     const bool window = in.value("window", false);
     if (window && ch.channels) throw Error(fmt::format("fragment input '{}': both a channel and a window input", in.at("name").get<std::string>()));
     if (window) L.window_inputs[in.at("name").get<std::string>()] = i - 1;
-    L.input_shape[in.at("name").get<std::string>()] = in.value("shape", std::vector<int64_t>{});
+    L.shape[in.at("name").get<std::string>()] = in.value("shape", std::vector<int64_t>{});
     const bool per_row = in.value("per_row", false);
     if (per_row && (window || ch.channels))
       throw Error(fmt::format("fragment input '{}': a per-row input is neither a channel nor a window input", in.at("name").get<std::string>()));
@@ -743,6 +737,7 @@ RowProgram lower_row_program(const json& fragment) {
     else if (view_ops().contains(op)) L.view(node);
     else if (pad_ops().contains(op) && pad_ops()[op].contains("pad")) L.pad(node, pad_ops()[op], fragment.at("output"));
     else throw Error(fmt::format("node '{}' ({}) is in neither data/ir/pointwise_ops.json nor data/ir/row_reductions.json", name, op));
+    L.shape[name] = shape_of(node);
   }
   for (const auto& [name, i] : L.window_inputs)
     if (p.window[i].form.empty()) throw Error(fmt::format("fragment input '{}' is marked window, but no pool reads it", name));
