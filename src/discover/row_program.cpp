@@ -349,8 +349,13 @@ struct Lowering {
     bool row = false;
     std::string x = operand(name, arg_at(node, 0, "self"), &row);
     if (row) throw Error(fmt::format("node '{}' {} a value that is one per row", name, verb));
+    // Its dims are its operand's: a view of the full tensor without or with more dims of extent 1.
+    const json self = arg_at(node, 0, "self");
+    const auto known = is_ref(self) ? shape.find(self["ref"].get<std::string>()) : shape.end();
+    const std::vector<int64_t>& in = known != shape.end() ? known->second : full_shape;
     ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()),
-                                       static_cast<int>(full_shape.size()));
+                                       static_cast<int>(in.size()));
+    if (auto mapped = reduced_dims_in(in, k, full_shape)) k = *mapped;
     if (!(k == row_dims))
       throw Error(fmt::format("node '{}' {} dims {}..{}; the fragment's rows are dims {}..{}", name, verb, k.first,
                               k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
@@ -468,14 +473,16 @@ struct Lowering {
     var[name] = add(s);
   }
 
-  // A view adding or dropping dims of size 1: of a per-row value, the same value ([rows, 1] <-> [rows]).
+  // A view adding or dropping dims of size 1: the same value, one per row ([rows, 1] <-> [rows]) or full (a squeeze of
+  // a pool's [rows, 1, cols]).
   void view(const json& node) {
     const std::string name = node.at("name");
     bool row = false;
     std::string x = operand(name, arg_at(node, 0, "self"), &row);
-    if (!row || !is_per_row(node))
-      throw Error(fmt::format("node '{}' ({}) views a value that is not one per row; a generated kernel keeps its values' "
-                              "shapes", name, node.at("op").get<std::string>()));
+    const bool full = !row && same_but_unit_dims(shape_of(node), full_shape);
+    if (!full && (!row || !is_per_row(node)))
+      throw Error(fmt::format("node '{}' ({}) views a value as neither one per row nor the full tensor's elements; a "
+                              "generated kernel keeps its values' shapes", name, node.at("op").get<std::string>()));
     var[name] = x;
   }
 
@@ -662,6 +669,56 @@ ReducedDims row_reduction_dims(const std::string& node, const std::string& op, c
     groups = g.get<int64_t>();
   }
   return {static_cast<int>(*s.begin()), k, groups};
+}
+
+namespace {
+// The positions of a shape's dims other than 1.
+std::vector<int> non_unit_dims(const std::vector<int64_t>& s) {
+  std::vector<int> out;
+  for (int d = 0; d < static_cast<int>(s.size()); ++d)
+    if (s[d] != 1) out.push_back(d);
+  return out;
+}
+}  // namespace
+
+bool same_but_unit_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const std::vector<int> da = non_unit_dims(a), db = non_unit_dims(b);
+  if (da.size() != db.size()) return false;
+  for (size_t i = 0; i < da.size(); ++i)
+    if (a[da[i]] != b[db[i]]) return false;
+  return true;
+}
+
+std::optional<ReducedDims> reduced_dims_in(const std::vector<int64_t>& in, const ReducedDims& k, const std::vector<int64_t>& full) {
+  if (in == full) return k;
+  if (!same_but_unit_dims(in, full)) return std::nullopt;
+  const std::vector<int> di = non_unit_dims(in), df = non_unit_dims(full);
+  int first = -1, last = -1;
+  for (size_t i = 0; i < di.size(); ++i)
+    if (di[i] >= k.first && di[i] < k.first + k.count) {
+      if (first < 0) first = df[i];
+      last = df[i];
+    }
+  if (first < 0) return std::nullopt;
+  return ReducedDims{first, last - first + 1, k.groups};
+}
+
+bool broadcasts_per_row(const std::vector<int64_t>& a, const std::vector<int64_t>& o, const std::vector<int64_t>& full,
+                        const ReducedDims& rows) {
+  const int rank = static_cast<int>(o.size()), pad = rank - static_cast<int>(a.size());
+  if (pad < 0 || !same_but_unit_dims(o, full)) return false;
+  const std::vector<int> df = non_unit_dims(full);
+  for (int d = 0, i = 0; d < rank; ++d) {
+    const int64_t v = d < pad ? 1 : a[d - pad];
+    if (o[d] == 1) {
+      if (v != 1) return false;
+      continue;
+    }
+    const int j = df[i++];  // o's d-th dim is full's j-th
+    const bool row_dim = j >= rows.first && j < rows.first + rows.count;
+    if (v != (row_dim ? 1 : o[d])) return false;
+  }
+  return true;
 }
 
 RowProgram lower_row_program(const json& fragment) {

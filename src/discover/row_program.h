@@ -95,6 +95,21 @@ struct ReducedDims {
 ReducedDims row_reduction_dims(const std::string& node, const std::string& op, const nlohmann::json& args,
                                const nlohmann::json& kwargs, int rank);
 
+// Whether two shapes hold the same elements in the same order: equal once their dims of extent 1 are dropped.
+bool same_but_unit_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// `k`, reduced dims of a tensor shaped `in`, as dims of `full`: the same elements with dims of extent 1 added or
+// dropped (KernelBench level2/55's sum over dim 1 of a squeeze of a pool's [128, 1, 16384]). nullopt where `in` is no
+// such view of `full` or reduces only dims of extent 1 that `full` lacks.
+std::optional<ReducedDims> reduced_dims_in(const std::vector<int64_t>& in, const ReducedDims& k, const std::vector<int64_t>& full);
+
+// Whether a value shaped `a`, broadcast by PyTorch's rules against a value shaped `o` (one of `full`'s elements, dims
+// of extent 1 aside), is one value per row of `rows` (the dims of `full` folded into a row): 1 along those dims, the
+// full extent along the others. A reduction's [rows] result without its dims is not, against [rows, cols] values: it
+// lines up with the last dim.
+bool broadcasts_per_row(const std::vector<int64_t>& a, const std::vector<int64_t>& o, const std::vector<int64_t>& full,
+                        const ReducedDims& rows);
+
 // Whether the op is a comparison or predicate of data/ir/pointwise_ops.json: its bool result is a value a
 // generated kernel holds as 1 or 0, never the fragment's output.
 bool yields_bool(const std::string& op);

@@ -153,8 +153,17 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   ReducedDims row_dims;
   for (const auto& name : f.nodes) {
     const ir::Node& n = graph.at(name);
-    ReducedDims k = row_reduction_dims(name, n.op, n.args, n.kwargs, rank);
+    // A reduction's dims are its operand's, which may be the full tensor with dims of extent 1 added or dropped.
+    const std::vector<int64_t>* in = !n.args.empty() && ir::is_ref(n.args[0]) ? &graph.at(ir::ref_name(n.args[0])).out().shape : nullptr;
+    const bool view_of_full = in && same_but_unit_dims(*in, f.full_shape);
+    ReducedDims k = row_reduction_dims(name, n.op, n.args, n.kwargs, view_of_full ? static_cast<int>(in->size()) : rank);
     if (k.count == 0) continue;
+    if (view_of_full) {
+      const auto mapped = reduced_dims_in(*in, k, f.full_shape);
+      if (!mapped)
+        throw Error(fmt::format("node '{}' reduces only dims of extent 1 of [{}]; not generated", name, fmt::join(*in, ",")));
+      k = *mapped;
+    }
     if (row_dims.count && !(k == row_dims))
       throw Error(fmt::format("node '{}' reduces dims {}..{}, another node dims {}..{}; one row per kernel", name, k.first,
                               k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
@@ -192,10 +201,11 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   keep.insert(keep.end(), trail.size(), 1);
   keep.insert(keep.end(), behind.begin(), behind.end());
   drop.insert(drop.end(), behind.begin(), behind.end());
-  auto per_row = [&](const std::vector<int64_t>& s) { return s == keep || s == drop; };
+  // Dims of extent 1 aside: views (squeeze, unsqueeze) keep the elements and their order.
+  auto per_row = [&](const std::vector<int64_t>& s) { return same_but_unit_dims(s, drop); };
   for (const auto& name : f.nodes) {
     const ir::TensorMeta& t = graph.at(name).out();
-    if (t.shape != f.full_shape && !per_row(t.shape))
+    if (!same_but_unit_dims(t.shape, f.full_shape) && !per_row(t.shape))
       throw Error(fmt::format("node '{}' has shape [{}]; inside a row-wise fragment every value is [{}] or one per row",
                               name, fmt::join(t.shape, ","), fmt::join(f.full_shape, ",")));
     if (t.dtype != f.dtype && !(t.dtype == "bool" && yields_bool(graph.at(name).op)))
@@ -215,7 +225,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       f.window.push_back(true);
       continue;
     }
-    bool like_full = in.shape == f.full_shape;
+    bool like_full = same_but_unit_dims(in.shape, f.full_shape);
     // A norm's [C] vector indexes dim 1 whatever the rows are, even where it has the row's length (BatchNorm over
     // [N, 64, 64, 64]: rows of W = 64); a plain [C] operand broadcasts along the last dim, as PyTorch's rules say.
     const bool norm_vector = rank > 2 && f.inner == 1 && in.numel() == f.full_shape[1] && per_channel_arg(graph, f.nodes, r);
@@ -231,17 +241,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     channel = channel || scalar;
     // One value per row: the reduced dims kept as 1 ([rows, 1]: a gather's index), or dropped, then read only by values
     // that are one per row too (against a full value PyTorch would broadcast it along the last dim instead).
-    const bool row_value = !like_full && !row && !channel && (in.shape == keep || in.shape == drop);
-    if (row_value && in.shape != keep) {
-      for (const auto& name : f.nodes) {
-        const ir::Node& n = graph.at(name);
-        const auto refs = ir::referenced_names(n);
-        if (std::find(refs.begin(), refs.end(), r) != refs.end() && !per_row(n.out().shape))
-          throw Error(fmt::format("input '{}' has shape [{}], one value per row without the row's dims; '{}' reads it "
-                                  "with full values, which would broadcast it along the last dim", r,
-                                  fmt::join(in.shape, ","), name));
-      }
-    }
+    const bool row_value = !like_full && !row && !channel && per_row(in.shape);
     // An int64 input is a gather's index ([rows, 1]), read by gathers alone.
     bool index = false;
     if (in.dtype == "int64" && row_value) {
@@ -268,6 +268,21 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     f.broadcast.push_back((row || channel || row_value) && !like_full);  // a channel input is read whole by every row too
     f.channels.push_back(scalar ? 1 : channel ? f.full_shape[1] : 0);
     f.window.push_back(false);
+  }
+  // A value that is one per row, read with full values: PyTorch broadcasts it right-aligned, so the kernel's one value
+  // a row is that only where it is 1 along the rows' dims ([rows, 1]); as [rows] it lines up with the last dim
+  // (x / x.sum(1) over [N, N] divides by column sums).
+  for (const auto& name : f.nodes) {
+    const ir::Node& n = graph.at(name);
+    if (f.groups != 1 || f.cols == 1 || !same_but_unit_dims(n.out().shape, f.full_shape)) continue;
+    for (const auto& r : ir::referenced_names(n)) {
+      const std::vector<int64_t>& s = graph.at(r).out().shape;
+      const auto input = std::find(f.inputs.begin(), f.inputs.end(), r);
+      const bool row_value = input == f.inputs.end() ? inside.count(r) && per_row(s) : f.per_row[input - f.inputs.begin()];
+      if (!row_value || broadcasts_per_row(s, n.out().shape, f.full_shape, row_dims)) continue;
+      throw Error(fmt::format("'{}' reads '{}' [{}], one value per row, with full values [{}], which broadcasts it along "
+                              "other dims than the rows'", name, r, fmt::join(s, ","), fmt::join(n.out().shape, ",")));
+    }
   }
   if (f.inputs.empty()) throw Error("the fragment reads no tensor from outside");
   if (static_cast<int>(f.inputs.size()) > kRowwiseMaxInputs)

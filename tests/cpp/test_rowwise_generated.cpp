@@ -549,6 +549,70 @@ TEST(RowwiseGenerated, APoolIsComputedWhereItsInputIsLoadedAndTheOpsAfterItJoinI
   EXPECT_NE(at.find("kMode = 2;"), std::string::npos);  // avg over the elements read (count_include_pad false)
 }
 
+// KernelBench level2/55's and 98's tails, small: a 1-D pool of the GEMM's output unsqueezed ([rows, 1, n]), squeezed
+// back, then ops and a reduction over the squeezed tensor's dim 1. The squeeze keeps the elements: one kernel, the
+// reduction's dim 1 of [rows, cols] being the pool's dim 2.
+GraphDoc pool_squeeze_reduce(const char* pool, Json pool_args, const char* reduce) {
+  GraphDoc d;
+  d.input("u", {16, 1, 256});
+  pool_args.insert(pool_args.begin(), ref_to("u"));
+  d.op("p", pool, pool_args, {16, 1, 128});
+  d.op("q", "aten.squeeze.dim", {ref_to("p"), 1}, {16, 128});
+  d.op("g", "aten.gelu.default", {ref_to("q")}, {16, 128});
+  d.op("r", reduce, {ref_to("g"), Json::array({1})}, {16});
+  d.op("m", "aten.mul.Tensor", {ref_to("r"), 0.5}, {16}).output("m");
+  return d;
+}
+
+TEST(RowwiseGenerated, ASqueezeBetweenAPoolAndARowReductionKeepsOneKernel) {
+  for (auto [pool, args] : {std::pair{"aten.max_pool1d.default", Json::array({Json::array({2})})},
+                            std::pair{"aten.avg_pool1d.default", Json::array({Json::array({2})})}}) {
+    for (const char* reduce : {"aten.sum.dim_IntList", "aten.amax.default"}) {
+      auto p = plan_of(pool_squeeze_reduce(pool, args, reduce));
+      const auto* e = generated(p);
+      ASSERT_NE(e, nullptr) << fmt::format("{}", fmt::join(p.notes, "\n"));
+      EXPECT_EQ(e->match.nodes, (std::vector<std::string>{"p", "q", "g", "r", "m"})) << pool << " " << reduce;
+      const Json& fragment = e->match.kernel["fragment"];
+      EXPECT_EQ(fragment["full_shape"], Json::array({16, 1, 128}));
+      EXPECT_EQ(fragment["rows"], 16);
+      EXPECT_EQ(fragment["cols"], 128);  // the pool's dim 2, not its dim 1 of extent 1
+      auto prog = discover::lower_row_program(fragment);
+      EXPECT_EQ(prog.reductions(), 1);
+      EXPECT_TRUE(prog.output_per_row);
+    }
+  }
+  // The dims map through dims of extent 1 only: a reduction over them alone is none of the rows' dims.
+  EXPECT_EQ(discover::reduced_dims_in({16, 128}, {1, 1}, {16, 1, 128}), (discover::ReducedDims{2, 1}));
+  EXPECT_EQ(discover::reduced_dims_in({16, 1, 128}, {1, 1}, {16, 128}), std::nullopt);
+  EXPECT_EQ(discover::reduced_dims_in({16, 128}, {1, 1}, {16, 2, 64}), std::nullopt);
+  EXPECT_TRUE(discover::same_but_unit_dims({1, 16, 1, 128, 1}, {16, 128}));
+  EXPECT_FALSE(discover::same_but_unit_dims({128, 16}, {16, 128}));
+}
+
+// A row's value without its reduced dims ([N]) read with full values [N, N]: PyTorch lines it up with the last dim (x
+// divided by its column sums), so it is no value per row there; kept as one row ([rows, 1]) it is.
+TEST(RowwiseGenerated, ARowsValueWithoutItsDimsReadWithFullValuesIsNotPerRow) {
+  auto divide_by_sum = [](bool keepdim) {
+    GraphDoc d;
+    d.input("x", {64, 64});
+    d.op("s", "aten.sum.dim_IntList", {ref_to("x"), Json::array({1}), keepdim},
+         keepdim ? std::vector<int64_t>{64, 1} : std::vector<int64_t>{64});
+    d.op("q", "aten.div.Tensor", {ref_to("x"), ref_to("s")}, {64, 64}).output("q");
+    return d;
+  };
+  auto kept = plan_of(divide_by_sum(true));
+  ASSERT_NE(generated(kept), nullptr);
+  EXPECT_EQ(generated(kept)->match.nodes, (std::vector<std::string>{"s", "q"}));
+  auto dropped = plan_of(divide_by_sum(false));
+  EXPECT_TRUE(noted(dropped, "which broadcasts it along other dims than the rows'")) << fmt::format("{}", fmt::join(dropped.notes, "\n"));
+  for (const auto& e : dropped.entries) EXPECT_NE(e.match.nodes, (std::vector<std::string>{"s", "q"}));
+  // As a 2-D tensor against 3-D values: 1 along the rows' dims, their extent along the others.
+  EXPECT_TRUE(discover::broadcasts_per_row({16, 1}, {16, 128}, {16, 1, 128}, {2, 1}));
+  EXPECT_TRUE(discover::broadcasts_per_row({4, 1, 8}, {4, 6, 8}, {4, 6, 8}, {1, 1}));
+  EXPECT_FALSE(discover::broadcasts_per_row({4, 8}, {4, 6, 8}, {4, 6, 8}, {1, 1}));
+  EXPECT_FALSE(discover::broadcasts_per_row({16}, {16, 16}, {16, 16}, {1, 1}));
+}
+
 TEST(RowwiseGenerated, APoolOfAValueMadeInItsRegionIsCutOffAndAPooledInputIsReadOnlyByThePool) {
   // tanh -> max pool: the pool reads a value the region makes, so tanh is one kernel and the pool another.
   GraphDoc d;
@@ -1423,6 +1487,8 @@ TEST(RowwiseGeneratedNvcc, PointwiseChainAndSoftmaxOnePassAndTwoPassCompileForSm
     }
   }
   expect_generated_compiles(batch_norm_relu({2, 64, 8, 64}), false, "rowwise_batch_norm_relu");
+  expect_generated_compiles(pool_squeeze_reduce("aten.avg_pool1d.default", Json::array({Json::array({2})}),
+                                                "aten.amax.default"), true, "rowwise_pool_squeeze_amax");
   auto masked = program_of(masked_scan());
   expect_kernel_compiles(Arch::sm90, realize::render_rowwise_kernel(masked, configs_of(masked).at(0), "rowwise_test_scan_masked", ""),
                          "rowwise_scan_masked", configs_of(masked).at(0).text());
