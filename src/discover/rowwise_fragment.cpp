@@ -225,7 +225,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
       f.window.push_back(true);
       continue;
     }
-    bool like_full = same_but_unit_dims(in.shape, f.full_shape);
+    bool like_full = in.shape == f.full_shape;
     // A norm's [C] vector indexes dim 1 whatever the rows are, even where it has the row's length (BatchNorm over
     // [N, 64, 64, 64]: rows of W = 64); a plain [C] operand broadcasts along the last dim, as PyTorch's rules say.
     const bool norm_vector = rank > 2 && f.inner == 1 && in.numel() == f.full_shape[1] && per_channel_arg(graph, f.nodes, r);

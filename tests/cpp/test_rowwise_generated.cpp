@@ -93,6 +93,16 @@ TEST(RowwiseGenerated, ReductionsGivePerRowOutputsAndNonAdjacentDimsAreRefused) 
   EXPECT_TRUE(prog.output_per_row);
   EXPECT_EQ(prog.rows, 128);
   EXPECT_EQ(prog.cols, 32);
+  {  // [8, 16, 32] less its row dim is the anchor's [8, 16]: the call takes the op's result as it is
+    const auto& e = *generated(p);
+    const auto* family = realize::kernel_family_for(e.match);
+    Json problem = family->problem_from_match(e.match, p.graph, Numerics::fp32, Arch::sm90);
+    Json config = family->candidates(problem, 1).ranked.at(0).config;
+    realize::OpCallSite site{e.match, p.graph, problem, config, "torch.ops.fact.r", "l", "pattern rowwise",
+                             [&](const char*, bool) -> std::string { return "x"; },
+                             [&](const char*) -> const ir::Node* { return nullptr; }};
+    EXPECT_EQ(family->op_call(site).expression, "torch.ops.fact.r(x)");
+  }
 
   // A reduction over dims of extent 1 leaves as many elements in fewer dims: its dims index its input's
   // (KernelBench level2/42's sum over [2, 3] of a [16, 1, 1, 1] value).
@@ -579,6 +589,15 @@ TEST(RowwiseGenerated, ASqueezeBetweenAPoolAndARowReductionKeepsOneKernel) {
       auto prog = discover::lower_row_program(fragment);
       EXPECT_EQ(prog.reductions(), 1);
       EXPECT_TRUE(prog.output_per_row);
+      // The op returns the pool's [16, 1, 128] less its row dim, [16, 1]; the module's call views it as the anchor's
+      // [16] (the composed level2/55 and 98 returned [128, 1] and [1024, 1] and failed their end-to-end checks).
+      const auto* family = realize::kernel_family_for(e->match);
+      Json problem = family->problem_from_match(e->match, p.graph, Numerics::fp32, Arch::sm90);
+      Json config = family->candidates(problem, 1).ranked.at(0).config;
+      realize::OpCallSite site{e->match, p.graph, problem, config, "torch.ops.fact.r", "m", "pattern rowwise",
+                               [&](const char*, bool) -> std::string { return "u"; },
+                               [&](const char*) -> const ir::Node* { return nullptr; }};
+      EXPECT_EQ(family->op_call(site).expression, "torch.ops.fact.r(u).view(16)");
     }
   }
   // The dims map through dims of extent 1 only: a reduction over them alone is none of the rows' dims.

@@ -287,15 +287,22 @@ class RowwiseFamily final : public KernelFamily {
     std::string args;
     for (size_t i = 0; i < broadcast.size(); ++i) args += (i ? ", " : "") + s.tensor(fmt::format("in{}", i).c_str(), true);
     std::string call = fmt::format("{}({})", s.op, args);
-    // A fragment whose value is not one per row returns its full shape; where the anchor holds the same elements in
-    // another shape (a sum over dims of extent 1 drops them: level2/42's [16, 1, 1, 1] -> [16, 1]), the call views it.
-    if (generated(s.config) && !s.config.value("output_per_row", true) &&
-        s.config.at("fragment").value("output", std::string()) == s.match.anchor) {
-      auto full = s.config.at("fragment").value("full_shape", std::vector<int64_t>{});
-      const auto program = discover::lower_row_program(s.config.at("fragment"));
-      if (!full.empty()) full.back() += program.pad_lo + program.pad_hi;  // the op's rows, padded
+    // The op returns its full shape (its rows padded), or one value a row with the rows' dims dropped or kept as 1;
+    // where the anchor holds the same elements in another shape (a sum over dims of extent 1 drops them: level2/42's
+    // [16, 1, 1, 1] -> [16, 1]; a squeeze inside the fragment: level2/55's [128, 1, 16384] -> [128]), the call views it.
+    if (generated(s.config) && s.config.at("fragment").value("output", std::string()) == s.match.anchor) {
+      const json& fragment = s.config.at("fragment");
+      auto shape = fragment.value("full_shape", std::vector<int64_t>{});
+      const auto program = discover::lower_row_program(fragment);
+      if (!shape.empty() && !program.output_per_row) shape.back() += program.pad_lo + program.pad_hi;
+      if (!shape.empty() && program.output_per_row) {
+        const int trailing = fragment.value("trailing_dims", 1), inner_dims = fragment.value("inner_dims", 0);
+        const auto first = shape.end() - inner_dims - trailing;
+        const auto at = shape.erase(first, first + trailing);
+        if (s.config.value("keepdim", false)) shape.insert(at, trailing, 1);
+      }
       const auto& anchor = s.graph.at(s.match.anchor).out().shape;
-      if (!full.empty() && anchor != full) call += fmt::format(".view({})", fmt::join(anchor, ", "));
+      if (!shape.empty() && anchor != shape) call += fmt::format(".view({})", fmt::join(anchor, ", "));
     }
     return {"", call};
   }
