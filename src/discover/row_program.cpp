@@ -341,6 +341,12 @@ struct Lowering {
 
   bool is_per_row(const std::vector<int64_t>& s) const { return numel(s) == p.rows && numel(s) != p.rows * p.cols; }
   bool is_per_row(const json& node) const { return is_per_row(shape_of(node)); }
+  // The recorded shape of a node's operand 0 (its self), or null where that is no value of the fragment.
+  const std::vector<int64_t>* operand_shape(const json& node) const {
+    const json x = arg_at(node, 0, "self");
+    const auto known = is_ref(x) ? shape.find(x["ref"].get<std::string>()) : shape.end();
+    return known != shape.end() ? &known->second : nullptr;
+  }
 
   // Operand 0 of a node that walks the rows (a reduction, a scan, a gather): one value per element, walked along the
   // fragment's rows (the dims the node's op names: row_reduction_dims).
@@ -350,12 +356,9 @@ struct Lowering {
     std::string x = operand(name, arg_at(node, 0, "self"), &row);
     if (row) throw Error(fmt::format("node '{}' {} a value that is one per row", name, verb));
     // Its dims are its operand's: a view of the full tensor without or with more dims of extent 1.
-    const json self = arg_at(node, 0, "self");
-    const auto known = is_ref(self) ? shape.find(self["ref"].get<std::string>()) : shape.end();
-    const std::vector<int64_t>& in = known != shape.end() ? known->second : full_shape;
-    ReducedDims k = row_reduction_dims(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()),
-                                       static_cast<int>(in.size()));
-    if (auto mapped = reduced_dims_in(in, k, full_shape)) k = *mapped;
+    const std::vector<int64_t>* in = operand_shape(node);
+    ReducedDims k = row_reduction_dims_of(name, node.at("op"), node.at("args"), node.value("kwargs", json::object()),
+                                          in ? *in : full_shape, full_shape);
     if (!(k == row_dims))
       throw Error(fmt::format("node '{}' {} dims {}..{}; the fragment's rows are dims {}..{}", name, verb, k.first,
                               k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
@@ -367,11 +370,9 @@ struct Lowering {
   // (PyTorch's logsumexp of one element is the element too, infinite or NaN).
   bool reduces_one_element(const json& node, const std::string& f) const {
     if (f != "sum" && f != "mean" && f != "max" && f != "min" && f != "logsumexp") return false;
-    const json x = arg_at(node, 0, "self");
-    if (!is_ref(x)) return false;
-    const auto known = shape.find(x["ref"].get<std::string>());
-    if (known == shape.end() || !is_per_row(known->second)) return false;  // an unknown name: operand() says so
-    const std::vector<int64_t>& in = known->second;
+    const std::vector<int64_t>* known = operand_shape(node);
+    if (!known || !is_per_row(*known)) return false;  // an unknown name: operand() says so
+    const std::vector<int64_t>& in = *known;
     const ReducedDims k = row_reduction_dims(node.at("name"), node.at("op"), node.at("args"),
                                              node.value("kwargs", json::object()), static_cast<int>(in.size()));
     for (int d = k.first; d < k.first + k.count; ++d)
@@ -701,6 +702,16 @@ std::optional<ReducedDims> reduced_dims_in(const std::vector<int64_t>& in, const
     }
   if (first < 0) return std::nullopt;
   return ReducedDims{first, last - first + 1, k.groups};
+}
+
+ReducedDims row_reduction_dims_of(const std::string& node, const std::string& op, const json& args, const json& kwargs,
+                                  const std::vector<int64_t>& in, const std::vector<int64_t>& full) {
+  if (!same_but_unit_dims(in, full)) return row_reduction_dims(node, op, args, kwargs, static_cast<int>(full.size()));
+  const ReducedDims k = row_reduction_dims(node, op, args, kwargs, static_cast<int>(in.size()));
+  if (k.count == 0) return k;
+  const auto mapped = reduced_dims_in(in, k, full);
+  if (!mapped) throw Error(fmt::format("node '{}' reduces only dims of extent 1 of [{}]; not generated", node, fmt::join(in, ",")));
+  return *mapped;
 }
 
 bool broadcasts_per_row(const std::vector<int64_t>& a, const std::vector<int64_t>& o, const std::vector<int64_t>& full,

@@ -103,6 +103,12 @@ bool same_but_unit_dims(const std::vector<int64_t>& a, const std::vector<int64_t
 // such view of `full` or reduces only dims of extent 1 that `full` lacks.
 std::optional<ReducedDims> reduced_dims_in(const std::vector<int64_t>& in, const ReducedDims& k, const std::vector<int64_t>& full);
 
+// row_reduction_dims as dims of `full` for a node whose operand is shaped `in`: where `in` is `full` with dims of
+// extent 1 added or dropped the op's dims index `in` and are mapped (an error where they reduce only such dims);
+// otherwise (an operand one value per row) they index `full`'s rank.
+ReducedDims row_reduction_dims_of(const std::string& node, const std::string& op, const nlohmann::json& args,
+                                  const nlohmann::json& kwargs, const std::vector<int64_t>& in, const std::vector<int64_t>& full);
+
 // Whether a value shaped `a`, broadcast by PyTorch's rules against a value shaped `o` (one of `full`'s elements, dims
 // of extent 1 aside), is one value per row of `rows` (the dims of `full` folded into a row): 1 along those dims, the
 // full extent along the others. A reduction's [rows] result without its dims is not, against [rows, cols] values: it

@@ -154,16 +154,10 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   for (const auto& name : f.nodes) {
     const ir::Node& n = graph.at(name);
     // A reduction's dims are its operand's, which may be the full tensor with dims of extent 1 added or dropped.
-    const std::vector<int64_t>* in = !n.args.empty() && ir::is_ref(n.args[0]) ? &graph.at(ir::ref_name(n.args[0])).out().shape : nullptr;
-    const bool view_of_full = in && same_but_unit_dims(*in, f.full_shape);
-    ReducedDims k = row_reduction_dims(name, n.op, n.args, n.kwargs, view_of_full ? static_cast<int>(in->size()) : rank);
+    const bool self = !n.args.empty() && ir::is_ref(n.args[0]);
+    ReducedDims k = row_reduction_dims_of(name, n.op, n.args, n.kwargs,
+                                          self ? graph.at(ir::ref_name(n.args[0])).out().shape : f.full_shape, f.full_shape);
     if (k.count == 0) continue;
-    if (view_of_full) {
-      const auto mapped = reduced_dims_in(*in, k, f.full_shape);
-      if (!mapped)
-        throw Error(fmt::format("node '{}' reduces only dims of extent 1 of [{}]; not generated", name, fmt::join(*in, ",")));
-      k = *mapped;
-    }
     if (row_dims.count && !(k == row_dims))
       throw Error(fmt::format("node '{}' reduces dims {}..{}, another node dims {}..{}; one row per kernel", name, k.first,
                               k.first + k.count - 1, row_dims.first, row_dims.first + row_dims.count - 1));
@@ -197,9 +191,7 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
   for (auto d : behind) f.inner *= d;
   f.rows = full->numel() / f.cols;
   for (int d = 2; d < rank; ++d) f.channel_inner *= f.full_shape[d];
-  std::vector<int64_t> keep = lead, drop = lead;
-  keep.insert(keep.end(), trail.size(), 1);
-  keep.insert(keep.end(), behind.begin(), behind.end());
+  std::vector<int64_t> drop = lead;
   drop.insert(drop.end(), behind.begin(), behind.end());
   // Dims of extent 1 aside: views (squeeze, unsqueeze) keep the elements and their order.
   auto per_row = [&](const std::vector<int64_t>& s) { return same_but_unit_dims(s, drop); };
@@ -239,8 +231,8 @@ RowwiseFragment make_rowwise_fragment(const ir::Graph& graph, const std::vector<
     // One value for all (a 0-d tensor: torch.min(x, torch.tensor(c))): a per-channel input of one channel.
     const bool scalar = !like_full && !row && !channel && f.inner == 1 && in.numel() == 1;
     channel = channel || scalar;
-    // One value per row: the reduced dims kept as 1 ([rows, 1]: a gather's index), or dropped, then read only by values
-    // that are one per row too (against a full value PyTorch would broadcast it along the last dim instead).
+    // One value per row: the reduced dims kept as 1 ([rows, 1]: a gather's index) or dropped (how full values may read
+    // it is checked below, with the nodes' values).
     const bool row_value = !like_full && !row && !channel && per_row(in.shape);
     // An int64 input is a gather's index ([rows, 1]), read by gathers alone.
     bool index = false;
